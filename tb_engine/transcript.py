@@ -1,0 +1,153 @@
+"""Structured transcript of one attempt: messages, tool calls, token usage.
+
+These types are the contract between the runner, agents, user simulators, the
+Django shell and the ThinkingBox importers. Everything serialises to plain JSON
+with ``to_dict`` / ``from_dict`` so a stored attempt can be regraded later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass
+class Usage:
+    """Token counts of one or more LLM calls (all zero for agents that use no model)."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    calls: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.calls + other.calls,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+        data = data or {}
+        return cls(**{k: int(data.get(k, 0) or 0) for k in cls.__dataclass_fields__})
+
+
+@dataclass
+class ToolCallRequest:
+    """A tool call as the agent asked for it (arguments may be unparsed/invalid JSON)."""
+
+    id: str
+    name: str
+    arguments: Any  # dict when valid; the raw string when the agent produced bad JSON
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ToolCall:
+    """One executed tool call with its outcome and the effects it wrote."""
+
+    index: int  # 0-based position among the attempt's tool calls
+    id: str
+    name: str
+    arguments: Any
+    result: Any = None
+    error: str | None = None
+    read_only: bool = False  # declared read-only by the tool schema
+    changed_state: bool = False  # observed: this call wrote at least one row
+    turn: int = 0
+    started_ms: float = 0.0  # offset from attempt start
+    duration_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ToolCall":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass
+class Message:
+    """One dialogue message. ``tool_calls`` only on assistant messages; ``tool_call_id`` only on tool messages."""
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None  # tool name on tool messages
+    turn: int = 0
+    at_ms: float = 0.0
+    usage: Usage | None = None
+    is_error: bool = False  # tool message carrying an error
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.usage is None:
+            data["usage"] = None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Message":
+        return cls(
+            role=data["role"],
+            content=data.get("content") or "",
+            tool_calls=[ToolCallRequest(**tc) for tc in data.get("tool_calls") or []],
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            turn=int(data.get("turn", 0)),
+            at_ms=float(data.get("at_ms", 0.0)),
+            usage=Usage.from_dict(data["usage"]) if data.get("usage") else None,
+            is_error=bool(data.get("is_error", False)),
+        )
+
+
+@dataclass
+class Transcript:
+    """Everything that was said and done in one attempt."""
+
+    messages: list[Message] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    agent_usage: Usage = field(default_factory=Usage)
+    user_usage: Usage = field(default_factory=Usage)  # evaluation overhead
+    judge_usage: Usage = field(default_factory=Usage)  # evaluation overhead
+
+    def final_reply(self) -> str:
+        """The agent's last assistant text (what rubric judges read)."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.content:
+                return message.content
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "messages": [m.to_dict() for m in self.messages],
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "agent_usage": self.agent_usage.to_dict(),
+            "user_usage": self.user_usage.to_dict(),
+            "judge_usage": self.judge_usage.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Transcript":
+        return cls(
+            messages=[Message.from_dict(m) for m in data.get("messages", [])],
+            tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls", [])],
+            agent_usage=Usage.from_dict(data.get("agent_usage")),
+            user_usage=Usage.from_dict(data.get("user_usage")),
+            judge_usage=Usage.from_dict(data.get("judge_usage")),
+        )
