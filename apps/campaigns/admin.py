@@ -1,0 +1,32 @@
+from django.contrib import admin
+
+from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet, TaskSummary
+
+
+@admin.register(AgentConfig)
+class AgentConfigAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "model", "base_url", "api_key_env", "max_concurrency")
+
+
+@admin.register(PriceSheet)
+class PriceSheetAdmin(admin.ModelAdmin):
+    list_display = ("name", "source", "effective_date")
+
+
+@admin.register(Campaign)
+class CampaignAdmin(admin.ModelAdmin):
+    list_display = ("name", "agent", "suite", "n_attempts", "status", "team", "created_at")
+    list_filter = ("status", "team")
+
+
+@admin.register(Attempt)
+class AttemptAdmin(admin.ModelAdmin):
+    list_display = ("campaign", "task", "index", "status", "termination", "verdict", "clean_looking", "retries")
+    list_filter = ("status", "verdict", "clean_looking")
+    raw_id_fields = ("campaign", "task")
+
+
+@admin.register(TaskSummary)
+class TaskSummaryAdmin(admin.ModelAdmin):
+    list_display = ("campaign", "task", "n_done", "n_pass", "n_infra_error")
+    raw_id_fields = ("campaign", "task")

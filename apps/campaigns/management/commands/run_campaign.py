@@ -1,0 +1,83 @@
+"""python manage.py run_campaign --suite NAME --agent AGENT --repeat N [--tasks ...] [--wait]"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.campaigns.bootstrap import agent_config_for, default_price_sheet, default_team
+from apps.campaigns.embedded import broker_is_embedded, start_embedded_worker, stop_worker, wait_for_campaigns
+from apps.campaigns.selectors import campaign_progress
+from apps.campaigns.services import campaign_create, campaign_start
+from apps.suites.models import Suite
+
+
+class Command(BaseCommand):
+    help = "Create and start a campaign; with --wait, run it to completion and print its figures."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--suite", default="starter")
+        parser.add_argument("--agent", required=True, help="golden | sim:<persona> | name of an AgentConfig")
+        parser.add_argument("--repeat", type=int, default=20, help="attempts per task (N)")
+        parser.add_argument("--tasks", nargs="*", help="task ids (default: every gradable task)")
+        parser.add_argument("--name", help="campaign name")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--owner", default=None, help="username (default: the first superuser)")
+        parser.add_argument("--wait", action="store_true", help="wait for completion (starts an embedded worker if needed)")
+        parser.add_argument("--timeout", type=float, default=3600.0)
+
+    def handle(self, *args, **options):
+        try:
+            suite = Suite.objects.get(name=options["suite"])
+        except Suite.DoesNotExist:
+            raise CommandError(f"unknown suite {options['suite']!r}: load it first (python manage.py load_suite)")
+        tasks = suite.tasks.all()
+        if options["tasks"]:
+            tasks = tasks.filter(task_id__in=options["tasks"])
+            missing = set(options["tasks"]) - set(tasks.values_list("task_id", flat=True))
+            if missing:
+                raise CommandError(f"unknown task ids in suite {suite.name}: {', '.join(sorted(missing))}")
+        owner = _owner(options["owner"])
+        agent = agent_config_for(options["agent"])
+        campaign = campaign_create(
+            name=options["name"] or f"{agent.name} × {suite.name} (N={options['repeat']})",
+            team=default_team(owner),
+            owner=owner,
+            agent=agent,
+            suite=suite,
+            tasks=list(tasks),
+            n_attempts=options["repeat"],
+            seed=options["seed"],
+            price_sheet=default_price_sheet(),
+        )
+        created = campaign_start(campaign=campaign)
+        self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
+        if not options["wait"]:
+            return
+        worker = start_embedded_worker() if broker_is_embedded() else None
+        try:
+            finished = wait_for_campaigns([campaign.pk], timeout=options["timeout"])
+        finally:
+            if worker is not None:
+                stop_worker(worker)
+        progress = campaign_progress(campaign=campaign)
+        rate = f"{100 * progress.pass_rate:.1f}%" if progress.pass_rate is not None else "—"
+        self.stdout.write(
+            f"campaign {campaign.pk}: {progress.done} done, {progress.passed} passed ({rate}), "
+            f"{progress.infra_error} infra errors, {progress.cancelled} cancelled"
+        )
+        if not finished:
+            raise CommandError(f"campaign {campaign.pk} did not finish within {options['timeout']} s")
+
+
+def _owner(username: str | None):
+    users = get_user_model().objects
+    if username:
+        try:
+            return users.get(username=username)
+        except users.model.DoesNotExist:
+            raise CommandError(f"unknown user {username!r}")
+    owner = users.filter(is_superuser=True).order_by("pk").first()
+    if owner is None:
+        raise CommandError("no superuser exists: pass --owner or run python manage.py demo first")
+    return owner

@@ -1,0 +1,191 @@
+"""Agent configurations, price sheets, campaigns, attempts and per-task summaries."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+
+from apps.suites.models import Suite, Task
+
+
+class AgentConfig(models.Model):
+    class Kind(models.TextChoices):
+        GOLDEN = "golden", "Golden replay (harness self-check)"
+        SIMULATED = "sim", "Simulated persona (not a model)"
+        OPENAI = "openai", "OpenAI-compatible endpoint"
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    persona = models.CharField(max_length=50, blank=True, help_text="For simulated agents.")
+    model = models.CharField(max_length=200, blank=True)
+    base_url = models.URLField(max_length=500, blank=True)
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Name of the environment variable holding the key (never the key)."
+    )
+    parameters = models.JSONField(default=dict, blank=True, help_text="temperature, max_tokens, reasoning, headers…")
+    max_concurrency = models.PositiveIntegerField(default=16, help_text="Concurrent attempts per endpoint.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def engine_spec(self) -> str:
+        """The engine's agent spec string: golden, sim:<persona> or openai."""
+        if self.kind == self.Kind.SIMULATED:
+            return f"sim:{self.persona}"
+        return self.kind
+
+    @property
+    def is_simulation(self) -> bool:
+        return self.kind in (self.Kind.GOLDEN, self.Kind.SIMULATED)
+
+    @property
+    def endpoint_key(self) -> str:
+        """What per-endpoint concurrency caps are counted by."""
+        return self.base_url or f"local:{self.kind}"
+
+
+class PriceSheet(models.Model):
+    """Prices per million tokens, per model: {"model": {"input":…, "cached_input":…, "output":…, "reasoning":…}}."""
+
+    name = models.CharField(max_length=200, unique=True)
+    source = models.CharField(max_length=500)
+    effective_date = models.DateField()
+    prices = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-effective_date", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.effective_date})"
+
+
+class Campaign(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"
+
+    name = models.CharField(max_length=200)
+    team = models.ForeignKey("core.Team", on_delete=models.PROTECT, related_name="campaigns")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="campaigns")
+    agent = models.ForeignKey(AgentConfig, on_delete=models.PROTECT, related_name="campaigns")
+    suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="campaigns")
+    tasks = models.ManyToManyField(Task, related_name="campaigns", blank=True)
+    n_attempts = models.PositiveIntegerField(default=20)
+    seed = models.BigIntegerField(default=0)
+    user_simulator = models.JSONField(default=dict, blank=True, help_text='{"kind": "scripted"} or an endpoint config.')
+    judge = models.JSONField(default=dict, blank=True, help_text='{"kind": "keyword"} or an endpoint config.')
+    price_sheet = models.ForeignKey(PriceSheet, null=True, blank=True, on_delete=models.PROTECT)
+    harness_version = models.CharField(max_length=50)
+    suite_version = models.CharField(max_length=50)
+    suite_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.RUNNING
+
+
+class Attempt(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        INFRA_ERROR = "infra_error", "Infrastructure error"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Verdict(models.TextChoices):
+        PASS = "pass", "Pass"
+        FAIL = "fail", "Fail"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="attempts")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="attempts")
+    index = models.PositiveIntegerField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    termination = models.CharField(max_length=20, blank=True)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True)
+    categories = models.JSONField(default=list, blank=True)
+    clean_looking = models.BooleanField(default=False)
+    task_hash = models.CharField(max_length=64, blank=True)
+    # Denormalised so dashboards filter and sum without reading result JSON.
+    input_tokens = models.BigIntegerField(default=0)
+    cached_input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    reasoning_tokens = models.BigIntegerField(default=0)
+    eval_tokens = models.BigIntegerField(default=0)
+    agent_cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    eval_cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    tool_calls = models.PositiveIntegerField(default=0)
+    diff_items = models.PositiveIntegerField(default=0)
+    duration_ms = models.FloatField(default=0.0)
+    result = models.JSONField(default=dict, blank=True, help_text="AttemptResult.to_dict(): transcript, diff, checks…")
+    error_detail = models.TextField(blank=True)
+    retries = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["campaign", "task", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "task", "index"], name="attempt_unique_triple"),
+        ]
+        indexes = [
+            models.Index(fields=["campaign", "status"], name="attempt_campaign_status"),
+            models.Index(fields=["status", "lease_expires_at"], name="attempt_status_lease"),
+            models.Index(fields=["campaign", "clean_looking"], name="attempt_campaign_clean"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}:{self.task_id}#{self.index}"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class TaskSummary(models.Model):
+    """Per-(campaign, task) counts kept current as attempts finish (SPEC §5: n_t, c_t)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="summaries")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="summaries")
+    n_done = models.PositiveIntegerField(default=0)
+    n_pass = models.PositiveIntegerField(default=0)
+    n_infra_error = models.PositiveIntegerField(default=0)
+    n_cancelled = models.PositiveIntegerField(default=0)
+    n_clean_looking = models.PositiveIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    cached_input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    reasoning_tokens = models.BigIntegerField(default=0)
+    eval_tokens = models.BigIntegerField(default=0)
+    agent_cost = models.DecimalField(max_digits=16, decimal_places=8, default=Decimal(0))
+    eval_cost = models.DecimalField(max_digits=16, decimal_places=8, default=Decimal(0))
+    unpriced_attempts = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "task"], name="summary_unique_pair")]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}:{self.task_id} {self.n_pass}/{self.n_done}"

@@ -1,0 +1,345 @@
+"""Writes for campaigns and attempts.
+
+Life of an attempt: created ``queued`` by campaign_start; *dispatched* (a Celery message sent)
+through a per-campaign sliding window so a small campaign is never starved behind a huge one;
+*claimed* by a worker with a conditional UPDATE (so re-delivered messages are no-ops);
+executed by the engine; recorded with a second conditional UPDATE that only the claiming
+worker can win. Infrastructure errors go back to ``queued`` with backoff until the retry
+budget is spent, then stay ``infra_error`` — never a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+from typing import Iterable
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet
+from apps.campaigns.summaries import summary_refresh
+from apps.suites.models import Suite, Task
+
+log = logging.getLogger(__name__)
+
+HARNESS_VERSION = "tbw-1.0"
+IN_FLIGHT = (Attempt.Status.QUEUED, Attempt.Status.RUNNING)
+
+
+def _setting(name: str, default):
+    return getattr(settings, name, default)
+
+
+def worker_identity() -> str:
+    """hostname:pid — lets a restarted worker on the same host recognise its dead predecessors."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def campaign_create(
+    *,
+    name: str,
+    team,
+    owner,
+    agent: AgentConfig,
+    suite: Suite,
+    tasks: Iterable[Task] | None = None,
+    n_attempts: int = 20,
+    seed: int = 0,
+    user_simulator: dict | None = None,
+    judge: dict | None = None,
+    price_sheet: PriceSheet | None = None,
+) -> Campaign:
+    """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
+
+    Side effects: one Campaign row and its task selection. Invalid tasks are never selected.
+    """
+    if n_attempts < 1:
+        raise ValueError("n_attempts must be at least 1")
+    selected = list(tasks) if tasks is not None else list(suite.tasks.all())
+    selected = [t for t in selected if t.is_gradable]
+    if not selected:
+        raise ValueError(f"no gradable tasks selected from suite {suite.name}")
+    with transaction.atomic():
+        campaign = Campaign.objects.create(
+            name=name,
+            team=team,
+            owner=owner,
+            agent=agent,
+            suite=suite,
+            n_attempts=n_attempts,
+            seed=seed,
+            user_simulator=user_simulator or {"kind": "scripted"},
+            judge=judge or {"kind": "keyword"},
+            price_sheet=price_sheet,
+            harness_version=HARNESS_VERSION,
+            suite_version=suite.version,
+            suite_hash=suite.content_hash,
+        )
+        campaign.tasks.set(selected)
+    return campaign
+
+
+def campaign_start(*, campaign: Campaign) -> int:
+    """Create the N attempts per task (missing ones only) and dispatch the first window.
+
+    Side effects: Attempt rows (queued), campaign status running, Celery messages after commit.
+    Returns the number of attempts created. Safe to call twice.
+    """
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        existing = set(Attempt.objects.filter(campaign=locked).values_list("task_id", "index"))
+        task_ids = list(locked.tasks.values_list("id", flat=True))
+        new = [
+            Attempt(campaign=locked, task_id=task_id, index=index)
+            for index in range(locked.n_attempts)
+            for task_id in task_ids
+            if (task_id, index) not in existing
+        ]
+        Attempt.objects.bulk_create(new, batch_size=2000)
+        locked.status = Campaign.Status.RUNNING
+        locked.started_at = locked.started_at or timezone.now()
+        locked.finished_at = None
+        locked.save(update_fields=["status", "started_at", "finished_at"])
+    campaign.refresh_from_db()
+    campaign_dispatch(campaign=campaign)
+    return len(new)
+
+
+def campaign_window(campaign: Campaign) -> int:
+    """How many of a campaign's attempts may be queued at the broker or running at once."""
+    return max(1, min(campaign.agent.max_concurrency, _setting("CAMPAIGN_MAX_WINDOW", 256)))
+
+
+def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
+    """Send messages for undispatched queued attempts, up to the campaign's free window.
+
+    Side effects: sets dispatched_at, enqueues execute_attempt after commit. Duplicate messages
+    are harmless: the claim is conditional.
+    """
+    from apps.campaigns.tasks import execute_attempt
+
+    with transaction.atomic():
+        if limit is None:
+            busy = Attempt.objects.filter(campaign=campaign).filter(
+                Q(status=Attempt.Status.RUNNING) | Q(status=Attempt.Status.QUEUED, dispatched_at__isnull=False)
+            ).count()
+            limit = campaign_window(campaign) - busy
+        if limit <= 0:
+            return 0
+        ids = list(
+            Attempt.objects.select_for_update(skip_locked=True)
+            .filter(campaign=campaign, status=Attempt.Status.QUEUED, dispatched_at__isnull=True)
+            .order_by("index", "task_id")
+            .values_list("id", flat=True)[:limit]
+        )
+        if not ids:
+            return 0
+        Attempt.objects.filter(id__in=ids).update(dispatched_at=timezone.now())
+        transaction.on_commit(lambda: [execute_attempt.delay(attempt_id) for attempt_id in ids])
+    return len(ids)
+
+
+def campaign_cancel(*, campaign: Campaign) -> int:
+    """Cancel a campaign: queued attempts become cancelled now; running ones end as cancelled.
+
+    Side effects: campaign status cancelled; summaries refreshed. After this returns no attempt
+    can be claimed (claims require a running campaign). Returns attempts cancelled now.
+    """
+    with transaction.atomic():
+        Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED, finished_at=timezone.now())
+        count = Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).update(
+            status=Attempt.Status.CANCELLED, finished_at=timezone.now()
+        )
+    summary_refresh(campaign_id=campaign.pk)
+    campaign.refresh_from_db()
+    return count
+
+
+def campaign_resume(*, campaign: Campaign) -> int:
+    """Re-queue every attempt that did not finish (cancelled or infra_error) and start again.
+
+    Side effects: those attempts go back to queued with a fresh retry budget; status running;
+    dispatch. Returns the number re-queued.
+    """
+    with transaction.atomic():
+        count = Attempt.objects.filter(
+            campaign=campaign, status__in=[Attempt.Status.CANCELLED, Attempt.Status.INFRA_ERROR]
+        ).update(status=Attempt.Status.QUEUED, dispatched_at=None, worker="", lease_expires_at=None, retries=0)
+    campaign_start(campaign=campaign)
+    summary_refresh(campaign_id=campaign.pk)
+    return count
+
+
+def attempt_claim(*, attempt_id: int, worker: str) -> bool:
+    """Atomically move a queued attempt of a running campaign to running for this worker."""
+    now = timezone.now()
+    lease = timedelta(seconds=_setting("ATTEMPT_LEASE_SECONDS", 60))
+    claimed = Attempt.objects.filter(
+        id=attempt_id,
+        status=Attempt.Status.QUEUED,
+        campaign__status=Campaign.Status.RUNNING,
+    ).update(status=Attempt.Status.RUNNING, worker=worker, started_at=now, lease_expires_at=now + lease)
+    return claimed == 1
+
+
+def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
+    """Extend the lease; False when the attempt is no longer ours or its campaign was cancelled."""
+    lease = timedelta(seconds=_setting("ATTEMPT_LEASE_SECONDS", 60))
+    updated = Attempt.objects.filter(
+        id=attempt_id, status=Attempt.Status.RUNNING, worker=worker, campaign__status=Campaign.Status.RUNNING
+    ).update(lease_expires_at=timezone.now() + lease)
+    return updated == 1
+
+
+def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
+    """Claim, run and record one attempt. Returns what happened (for logs and tests).
+
+    Side effects: the attempt row (status, result, usage, cost), its task summary, dispatch of
+    the campaign's next attempt, the campaign's completion. Safe to call twice: a second call
+    finds the attempt claimed or finished and does nothing.
+    """
+    from apps.campaigns.execution import AttemptCancelled, run_engine_attempt
+
+    worker = worker or worker_identity()
+    if not attempt_claim(attempt_id=attempt_id, worker=worker):
+        return "not-claimed"
+    attempt = Attempt.objects.select_related(
+        "campaign__agent", "campaign__price_sheet", "task__domain", "task__suite"
+    ).get(id=attempt_id)
+    try:
+        outcome = run_engine_attempt(attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker))
+    except AttemptCancelled:
+        outcome = None
+    except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
+        log.exception("attempt %s crashed", attempt_id)
+        outcome = _crash_outcome(attempt, exc)
+    if outcome is None or _campaign_cancelled(attempt.campaign_id):
+        recorded = _record_cancelled(attempt_id=attempt_id, worker=worker)
+        what = "cancelled"
+    elif outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < _setting("ATTEMPT_MAX_RETRIES", 3):
+        recorded = _requeue_after_infra_error(attempt=attempt, worker=worker, error=outcome.error_detail)
+        what = "retry"
+    else:
+        recorded = _record_outcome(attempt_id=attempt_id, worker=worker, outcome=outcome)
+        what = outcome.status
+    if not recorded:
+        return "lost-lease"
+    summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
+    campaign = attempt.campaign
+    if what != "retry":
+        campaign_dispatch(campaign=campaign, limit=1)
+    campaign_finish_if_complete(campaign_id=campaign.pk)
+    return what
+
+
+def _campaign_cancelled(campaign_id: int) -> bool:
+    return Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.CANCELLED).exists()
+
+
+def _crash_outcome(attempt: Attempt, exc: Exception):
+    from apps.campaigns.execution import AttemptOutcome
+
+    return AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")
+
+
+def _record_outcome(*, attempt_id: int, worker: str, outcome) -> bool:
+    fields = outcome.as_fields()
+    fields.update(finished_at=timezone.now(), lease_expires_at=None)
+    return (
+        Attempt.objects.filter(id=attempt_id, status=Attempt.Status.RUNNING, worker=worker).update(**fields) == 1
+    )
+
+
+def _record_cancelled(*, attempt_id: int, worker: str) -> bool:
+    return (
+        Attempt.objects.filter(id=attempt_id, status=Attempt.Status.RUNNING, worker=worker).update(
+            status=Attempt.Status.CANCELLED, finished_at=timezone.now(), lease_expires_at=None
+        )
+        == 1
+    )
+
+
+def _requeue_after_infra_error(*, attempt: Attempt, worker: str, error: str) -> bool:
+    """Back to queued with capped exponential backoff; the retry is a new message."""
+    from apps.campaigns.tasks import execute_attempt
+
+    retries = attempt.retries + 1
+    updated = Attempt.objects.filter(id=attempt.id, status=Attempt.Status.RUNNING, worker=worker).update(
+        status=Attempt.Status.QUEUED,
+        retries=retries,
+        error_detail=error,
+        worker="",
+        lease_expires_at=None,
+        dispatched_at=timezone.now(),
+    )
+    if updated:
+        base = _setting("ATTEMPT_RETRY_BACKOFF_SECONDS", 2.0)
+        countdown = min(base * (2 ** (retries - 1)), _setting("ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60.0))
+        transaction.on_commit(lambda: execute_attempt.apply_async(args=[attempt.id], countdown=countdown))
+    return updated == 1
+
+
+def campaign_finish_if_complete(*, campaign_id: int) -> bool:
+    """Mark a running campaign done once nothing is queued or running."""
+    if Attempt.objects.filter(campaign_id=campaign_id, status__in=IN_FLIGHT).exists():
+        return False
+    return (
+        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).update(
+            status=Campaign.Status.DONE, finished_at=timezone.now()
+        )
+        == 1
+    )
+
+
+def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
+    """Re-queue attempts whose worker died; re-send lost messages; top up windows.
+
+    A running attempt is stale when its lease expired, or at once when its worker ran on this
+    host and that process no longer exists. Each re-queue spends one retry; past the budget the
+    attempt is infra_error (worker lost). Returns the number of attempts re-queued.
+    """
+    now = now or timezone.now()
+    host = socket.gethostname()
+    stale_ids, exhausted_ids = [], []
+    running = Attempt.objects.filter(status=Attempt.Status.RUNNING).values_list("id", "worker", "lease_expires_at", "retries")
+    for attempt_id, worker, lease, retries in running:
+        dead_here = _dead_on_this_host(worker, host)
+        expired = lease is not None and lease < now and not same_host_dead_only
+        if dead_here or expired:
+            (stale_ids if retries < _setting("ATTEMPT_MAX_RETRIES", 3) else exhausted_ids).append(attempt_id)
+    with transaction.atomic():
+        if stale_ids:
+            Attempt.objects.filter(id__in=stale_ids, status=Attempt.Status.RUNNING).update(
+                status=Attempt.Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=None, retries=F("retries") + 1
+            )
+        if exhausted_ids:
+            Attempt.objects.filter(id__in=exhausted_ids, status=Attempt.Status.RUNNING).update(
+                status=Attempt.Status.INFRA_ERROR, error_detail="worker lost", finished_at=now, lease_expires_at=None
+            )
+        # Messages lost with a dead worker's prefetch: queued, dispatched long ago, never claimed.
+        lost_after = timedelta(seconds=_setting("ATTEMPT_REDISPATCH_SECONDS", 120))
+        Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=now - lost_after).update(dispatched_at=None)
+    for campaign in Campaign.objects.filter(status=Campaign.Status.RUNNING).select_related("agent"):
+        campaign_dispatch(campaign=campaign)
+        if exhausted_ids:
+            summary_refresh(campaign_id=campaign.pk)
+        campaign_finish_if_complete(campaign_id=campaign.pk)
+    return len(stale_ids)
+
+
+def _dead_on_this_host(worker: str, host: str) -> bool:
+    name, _, pid = worker.rpartition(":")
+    if name != host or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

@@ -1,0 +1,88 @@
+"""Campaign pages: list, launch, live progress (htmx polling that stops when the campaign ends)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from apps.campaigns.forms import CampaignLaunchForm
+from apps.campaigns.models import Campaign
+from apps.campaigns.selectors import campaign_progress, campaign_recent_errors, campaigns_visible_to
+from apps.campaigns.services import campaign_cancel, campaign_create, campaign_resume, campaign_start
+from apps.core.access import require_role, teams_for, user_has_role
+
+
+def _get_campaign_for_user(request, pk: int) -> Campaign:
+    """The campaign if the user's teams may see it; 404 otherwise (outsiders learn nothing)."""
+    try:
+        return campaigns_visible_to(request.user).get(pk=pk)
+    except Campaign.DoesNotExist:
+        raise Http404("no such campaign")
+
+
+@login_required
+def campaign_list(request):
+    campaigns = list(campaigns_visible_to(request.user)[:200])
+    return render(request, "campaigns/list.html", {"campaigns": campaigns, "can_launch": user_has_role(request.user, "operator")})
+
+
+@login_required
+def campaign_detail(request, pk: int):
+    campaign = _get_campaign_for_user(request, pk)
+    context = {
+        "campaign": campaign,
+        "progress": campaign_progress(campaign=campaign),
+        "errors": campaign_recent_errors(campaign=campaign),
+        "can_operate": user_has_role(request.user, "operator"),
+    }
+    if request.htmx:
+        if not campaign.is_active and request.GET.get("poll"):
+            # One last render so the page shows the final counts, then the poller stops.
+            response = render(request, "campaigns/detail.html#progress", context)
+            response.status_code = HttpResponseStopPolling.status_code
+            return response
+        return render(request, "campaigns/detail.html#progress", context)
+    return render(request, "campaigns/detail.html", context)
+
+
+@require_role("operator")
+def campaign_launch(request):
+    teams = teams_for(request.user)
+    form = CampaignLaunchForm(request.POST or None, teams=teams)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        tasks = data["suite"].tasks.all()
+        domains = [d.strip() for d in data["domains"].split(",") if d.strip()]
+        if domains:
+            tasks = tasks.filter(domain__name__in=domains)
+        try:
+            campaign = campaign_create(
+                name=data["name"], team=data["team"], owner=request.user, agent=data["agent"], suite=data["suite"],
+                tasks=list(tasks), n_attempts=data["n_attempts"], seed=data["seed"], price_sheet=data["price_sheet"],
+            )
+        except ValueError as exc:
+            form.add_error(None, str(exc))
+        else:
+            campaign_start(campaign=campaign)
+            return HttpResponseRedirect(reverse("campaigns:detail", args=[campaign.pk]))
+    return render(request, "campaigns/launch.html", {"form": form})
+
+
+@require_POST
+@require_role("operator")
+def campaign_cancel_view(request, pk: int):
+    campaign = _get_campaign_for_user(request, pk)
+    campaign_cancel(campaign=campaign)
+    return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
+
+
+@require_POST
+@require_role("operator")
+def campaign_resume_view(request, pk: int):
+    campaign = _get_campaign_for_user(request, pk)
+    campaign_resume(campaign=campaign)
+    return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
