@@ -1,0 +1,63 @@
+"""Access helpers every view starts with: roles (hierarchical) and team visibility."""
+
+from __future__ import annotations
+
+from functools import wraps
+from typing import Callable
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+
+from apps.core.models import Team
+from apps.core.roles import ROLE_ORDER, Role, parse_role
+
+
+def role_rank(user) -> int:
+    """Highest role rank the user holds (0 = no role); superusers rank as admin."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return 0
+    if user.is_superuser:
+        return Role.ADMIN.rank
+    names = set(user.groups.values_list("name", flat=True))
+    ranks = [role.rank for role in ROLE_ORDER if role.value in names]
+    return max(ranks, default=0)
+
+
+def user_has_role(user, role: str | Role) -> bool:
+    """True if the user holds `role` or a higher one (admin > operator > triager > viewer)."""
+    return role_rank(user) >= parse_role(role).rank
+
+
+def roles_of(user) -> list[Role]:
+    """Every role the user effectively has, lowest first (for display)."""
+    rank = role_rank(user)
+    return [role for role in ROLE_ORDER if role.rank <= rank]
+
+
+def require_role(role: str | Role) -> Callable:
+    """View decorator: anonymous users go to login, users without `role` get 403."""
+    required = parse_role(role)
+
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not user_has_role(request.user, required):
+                raise PermissionDenied(f"this page needs the {required.value} role")
+            return view(request, *args, **kwargs)
+
+        wrapper.required_role = required
+        return wrapper
+
+    return decorator
+
+
+def teams_for(user) -> QuerySet[Team]:
+    """Teams whose campaigns the user may see: their own, or every team for admins."""
+    if role_rank(user) >= Role.ADMIN.rank:
+        return Team.objects.all()
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return Team.objects.none()
+    return Team.objects.filter(members=user)

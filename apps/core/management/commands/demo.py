@@ -1,0 +1,56 @@
+"""`manage.py demo`: prepare demo data (registered steps), then serve on 127.0.0.1:8000 with a worker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.core.demo import DemoContext, demo_steps
+
+
+class Command(BaseCommand):
+    help = "Create demo data (login, later suites and campaigns) and serve the site locally."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-serve", action="store_true", help="prepare the demo data, then exit")
+        parser.add_argument("--addrport", default="127.0.0.1:8000", help="where to serve (default 127.0.0.1:8000)")
+        parser.add_argument(
+            "--no-worker", action="store_true", help="do not start a Celery worker beside the web server"
+        )
+
+    def handle(self, *args, no_serve: bool, addrport: str, no_worker: bool, **options):
+        if not settings.DEBUG:
+            raise CommandError("demo creates a well-known login; refusing to run with DEBUG=0")
+        context = DemoContext(out=self.stdout)
+        steps = demo_steps()
+        for number, step in enumerate(steps, start=1):
+            self.stdout.write(f"[{number}/{len(steps)}] {step.name}")
+            step.run(context)
+        url = f"http://{addrport}/"
+        self.stdout.write(self.style.SUCCESS("Demo ready."))
+        self.stdout.write(f"URL: {url}")
+        for note in context.notes:
+            self.stdout.write(note)
+        if no_serve:
+            return
+        self._serve(addrport, with_worker=not no_worker)
+
+    def _serve(self, addrport: str, *, with_worker: bool) -> None:
+        worker = None
+        if with_worker:
+            # Same task code as production; with the embedded broker it reads data/broker/.
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker",
+                 "--pool", "threads", "--concurrency", "2", "--loglevel", "WARNING"],
+            )  # fmt: skip
+            self.stdout.write(f"Celery worker started (pid {worker.pid}).")
+        try:
+            call_command("runserver", addrport, use_reloader=False)
+        finally:
+            if worker is not None:
+                worker.terminate()
+                worker.wait(timeout=30)

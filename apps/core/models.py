@@ -1,0 +1,41 @@
+"""Core tables: teams (campaign visibility) and worker heartbeats (liveness of Celery workers)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Team(models.Model):
+    """A group of users; campaigns belong to a team and are visible only to its members."""
+
+    name = models.CharField(max_length=120, unique=True)
+    slug = models.SlugField(max_length=120, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkerHeartbeat(models.Model):
+    """The last time a Celery worker (by hostname) executed the heartbeat task."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    first_seen = models.DateTimeField(default=timezone.now, editable=False)
+    last_seen = models.DateTimeField(default=timezone.now)
+    beats = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-last_seen"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} @ {self.last_seen:%Y-%m-%d %H:%M:%S}"
+
+    def age_seconds(self, now=None) -> float:
+        """Seconds since this worker last beat."""
+        return ((now or timezone.now()) - self.last_seen).total_seconds()

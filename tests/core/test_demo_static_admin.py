@@ -1,0 +1,95 @@
+"""`manage.py demo`, static assets (htmx vendored, plotly from its package) and admin coverage."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import plotly
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.staticfiles import finders
+from django.core.management import CommandError, call_command
+
+from apps.core.access import user_has_role
+from apps.core.demo import DemoContext, demo_step, demo_steps
+from apps.core import demo as demo_module
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.django_db
+def test_demo_no_serve_creates_working_login(client, settings):
+    settings.DEBUG = True
+    out = io.StringIO()
+    call_command("demo", "--no-serve", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "[1/1] create the demo login",
+        "Demo ready.",
+        "URL: http://127.0.0.1:8000/",
+        "Login: demo / demo (admin role, team 'Demo team')",
+    ]
+    assert client.login(username="demo", password="demo") is True
+    assert client.get("/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_demo_twice_keeps_one_user_with_admin_role(settings, django_user_model):
+    settings.DEBUG = True
+    call_command("demo", "--no-serve", stdout=io.StringIO())
+    call_command("demo", "--no-serve", stdout=io.StringIO())
+    user = django_user_model.objects.get(username="demo")
+    assert django_user_model.objects.count() == 1
+    assert user_has_role(user, "admin") is True
+    assert [team.name for team in user.teams.all()] == ["Demo team"]
+
+
+@pytest.mark.django_db
+def test_demo_refuses_without_debug(settings):
+    settings.DEBUG = False
+    with pytest.raises(CommandError):
+        call_command("demo", "--no-serve", stdout=io.StringIO())
+
+
+def test_demo_step_registration_orders_by_order(monkeypatch):
+    monkeypatch.setattr(demo_module, "_STEPS", dict(demo_module._STEPS))
+
+    @demo_step(order=30, name="later step")
+    def later(context: DemoContext) -> None:
+        context.notes.append("later")
+
+    @demo_step(order=20, name="middle step")
+    def middle(context: DemoContext) -> None:
+        context.notes.append("middle")
+
+    assert [step.name for step in demo_steps()] == ["create the demo login", "middle step", "later step"]
+
+
+def test_plotly_js_is_found_in_installed_package():
+    found = finders.find("vendor/plotly/plotly.min.js")
+    assert Path(found) == Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+
+
+def test_plotly_js_is_not_committed():
+    assert not list(PROJECT_ROOT.joinpath("static").rglob("plotly*.js"))
+
+
+def test_htmx_vendored_with_licence():
+    vendor = PROJECT_ROOT / "static" / "vendor" / "htmx"
+    assert finders.find("vendor/htmx/htmx.min.js") == str(vendor / "htmx.min.js")
+    assert (vendor / "LICENSE").read_text().startswith("Zero-Clause BSD")
+
+
+def test_every_project_model_is_registered_in_admin():
+    project_models = [model for model in apps.get_models() if model.__module__.startswith("apps.")]
+    assert project_models
+    assert [model.__name__ for model in project_models if not admin.site.is_registered(model)] == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model_path", ["core/team", "core/workerheartbeat"])
+def test_admin_changelist_renders_for_superuser(admin_client, model_path):
+    response = admin_client.get(f"/admin/{model_path}/")
+    assert response.status_code == 200

@@ -1,0 +1,79 @@
+"""Login is required for every URL except the health check and the login pages."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+# Named URLs anonymous users may open, and why.
+PUBLIC_URL_NAMES = {
+    "core:healthz",  # load balancers probe it without a session
+    "login",  # the way in
+    "admin:login",  # Django admin's own login form
+}
+
+
+def iter_patterns(patterns, namespace=None, prefix=""):
+    """Yield (qualified name, route prefix + pattern string, callback) for every URL pattern."""
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            child_ns = entry.namespace or namespace
+            if namespace and entry.namespace:
+                child_ns = f"{namespace}:{entry.namespace}"
+            yield from iter_patterns(entry.url_patterns, child_ns, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            name = f"{namespace}:{entry.name}" if namespace and entry.name else entry.name
+            yield name, prefix + str(entry.pattern), entry.callback
+
+
+def all_patterns():
+    return list(iter_patterns(get_resolver().url_patterns))
+
+
+def test_every_url_pattern_requires_login_unless_listed_public():
+    opted_out = {
+        name or route
+        for name, route, callback in all_patterns()
+        if getattr(callback, "login_required", True) is False
+    }
+    assert opted_out == PUBLIC_URL_NAMES
+
+
+def test_login_required_middleware_is_installed():
+    assert "django.contrib.auth.middleware.LoginRequiredMiddleware" in settings.MIDDLEWARE
+
+
+def concrete_paths():
+    """Paths of every pattern without parameters (those can be requested as they are)."""
+    for name, route, _callback in all_patterns():
+        if name and "<" not in route and "(" not in route and "^" not in route:
+            yield name, reverse(name)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name,path", sorted(set(concrete_paths())))
+def test_anonymous_request_redirects_to_login_except_public(client, name, path):
+    response = client.get(path)
+    if name in PUBLIC_URL_NAMES:
+        assert response.status_code in (200, 503)
+    else:
+        assert response.status_code == 302
+        # Admin site views send people to the admin's login form, everything else to ours.
+        login_path = response["Location"].split("?next=")[0]
+        assert login_path in {reverse("login"), reverse("admin:login")}
+        assert response["Location"].endswith("?next=" + path)
+
+
+@pytest.mark.django_db
+def test_anonymous_post_to_role_protected_view_redirects_to_login(client):
+    response = client.post(reverse("core:ping_workers"))
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('login')}?next={reverse('core:ping_workers')}"
+
+
+@pytest.mark.django_db
+def test_anonymous_admin_pages_redirect_to_login(client):
+    response = client.get("/admin/core/team/")
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('login')}?next=/admin/core/team/"

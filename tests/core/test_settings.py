@@ -1,0 +1,157 @@
+"""Settings come from the environment: parsing helpers directly, the whole module via subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from thinkingbox_web.env import database_config, read_bool, read_int, read_list, secret_key
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+REAL_LOOKING_SECRET = "k3Jd9-xQ_2mZ7vLp0aR8sT4wY6uE1oI5nB3cV7xZ9qW2eR4tY6uI8oP0aS2dF4gH"
+
+
+def test_database_config_postgres_url_is_parsed():
+    config = database_config("postgres://tb:s%40cret@db.internal:6432/thinkingbox", Path("/unused"))
+    assert {key: config[key] for key in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")} == {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "thinkingbox",
+        "USER": "tb",
+        "PASSWORD": "s@cret",
+        "HOST": "db.internal",
+        "PORT": 6432,
+    }
+
+
+def test_database_config_default_is_sqlite_file_in_data_dir(tmp_path):
+    config = database_config(None, tmp_path)
+    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert config["NAME"] == str(tmp_path / "db.sqlite3")
+
+
+def test_database_config_unsupported_scheme_names_the_variable():
+    with pytest.raises(ImproperlyConfigured) as excinfo:
+        database_config("mysql://u:p@h/db", Path("/unused"))
+    assert str(excinfo.value).startswith("environment variable DATABASE_URL: unsupported scheme 'mysql'")
+
+
+def test_database_config_postgres_without_database_name_is_rejected():
+    with pytest.raises(ImproperlyConfigured):
+        database_config("postgres://u:p@h:5432", Path("/unused"))
+
+
+def test_read_bool_accepts_common_words_and_rejects_others():
+    assert [read_bool({"X": word}, "X", default=False) for word in ("1", "true", "Yes", "on")] == [True] * 4
+    assert [read_bool({"X": word}, "X", default=True) for word in ("0", "false", "NO", "off")] == [False] * 4
+    assert read_bool({}, "X", default=True) is True
+    with pytest.raises(ImproperlyConfigured) as excinfo:
+        read_bool({"DEBUG": "maybe"}, "DEBUG", default=False)
+    assert "DEBUG='maybe'" in str(excinfo.value)
+
+
+def test_read_int_and_read_list_parse_values():
+    assert read_int({"N": "42"}, "N", default=1) == 42
+    assert read_int({}, "N", default=7) == 7
+    assert read_list({"HOSTS": " a.example , b.example,, "}, "HOSTS", default=[]) == ["a.example", "b.example"]
+    with pytest.raises(ImproperlyConfigured):
+        read_int({"N": "ten"}, "N", default=1)
+
+
+def test_secret_key_generated_once_and_persisted_in_debug(tmp_path):
+    first = secret_key({}, debug=True, data_dir=tmp_path)
+    second = secret_key({}, debug=True, data_dir=tmp_path)
+    assert first == second
+    assert len(first) >= 50
+    assert (tmp_path / "secret_key").read_text() == first
+
+
+def test_secret_key_required_without_debug(tmp_path):
+    with pytest.raises(ImproperlyConfigured) as excinfo:
+        secret_key({}, debug=False, data_dir=tmp_path)
+    assert "SECRET_KEY is required when DEBUG=0" in str(excinfo.value)
+
+
+def run_django(code: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter with only `env` (plus PATH) configuring Django."""
+    clean_env = {
+        "PATH": os.environ.get("PATH", ""),
+        "DJANGO_SETTINGS_MODULE": "thinkingbox_web.settings",
+        "TB_DATA_DIR": str(tmp_path / "data"),
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, env=clean_env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_settings_debug_off_without_secret_key_fails_to_start(tmp_path):
+    result = run_django("import django; django.setup()", {"DEBUG": "0", "ALLOWED_HOSTS": "example.com"}, tmp_path)
+    assert result.returncode != 0
+    assert "SECRET_KEY is required when DEBUG=0" in result.stderr
+
+
+def test_settings_read_database_url_and_hosts_from_env(tmp_path):
+    code = (
+        "from django.conf import settings as s; d = s.DATABASES['default'];"
+        "print(d['ENGINE'], d['NAME'], d['HOST'], d['PORT'], s.DEBUG, ','.join(s.ALLOWED_HOSTS), s.LOG_LEVEL)"
+    )
+    env = {
+        "DEBUG": "0",
+        "SECRET_KEY": REAL_LOOKING_SECRET,
+        "ALLOWED_HOSTS": "tb.example.com,api.example.com",
+        "DATABASE_URL": "postgres://u:p@10.0.0.5:5433/tb",
+        "LOG_LEVEL": "warning",
+    }
+    result = run_django(code, env, tmp_path)
+    assert result.stderr == ""
+    assert result.stdout.split() == [
+        "django.db.backends.postgresql", "tb", "10.0.0.5", "5433", "False", "tb.example.com,api.example.com", "WARNING",
+    ]  # fmt: skip
+
+
+def test_settings_embedded_defaults_sqlite_and_filesystem_broker(tmp_path):
+    code = (
+        "from django.conf import settings as s;"
+        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.DEBUG,"
+        " s.CELERY_BROKER_TRANSPORT_OPTIONS['data_folder_in'])"
+    )
+    result = run_django(code, {}, tmp_path)
+    assert result.stdout.split() == [
+        "django.db.backends.sqlite3", "filesystem://", "True", str(tmp_path / "data" / "broker" / "queue"),
+    ]  # fmt: skip
+    assert (tmp_path / "data" / "secret_key").is_file()
+
+
+def test_check_deploy_is_clean_with_production_env(tmp_path):
+    env = {
+        "DEBUG": "0",
+        "SECRET_KEY": REAL_LOOKING_SECRET,
+        "ALLOWED_HOSTS": "example.com",
+        "DATABASE_URL": "postgres://u:p@127.0.0.1:5432/db",
+    }
+    code = "import sys; from django.core.management import execute_from_command_line as m; m(sys.argv)"
+    result = subprocess.run(
+        [sys.executable, "-c", code, "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=PROJECT_ROOT,
+        env={"PATH": os.environ.get("PATH", ""), "DJANGO_SETTINGS_MODULE": "thinkingbox_web.settings",
+             "TB_DATA_DIR": str(tmp_path / "data"), **env},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "System check identified no issues (1 silenced)."
+
+
+def test_celery_settings_are_safe_for_long_tasks():
+    from thinkingbox_web.celery import app
+
+    assert (app.conf.task_acks_late, app.conf.worker_prefetch_multiplier, app.conf.task_serializer) == (
+        True,
+        1,
+        "json",
+    )
+    assert app.conf.accept_content == ["json"]

@@ -1,0 +1,178 @@
+"""Django settings, read from the environment (see docs/configuration.md for every variable)."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+from thinkingbox_web.env import (
+    database_config,
+    filesystem_broker_options,
+    read_bool,
+    read_int,
+    read_list,
+    secret_key,
+)
+
+env = os.environ
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Everything the embedded mode writes (SQLite file, broker folders, generated secret) lives here.
+DATA_DIR = Path(env.get("TB_DATA_DIR") or BASE_DIR / "data")
+
+DEBUG = read_bool(env, "DEBUG", default=True)
+SECRET_KEY = secret_key(env, debug=DEBUG, data_dir=DATA_DIR)
+ALLOWED_HOSTS = read_list(env, "ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = read_list(env, "CSRF_TRUSTED_ORIGINS", default=[])
+
+
+def _discover_local_apps() -> list[str]:
+    """Every package under apps/ with an apps.py, core first: new apps need no settings edit."""
+    apps_dir = BASE_DIR / "apps"
+    names = sorted(p.name for p in apps_dir.iterdir() if (p / "apps.py").is_file() and p.name != "core")
+    return ["apps.core", *(f"apps.{name}" for name in names)]
+
+
+LOCAL_APPS = _discover_local_apps()
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "rest_framework",
+    "drf_spectacular",
+    *LOCAL_APPS,
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Login is required everywhere unless a view is marked @login_not_required (only /healthz,
+    # the login page and Django's own auth views are).
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "thinkingbox_web.urls"
+WSGI_APPLICATION = "thinkingbox_web.wsgi.application"
+ASGI_APPLICATION = "thinkingbox_web.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "apps.core.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_config(env.get("DATABASE_URL"), DATA_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "core:home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.get("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.js comes from the installed plotly package instead of being committed.
+    "apps.core.finders.PlotlyJsFinder",
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        # Hashed, compressed names need `collectstatic`, which production images run at build time.
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG or not read_bool(env, "STATIC_MANIFEST", default=True)
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage",
+    },
+}
+
+# --- Security (production values unless DEBUG; each can be switched by env, e.g. behind a proxy).
+SECURE_SSL_REDIRECT = read_bool(env, "SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = read_bool(env, "SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = read_bool(env, "CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = read_int(env, "SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = read_bool(env, "SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = read_bool(env, "SECURE_HSTS_PRELOAD", default=False)
+if read_bool(env, "SECURE_PROXY_SSL_HEADER", default=False):
+    # Only trust X-Forwarded-Proto when a proxy we control sets it.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# HSTS preload is an opt-in commitment to browser vendors (SECURE_HSTS_PRELOAD=1), not a default.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+X_FRAME_OPTIONS = "DENY"
+
+# --- Celery. Default broker is kombu's filesystem transport: a real worker process, no service.
+CELERY_BROKER_URL = env.get("CELERY_BROKER_URL") or "filesystem://"
+CELERY_BROKER_IS_FILESYSTEM = CELERY_BROKER_URL.startswith("filesystem:")
+if CELERY_BROKER_IS_FILESYSTEM:
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(DATA_DIR)
+else:
+    # A worker that dies holding a message gets it redelivered after this many seconds (Redis).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": read_int(env, "CELERY_VISIBILITY_TIMEOUT", 3600)}
+CELERY_RESULT_BACKEND = env.get("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
+CELERY_TASK_DEFAULT_QUEUE = env.get("CELERY_TASK_DEFAULT_QUEUE") or "celery"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE = {
+    "worker-heartbeat": {"task": "core.record_heartbeat", "schedule": timedelta(minutes=1)},
+}
+
+# --- Logging: one console stream, level from LOG_LEVEL.
+LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}},
+}
+
+# --- API (apps/api builds on these): session login like the pages, OpenAPI via drf-spectacular.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {"TITLE": "ThinkingBox Web API", "VERSION": "0.1.0"}
