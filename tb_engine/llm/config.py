@@ -122,12 +122,12 @@ class EndpointConfig:
         if not isinstance(data, dict):
             raise LLMConfigError(f"{label or 'endpoint'} endpoint config: must be a mapping, got {type(data).__name__}")
         label = label or str(data.get("label") or "endpoint")
+        if "api_key" in data:
+            raise LLMConfigError(f"{label} endpoint config: api_key: name an environment variable in api_key_env instead")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise LLMConfigError(f"{label} endpoint config: unknown field(s): {', '.join(unknown)}")
-        if "api_key" in data:
-            raise LLMConfigError(f"{label} endpoint config: api_key: name an environment variable in api_key_env instead")
         values = dict(data)
         values["label"] = label
         retry = values.get("retry") or {}
