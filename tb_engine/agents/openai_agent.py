@@ -26,14 +26,19 @@ from typing import Any
 
 from tb_engine.agents.base import AgentOutputError, AgentStep, AgentView
 from tb_engine.llm.budget import TokenBudget
-from tb_engine.llm.client import ChatClient, RawToolCall
+from tb_engine.llm.client import ChatClient, ChatResult, RawToolCall
 from tb_engine.llm.config import EndpointConfig
 from tb_engine.llm.text import strip_marker, truncate_text
 from tb_engine.transcript import Message, ToolCallRequest, Usage
 
 
 class ModelOutputError(AgentOutputError):
-    """The model answered, but its output cannot be used; carries the call's usage so it is still billed."""
+    """The model answered, but its output cannot be used.
+
+    ``usage`` is that call's usage. The agent also adds it to its next successful
+    step, so a runner that continues after a repair loses nothing; a runner that
+    ends the attempt on this error should add ``usage`` to the agent's total.
+    """
 
     def __init__(self, message: str, *, usage: Usage, text: str = "", raw_tool_calls: list[RawToolCall] | None = None):
         super().__init__(message)
@@ -62,6 +67,7 @@ class OpenAIAgent:
         self.max_tool_result_chars = max_tool_result_chars
         self.budget = TokenBudget(max_attempt_tokens)
         self._client = ChatClient(config)
+        self._unreported = Usage()  # usage of calls whose output was unusable, billed with the next step
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "OpenAIAgent":
@@ -112,19 +118,29 @@ class OpenAIAgent:
         messages, tools = self.build_request(view)
         result = self._client.complete(messages, tools=tools or None)
         self.budget.charge(result.usage)
+        try:
+            step = self._interpret(result, view)
+        except ModelOutputError:
+            self._unreported = self._unreported + result.usage
+            raise
+        step.usage = self._unreported + result.usage
+        self._unreported = Usage()
+        return step
+
+    def _interpret(self, result: ChatResult, view: AgentView) -> AgentStep:
         text = truncate_text(result.text, self.max_reply_chars)
         known_tools = {tool.name for tool in view.tools}
         tool_calls = self._parse_tool_calls(result.tool_calls, known_tools, view.turn, result.usage, text)
         if tool_calls:
             text, _ = strip_marker(text, self.end_marker)  # done is only honoured on a tool-free reply
-            return AgentStep(text=text, tool_calls=tool_calls, done=False, usage=result.usage)
+            return AgentStep(text=text, tool_calls=tool_calls, done=False)
         text, done = strip_marker(text, self.end_marker)
         if not text.strip() and not done:
             raise ModelOutputError(
                 f"agent {self.name}: empty response (finish_reason={result.finish_reason!r})",
                 usage=result.usage,
             )
-        return AgentStep(text=text, tool_calls=[], done=done, usage=result.usage)
+        return AgentStep(text=text, tool_calls=[], done=done)
 
     def _parse_tool_calls(
         self, raw_calls: list[RawToolCall], known_tools: set[str], turn: int, usage: Usage, text: str

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import threading
 
+from tb_engine.agents.base import AgentOutputError
 from tb_engine.transcript import Usage
 
 
-class TokenLimitExceeded(Exception):
-    """An attempt spent its token budget; the runner ends it like a turn limit (``max_turns``)."""
+class TokenLimitExceeded(AgentOutputError):
+    """An attempt spent its token budget; raised before any further model call.
+
+    It is an AgentOutputError so that today's runner, which knows only that, ends the
+    attempt ``agent_error`` once its repair limit is reached (each re-raise costs no
+    tokens); a runner that recognises this class may end the attempt ``max_turns`` at once.
+    """
 
     def __init__(self, message: str, usage: Usage | None = None) -> None:
         super().__init__(message)

@@ -187,3 +187,23 @@ def test_openai_agent_from_dict_builds_from_stored_settings(scripted_server):
     assert scripted_server.requests_for("agent-model")[0].body["temperature"] == 0
     stored = agent.config.to_dict()
     assert json.loads(json.dumps(stored)) == stored  # storable as plain JSON
+
+
+def test_openai_agent_bills_unusable_output_with_the_next_step(scripted_server):
+    scripted_server.script("agent-model", [
+        {"tool_calls": [{"name": "get_order", "arguments": "{nope"}], "usage": {"prompt_tokens": 40, "completion_tokens": 5}},
+        {"text": "Sorry, here is the answer.", "usage": {"prompt_tokens": 60, "completion_tokens": 7}},
+    ])
+    agent = make_agent(scripted_server)
+    with pytest.raises(ModelOutputError):
+        agent.step(view())
+    step = agent.step(view())
+    assert step.usage == Usage(input_tokens=100, output_tokens=12, calls=2)
+
+
+def test_openai_agent_token_limit_is_an_agent_output_error(scripted_server):
+    scripted_server.script("agent-model", [{"text": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}])
+    agent = make_agent(scripted_server, max_attempt_tokens=5)
+    agent.step(view())
+    with pytest.raises(AgentOutputError):
+        agent.step(view())
