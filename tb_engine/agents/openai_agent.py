@@ -1,0 +1,168 @@
+"""Agent adapter for OpenAI-compatible chat-completions endpoints with tool calling.
+
+Works with OpenAI, Azure OpenAI, vLLM, OpenRouter and Ollama through the shared
+client in ``tb_engine.llm`` (retries, Retry-After, per-endpoint caps).
+
+The *done* rule (docs/llm-agents.md):
+* a response with tool calls is never done — the runner executes the calls;
+* a response without tool calls is a reply to the user (``done=False``: the user
+  simulator decides whether the conversation goes on) ...
+* ... unless its text contains the configured ``end_marker`` (e.g. ``###DONE###``,
+  announced in the policy by whoever sets up the campaign): then ``done=True``
+  and the marker is stripped from the text. ``finish_reason`` is not used for
+  this: every endpoint says "stop" for an ordinary reply.
+
+Unusable output raises ``ModelOutputError`` (an ``AgentOutputError``): tool-call
+arguments that are not a JSON object, a call to a tool the view does not offer,
+or an empty response. The runner feeds it back and counts a repair. Arguments of
+the wrong *type* are passed through: the backend validates them against the tool
+schema and the model sees the tool error next to its call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tb_engine.agents.base import AgentOutputError, AgentStep, AgentView
+from tb_engine.llm.budget import TokenBudget
+from tb_engine.llm.client import ChatClient, ChatResult, RawToolCall
+from tb_engine.llm.config import EndpointConfig
+from tb_engine.llm.text import strip_marker, truncate_text
+from tb_engine.transcript import Message, ToolCallRequest, Usage
+
+
+class ModelOutputError(AgentOutputError):
+    """The model answered, but its output cannot be used.
+
+    ``usage`` is that call's usage. The agent also adds it to its next successful
+    step, so a runner that continues after a repair loses nothing; a runner that
+    ends the attempt on this error should add ``usage`` to the agent's total.
+    """
+
+    def __init__(self, message: str, *, usage: Usage, text: str = "", raw_tool_calls: list[RawToolCall] | None = None):
+        super().__init__(message)
+        self.usage = usage
+        self.text = text
+        self.raw_tool_calls = list(raw_tool_calls or [])
+
+
+class OpenAIAgent:
+    """An Agent (tb_engine.agents.base) backed by a chat-completions model. Make one per attempt."""
+
+    def __init__(
+        self,
+        config: EndpointConfig,
+        *,
+        end_marker: str | None = None,
+        max_reply_chars: int | None = 20_000,
+        max_tool_result_chars: int | None = 20_000,
+        max_attempt_tokens: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.config = config
+        self.name = name or f"openai:{config.model}"
+        self.end_marker = end_marker
+        self.max_reply_chars = max_reply_chars
+        self.max_tool_result_chars = max_tool_result_chars
+        self.budget = TokenBudget(max_attempt_tokens)
+        self._client = ChatClient(config)
+        self._unreported = Usage()  # usage of calls whose output was unusable, billed with the next step
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "OpenAIAgent":
+        """Build from stored agent settings: ``endpoint`` (EndpointConfig fields) plus the agent options."""
+        options = dict(data)
+        endpoint = options.pop("endpoint", None)
+        if not isinstance(endpoint, dict):
+            raise ValueError("agent config: endpoint: must be a mapping of endpoint fields")
+        allowed = {"end_marker", "max_reply_chars", "max_tool_result_chars", "max_attempt_tokens", "name"}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise ValueError(f"agent config: unknown field(s): {', '.join(unknown)}")
+        return cls(EndpointConfig.from_dict(endpoint, label="agent"), **options)
+
+    def build_request(self, view: AgentView) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The chat messages and tool schemas sent for ``view`` — nothing else enters the request."""
+        messages: list[dict[str, Any]] = [{"role": "system", "content": view.system_prompt}]
+        messages.extend(self._to_openai_message(m) for m in view.messages)
+        return messages, [tool.to_openai() for tool in view.tools]
+
+    def _to_openai_message(self, message: Message) -> dict[str, Any]:
+        if message.role == "tool":
+            return {
+                "role": "tool",
+                "tool_call_id": message.tool_call_id or "",
+                "content": truncate_text(message.content, self.max_tool_result_chars),
+            }
+        if message.role == "assistant":
+            converted: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                converted["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments),
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
+            return converted
+        return {"role": message.role, "content": message.content}
+
+    def step(self, view: AgentView) -> AgentStep:
+        """Ask the model for its next step; raise ModelOutputError on unusable output, InfraError on endpoint failure."""
+        self.budget.ensure_available(f"agent {self.name}")
+        messages, tools = self.build_request(view)
+        result = self._client.complete(messages, tools=tools or None)
+        self.budget.charge(result.usage)
+        try:
+            step = self._interpret(result, view)
+        except ModelOutputError:
+            self._unreported = self._unreported + result.usage
+            raise
+        step.usage = self._unreported + result.usage
+        self._unreported = Usage()
+        return step
+
+    def _interpret(self, result: ChatResult, view: AgentView) -> AgentStep:
+        text = truncate_text(result.text, self.max_reply_chars)
+        known_tools = {tool.name for tool in view.tools}
+        tool_calls = self._parse_tool_calls(result.tool_calls, known_tools, view.turn, result.usage, text)
+        if tool_calls:
+            text, _ = strip_marker(text, self.end_marker)  # done is only honoured on a tool-free reply
+            return AgentStep(text=text, tool_calls=tool_calls, done=False)
+        text, done = strip_marker(text, self.end_marker)
+        if not text.strip() and not done:
+            raise ModelOutputError(
+                f"agent {self.name}: empty response (finish_reason={result.finish_reason!r})",
+                usage=result.usage,
+            )
+        return AgentStep(text=text, tool_calls=[], done=done)
+
+    def _parse_tool_calls(
+        self, raw_calls: list[RawToolCall], known_tools: set[str], turn: int, usage: Usage, text: str
+    ) -> list[ToolCallRequest]:
+        problems: list[str] = []
+        parsed: list[ToolCallRequest] = []
+        seen_ids: set[str] = set()
+        for position, raw in enumerate(raw_calls):
+            call_id = raw.id if raw.id and raw.id not in seen_ids else f"call_t{turn}_{position}"
+            seen_ids.add(call_id)
+            if raw.name not in known_tools:
+                problems.append(f"tool call {position} ({call_id}): unknown tool {raw.name!r}")
+                continue
+            try:
+                arguments = json.loads(raw.arguments) if raw.arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                problems.append(f"tool call {position} ({raw.name}): arguments are not valid JSON ({exc.msg} at char {exc.pos})")
+                continue
+            if not isinstance(arguments, dict):
+                problems.append(f"tool call {position} ({raw.name}): arguments must be a JSON object, got {type(arguments).__name__}")
+                continue
+            parsed.append(ToolCallRequest(id=call_id, name=raw.name, arguments=arguments))
+        if problems:
+            raise ModelOutputError("; ".join(problems), usage=usage, text=text, raw_tool_calls=raw_calls)
+        return parsed
