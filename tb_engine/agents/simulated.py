@@ -291,7 +291,7 @@ class SimulatedAgent:
             )
         if self.rng.random() < 0.5:
             return ""  # models often emit a bare tool call mid-task
-        return self.rng.choice([f"Next, I'll {action}.", f"Now let me {action}.", f"Thanks. I'll {action} now."])
+        return self.rng.choice([f"Next, I'll {action}.", f"Now let me {action}.", f"Got it. I'll {action} now."])
 
     def _closing(self) -> str:
         if self.gave_up:
