@@ -1,0 +1,72 @@
+"""Per-task estimators of SPEC §5: pass@k, pass^k (unbiased and plug-in).
+
+All functions accept scalars or numpy arrays of attempt counts ``n`` (attempts
+with status done) and pass counts ``c``. Binomial-coefficient ratios are
+evaluated as running products, never as factorials, so n in the thousands is
+exact to float precision and never overflows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _as_counts(n, c) -> tuple[np.ndarray, np.ndarray]:
+    n_arr = np.asarray(n, dtype=np.int64)
+    c_arr = np.asarray(c, dtype=np.int64)
+    if np.any(n_arr < 0) or np.any(c_arr < 0):
+        raise ValueError("attempt and pass counts must be >= 0")
+    if np.any(c_arr > n_arr):
+        raise ValueError("pass count c exceeds attempt count n")
+    return n_arr, c_arr
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def _ratio_comb(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
+    """C(top, k) / C(n, k) = prod_{i<k} (top - i) / (n - i), 0 when top < k."""
+    top_f = top.astype(np.float64)[..., None]
+    n_f = n.astype(np.float64)[..., None]
+    steps = np.arange(k, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factors = (top_f - steps) / (n_f - steps)
+    factors = np.where(factors > 0, factors, 0.0)
+    return np.prod(factors, axis=-1)
+
+
+def pass_at_k(n, c, k: int):
+    """Unbiased pass@k per task: 1 - C(n-c, k)/C(n, k); NaN where n < k."""
+    k = _check_k(k)
+    n_arr, c_arr = _as_counts(n, c)
+    value = 1.0 - _ratio_comb(n_arr - c_arr, n_arr, k)
+    value = np.where(n_arr >= k, value, np.nan)
+    return float(value) if value.ndim == 0 else value
+
+
+def pass_hat_k(n, c, k: int):
+    """Unbiased pass^k per task (tau-bench): C(c, k)/C(n, k); NaN where n < k."""
+    k = _check_k(k)
+    n_arr, c_arr = _as_counts(n, c)
+    value = _ratio_comb(c_arr, n_arr, k)
+    value = np.where(n_arr >= k, value, np.nan)
+    return float(value) if value.ndim == 0 else value
+
+
+def pass_hat_k_plugin(n, c, k: int):
+    """Plug-in pass^k per task, (c/n)^k, as ThinkingBox's ``tb agg`` prints it; NaN where n == 0."""
+    k = _check_k(k)
+    n_arr, c_arr = _as_counts(n, c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(n_arr > 0, (c_arr / np.where(n_arr > 0, n_arr, 1)) ** k, np.nan)
+    return float(value) if value.ndim == 0 else value
+
+
+def success_rate(n, c):
+    """Per-task c/n; NaN where n == 0 (no usable attempt)."""
+    n_arr, c_arr = _as_counts(n, c)
+    value = np.where(n_arr > 0, c_arr / np.where(n_arr > 0, n_arr, 1), np.nan)
+    return float(value) if value.ndim == 0 else value
