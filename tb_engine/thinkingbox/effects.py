@@ -167,3 +167,29 @@ def compare_effects(server: str, answer: dict[str, Any]) -> EffectsComparison:
         raw_diff=list(answer.get("diff") or []),
         rubrics_yesno=list(answer.get("rubrics_yesno") or []),
     )
+
+
+def row_key(row: dict[str, Any], key_columns: tuple[str, ...]) -> str:
+    """Printable row key: the value for a one-column key, ``col=value,…`` otherwise."""
+    if len(key_columns) == 1:
+        return str(row.get(key_columns[0]))
+    return ",".join(f"{column}={row.get(column)}" for column in key_columns)
+
+
+def state_writes(
+    before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]
+) -> set[tuple[str, str, str | None]]:
+    """Cells (table, key, field) and whole rows (field None) that differ between two states."""
+    written: set[tuple[str, str, str | None]] = set()
+    for table in set(before) | set(after):
+        spec = specs.get(table)
+        key_columns = spec.primary_key if spec else ("id",)
+        old = {row_key(r, key_columns): r for r in before.get(table) or []}
+        new = {row_key(r, key_columns): r for r in after.get(table) or []}
+        for key in old.keys() ^ new.keys():
+            written.add((table, key, None))
+        for key in old.keys() & new.keys():
+            for column in set(old[key]) | set(new[key]):
+                if old[key].get(column) != new[key].get(column):
+                    written.add((table, key, column))
+    return written
