@@ -154,7 +154,7 @@ def effects_states(server: str, answer: dict[str, Any]) -> EffectsStates:
 
 def compare_effects(server: str, answer: dict[str, Any]) -> EffectsComparison:
     """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict."""
-    from tb_engine.thinkingbox.snapshots import classified_diff
+    from tb_engine.thinkingbox.snapshots import classified_diff  # snapshots.py imports this module
 
     states = effects_states(server, answer)
     result_hash, golden_hash = answer.get("result_db_hash"), answer.get("golden_db_hash")

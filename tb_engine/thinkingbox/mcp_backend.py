@@ -23,7 +23,9 @@ from tb_engine.agents.base import InfraError, ToolSchema
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.transcript import ToolCall, ToolCallRequest
 from tb_engine.thinkingbox.dataset import init_config
-from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, effects_states, state_writes
+from tb_engine.snapshot import Snapshot
+from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, effects_states, infer_table_specs, state_writes
+from tb_engine.thinkingbox.snapshots import snapshot_of
 
 RESERVED_PREFIX = "__reserved__"
 
@@ -191,6 +193,7 @@ class McpBackend:
     _writes: dict[tuple[str, str, str | None], list[int]] = field(default_factory=dict, init=False)
     _last_state: dict[str, list[dict[str, Any]]] | None = field(default=None, init=False)
     _effects: dict[str, Any] | None = field(default=None, init=False)
+    _specs: dict[str, TableSpec] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         try:
@@ -244,10 +247,10 @@ class McpBackend:
         return answer
 
     def _record_writes(self, index: int, call: ToolCall) -> None:
-        answer = self._geteffects()
+        answer = self._effects = self._geteffects()
         states = effects_states(self.domain.name, answer)
         before = self._last_state if self._last_state is not None else states.initial
-        written = state_writes(before, states.result, states.specs)
+        written = state_writes(before, states.result, self.table_specs())
         for place in written:
             self._writes.setdefault(place, []).append(index)
         call.changed_state = bool(written)
@@ -263,25 +266,37 @@ class McpBackend:
         """Our diff beside the server's hash verdict for this attempt."""
         return compare_effects(self.domain.name, self.effects())
 
-    def _snapshot(self, which: str) -> Any:
-        from tb_engine.thinkingbox.snapshots import snapshots_of
+    def table_specs(self) -> dict[str, TableSpec]:
+        """Specs inferred once, from S0 and SG of the first effects answer, so S0/SR/SG share them."""
+        if self._specs is None:
+            answer = self.effects()
+            states = effects_states(self.domain.name, answer)
+            self._specs = infer_table_specs(self.domain.name, [states.initial, states.golden])
+        return self._specs
 
-        return snapshots_of(effects_states(self.domain.name, self.effects()))[which]
+    def _snapshot(self, key: str) -> Snapshot:
+        specs = self.table_specs()
+        state = self.effects()[key]
+        new_tables = {name: rows for name, rows in state.items() if name not in specs}
+        if new_tables:  # a table that only appeared later: add its spec, leave the others untouched
+            specs.update(infer_table_specs(self.domain.name, [new_tables]))
+        return snapshot_of({name: list(rows or []) for name, rows in state.items()}, specs)
 
-    def initial_snapshot(self) -> Any:
-        return self._snapshot("initial")
+    def initial_snapshot(self) -> Snapshot:
+        return self._snapshot("initial_db_state")
 
-    def result_snapshot(self) -> Any:
-        return self._snapshot("result")
+    def result_snapshot(self) -> Snapshot:
+        return self._snapshot("result_db_state")
 
-    def golden_snapshot(self) -> Any:
-        return self._snapshot("golden")
+    def golden_snapshot(self) -> Snapshot:
+        return self._snapshot("golden_db_state")
+
+    def system_prompt(self) -> str:
+        """The scenario's bot instructions (the runner's optional Backend method)."""
+        return self.domain.policy
 
     def writes(self) -> dict[tuple[str, str, str | None], tuple[int, ...]]:
         return {place: tuple(indexes) for place, indexes in self._writes.items()}
-
-    def table_specs(self) -> dict[str, TableSpec]:
-        return effects_states(self.domain.name, self.effects()).specs
 
     def close(self) -> None:
         self.session.close()
