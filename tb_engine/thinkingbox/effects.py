@@ -117,9 +117,22 @@ def _primary_key(rows_by_state: list[list[dict[str, Any]]], columns: list[str]) 
     return tuple(columns)
 
 
-def infer_table_specs(server: str, states: list[dict[str, list[dict[str, Any]]]]) -> dict[str, TableSpec]:
+Unstable = dict[str, "frozenset[str] | set[str] | list[str]"]
+
+
+def unstable_fields(server: str, extra: Unstable | None = None) -> dict[str, frozenset[str]]:
+    """The unstable-field table for ``server``, plus fields a DomainSpec declares (``mcp["unstable"]``)."""
+    merged = dict(UNSTABLE_FIELDS.get(server, {}))
+    for table, fields in (extra or {}).items():
+        merged[table] = merged.get(table, frozenset()) | frozenset(fields)
+    return merged
+
+
+def infer_table_specs(
+    server: str, states: list[dict[str, list[dict[str, Any]]]], unstable: Unstable | None = None
+) -> dict[str, TableSpec]:
     """TableSpecs for every table seen in any of the states (see the module docstring for the rules)."""
-    per_server = UNSTABLE_FIELDS.get(server, {})
+    per_server = unstable_fields(server, unstable)
     names: list[str] = []
     for state in states:
         names.extend(name for name in state if name not in names)
@@ -138,7 +151,7 @@ def infer_table_specs(server: str, states: list[dict[str, list[dict[str, Any]]]]
     return specs
 
 
-def effects_states(server: str, answer: dict[str, Any]) -> EffectsStates:
+def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsStates:
     """Validate a geteffects answer and return its three states with inferred table specs."""
     states = []
     for key in STATE_KEYS:
@@ -149,14 +162,14 @@ def effects_states(server: str, answer: dict[str, Any]) -> EffectsStates:
             if rows is not None and not (isinstance(rows, list) and all(isinstance(r, dict) for r in rows)):
                 raise ThinkingBoxFormatError(f"{key}.{table} must be a list of rows")
         states.append({table: list(rows or []) for table, rows in state.items()})
-    return EffectsStates(*states, specs=infer_table_specs(server, states))
+    return EffectsStates(*states, specs=infer_table_specs(server, states, unstable))
 
 
-def compare_effects(server: str, answer: dict[str, Any]) -> EffectsComparison:
+def compare_effects(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsComparison:
     """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict."""
     from tb_engine.thinkingbox.snapshots import classified_diff  # snapshots.py imports this module
 
-    states = effects_states(server, answer)
+    states = effects_states(server, answer, unstable)
     result_hash, golden_hash = answer.get("result_db_hash"), answer.get("golden_db_hash")
     return EffectsComparison(
         server=server,

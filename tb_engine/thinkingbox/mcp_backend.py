@@ -213,6 +213,9 @@ class McpBackend:
             self.session.close()
             raise
 
+    def _unstable(self) -> dict[str, Any]:
+        return (self.domain.mcp or {}).get("unstable") or {}
+
     def tool_schemas(self) -> list[ToolSchema]:
         return list(self._schemas)
 
@@ -248,7 +251,7 @@ class McpBackend:
 
     def _record_writes(self, index: int, call: ToolCall) -> None:
         answer = self._effects = self._geteffects()
-        states = effects_states(self.domain.name, answer)
+        states = effects_states(self.domain.name, answer, self._unstable())
         before = self._last_state if self._last_state is not None else states.initial
         written = state_writes(before, states.result, self.table_specs())
         for place in written:
@@ -264,14 +267,14 @@ class McpBackend:
 
     def comparison(self) -> EffectsComparison:
         """Our diff beside the server's hash verdict for this attempt."""
-        return compare_effects(self.domain.name, self.effects())
+        return compare_effects(self.domain.name, self.effects(), self._unstable())
 
     def table_specs(self) -> dict[str, TableSpec]:
         """Specs inferred once, from S0 and SG of the first effects answer, so S0/SR/SG share them."""
         if self._specs is None:
             answer = self.effects()
-            states = effects_states(self.domain.name, answer)
-            self._specs = infer_table_specs(self.domain.name, [states.initial, states.golden])
+            states = effects_states(self.domain.name, answer, self._unstable())
+            self._specs = infer_table_specs(self.domain.name, [states.initial, states.golden], self._unstable())
         return self._specs
 
     def _snapshot(self, key: str) -> Snapshot:
@@ -279,7 +282,7 @@ class McpBackend:
         state = self.effects()[key]
         new_tables = {name: rows for name, rows in state.items() if name not in specs}
         if new_tables:  # a table that only appeared later: add its spec, leave the others untouched
-            specs.update(infer_table_specs(self.domain.name, [new_tables]))
+            specs.update(infer_table_specs(self.domain.name, [new_tables], self._unstable()))
         return snapshot_of({name: list(rows or []) for name, rows in state.items()}, specs)
 
     def initial_snapshot(self) -> Snapshot:
