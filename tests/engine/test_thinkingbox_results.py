@@ -169,3 +169,15 @@ def test_parse_tb_row_tool_error_result_becomes_tool_call_error():
 def test_beta_quantile_inverts_beta_cdf():
     for a, b, q in [(4.5, 2.5, 0.025), (0.5, 10.5, 0.5), (30.5, 0.5, 0.975)]:
         assert round(beta_cdf(beta_quantile(q, a, b), a, b), 9) == q
+
+
+def test_parse_tb_row_database_effects_become_our_diff_beside_their_hash():
+    effects = json.loads(Path("/work/shared/thinkingbox/effects/effects_sandbox_external_retail_test_case_ST002_001_change_arg.json").read_text())
+    row = _real_rows()[2]
+    row["test_context"] = {"effects": {"sandbox_external_retail": effects["geteffects"]}}
+    attempt = parse_tb_row(row).to_attempt_result(task_hash="abc")
+    assert [(d.kind, d.key, d.field) for d in attempt.diff] == [("wrong_value", "6", "status")]
+    assert attempt.categories == ["wrong_value"]
+    evidence = attempt.extra["thinkingbox"]["effects"]["sandbox_external_retail"]
+    assert (evidence["their_hash_pass"], evidence["our_state_pass"], evidence["disagree"]) == (False, False, False)
+    assert len(evidence["positional_diff"]) == 1
