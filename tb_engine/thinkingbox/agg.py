@@ -1,0 +1,208 @@
+"""Figures over imported attempts: exactly what ``tb agg`` prints, and ours (SPEC §5).
+
+The two differ on purpose. ``tb agg`` counts error rows as failures, reports pass^k as the
+plug-in (c/n)^k and drops pass@k/pass^k when attempt counts differ. Ours exclude infrastructure
+errors (shown as coverage instead), use the unbiased C(c,k)/C(n,k) for pass^k and show the
+plug-in only under its own label.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from math import comb
+
+from tb_engine.thinkingbox.beta import beta_interval_mass, beta_quantile
+from tb_engine.thinkingbox.results import TbRecord
+
+TB_AGG_K = (1, 5, 10, 20, 50, 100)  # the k values tb agg reports, those <= runs per test
+JEFFREYS = 0.5  # tb agg's Beta(0.5, 0.5) prior for its credible interval and Goldilocks zone
+ZONE_LOW, ZONE_HIGH, ZONE_LEVEL = 1 / 16, 15 / 16, 0.95
+
+
+@dataclass(frozen=True)
+class Spread:
+    mean: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class TbAggTestRow:
+    """One row of tb agg's per-test table."""
+
+    task_id: str
+    runs: int
+    passes: int
+    fails: int
+    errors: int
+    assistant_texts: Spread
+    user_texts: Spread
+    tool_call_turns: Spread
+    output_tokens: Spread
+    reasoning_tokens: Spread
+    char_length: Spread
+    execution_time: Spread
+    success_pct: float
+    p_zone: float  # P(1/16 < p < 15/16 | data) under Beta(0.5, 0.5)
+
+    @property
+    def in_zone(self) -> bool:
+        return self.p_zone >= ZONE_LEVEL
+
+
+@dataclass(frozen=True)
+class TbAggFigures:
+    num_tests: int
+    runs_per_test: int | None  # None when tasks have different attempt counts
+    total_runs: int
+    mean_pass: float
+    mean_pass_ci: tuple[float, float]
+    pass_at_k: tuple[tuple[int, float], ...]
+    pass_power_k_plugin: tuple[tuple[int, float], ...]  # tb agg's "Pass^k": (c/n)^k
+    per_test: tuple[TbAggTestRow, ...] = field(default=())
+
+
+def _spread(values: list[float]) -> Spread:
+    return Spread(sum(values) / len(values), min(values), max(values)) if values else Spread(0.0, 0.0, 0.0)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k: 1 - C(n-c, k) / C(n, k)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_power_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k (all k of k draws without replacement pass): C(c, k) / C(n, k)."""
+    return comb(c, k) / comb(n, k)
+
+
+def _by_task(records: list[TbRecord]) -> dict[str, list[TbRecord]]:
+    grouped: dict[str, list[TbRecord]] = defaultdict(list)
+    for record in records:
+        grouped[record.task_id].append(record)
+    return dict(grouped)
+
+
+def tb_agg_figures(records: list[TbRecord]) -> TbAggFigures:
+    """The figures ``tb agg`` prints: every row counts, error rows as failures."""
+    grouped = _by_task(records)
+    rows = []
+    for task_id, attempts in grouped.items():
+        passes = sum(1 for r in attempts if r.passed)
+        errors = sum(1 for r in attempts if r.tb_error_row)
+        rows.append(
+            TbAggTestRow(
+                task_id=task_id,
+                runs=len(attempts),
+                passes=passes,
+                fails=len(attempts) - passes - errors,
+                errors=errors,
+                assistant_texts=_spread([r.stats.assistant_texts for r in attempts]),
+                user_texts=_spread([r.stats.user_texts for r in attempts]),
+                tool_call_turns=_spread([r.stats.tool_call_turns for r in attempts]),
+                output_tokens=_spread([r.stats.output_tokens for r in attempts]),
+                reasoning_tokens=_spread([r.stats.reasoning_tokens for r in attempts]),
+                char_length=_spread([r.stats.char_length for r in attempts]),
+                execution_time=_spread([r.stats.execution_time for r in attempts]),
+                success_pct=100.0 * passes / len(attempts),
+                p_zone=beta_interval_mass(ZONE_LOW, ZONE_HIGH, JEFFREYS + passes, JEFFREYS + len(attempts) - passes),
+            )
+        )
+    total = sum(r.runs for r in rows)
+    passed = sum(r.passes for r in rows)
+    counts = {r.runs for r in rows}
+    runs_per_test = counts.pop() if len(counts) == 1 else None
+    ks = [k for k in TB_AGG_K if runs_per_test is not None and k <= runs_per_test]
+    a, b = JEFFREYS + passed, JEFFREYS + total - passed
+    return TbAggFigures(
+        num_tests=len(rows),
+        runs_per_test=runs_per_test,
+        total_runs=total,
+        mean_pass=passed / total if total else 0.0,
+        mean_pass_ci=(beta_quantile(0.025, a, b), beta_quantile(0.975, a, b)) if total else (0.0, 0.0),
+        pass_at_k=tuple((k, sum(pass_at_k(r.runs, r.passes, k) for r in rows) / len(rows)) for k in ks),
+        pass_power_k_plugin=tuple((k, sum((r.passes / r.runs) ** k for r in rows) / len(rows)) for k in ks),
+        per_test=tuple(rows),
+    )
+
+
+def format_tb_agg_summary(figures: TbAggFigures) -> str:
+    """The aggregate block ``tb agg`` prints under its table, line for line."""
+    lines = [
+        f"Number of tests: {figures.num_tests}",
+        f"Runs per test: {figures.runs_per_test if figures.runs_per_test is not None else '(multiple)'}",
+        f"Total runs: {figures.total_runs}",
+        f"Mean per-sample accuracy: {figures.mean_pass:.2f} "
+        f"(95% CI: {figures.mean_pass_ci[0]:.2f}-{figures.mean_pass_ci[1]:.2f})",
+    ]
+    if figures.pass_at_k:
+        lines.append("Pass@k:")
+        lines.extend(f"  pass@{k}: {value:.2f}" for k, value in figures.pass_at_k)
+        lines.append("Pass^k:")
+        lines.extend(f"  pass^{k}: {value:.2f}" for k, value in figures.pass_power_k_plugin)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class OurFigures:
+    """SPEC §5 figures over imported attempts: infra errors excluded and reported as coverage."""
+
+    tasks: int
+    attempts_expected: int  # tasks x N
+    attempts_done: int
+    infra_errors: int
+    coverage: float  # attempts_done / attempts_expected
+    incomplete_tasks: int  # n_t < N
+    repeats: int  # N, the largest attempt count of any task
+    pass_at_1: float
+    pass_at_k: tuple[tuple[int, float], ...]
+    pass_power_k: tuple[tuple[int, float], ...]  # unbiased C(c,k)/C(n,k)
+    pass_power_k_plugin: tuple[tuple[int, float], ...]  # labelled: tb agg's (c/n)^k
+    all_n_count: int
+    all_n_share: float
+    pass_at_n_observed: float
+    gap_points: float  # discovery-reliability gap in percentage points
+
+
+def our_figures(records: list[TbRecord], ks: tuple[int, ...] = TB_AGG_K) -> OurFigures:
+    """SPEC §5 figures (pass@1, pass@k, pass^k, all-N, gap, coverage) over imported attempts."""
+    grouped = _by_task(records)
+    repeats = max((max(r.repetition for r in a) + 1 for a in grouped.values()), default=0)
+    repeats = max(repeats, max((len(a) for a in grouped.values()), default=0))
+    counts = []
+    for attempts in grouped.values():
+        done = [r for r in attempts if r.status == "done"]
+        counts.append((len(done), sum(1 for r in done if r.passed)))
+    measured = [(n, c) for n, c in counts if n > 0]
+    smallest = min((n for n, _ in measured), default=0)
+    usable_ks = [k for k in ks if k <= smallest]
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else 0.0
+
+    all_n = sum(1 for n, c in counts if n == c == repeats and repeats > 0)
+    any_pass = sum(1 for _, c in counts if c >= 1)
+    tasks = len(counts)
+    done_total = sum(n for n, _ in counts)
+    all_n_share = all_n / tasks if tasks else 0.0
+    observed = any_pass / tasks if tasks else 0.0
+    return OurFigures(
+        tasks=tasks,
+        attempts_expected=tasks * repeats,
+        attempts_done=done_total,
+        infra_errors=sum(1 for r in records if r.status == "infra_error"),
+        coverage=done_total / (tasks * repeats) if tasks and repeats else 0.0,
+        incomplete_tasks=sum(1 for n, _ in counts if n < repeats),
+        repeats=repeats,
+        pass_at_1=mean([c / n for n, c in measured]),
+        pass_at_k=tuple((k, mean([pass_at_k(n, c, k) for n, c in measured])) for k in usable_ks),
+        pass_power_k=tuple((k, mean([pass_power_k(n, c, k) for n, c in measured])) for k in usable_ks),
+        pass_power_k_plugin=tuple((k, mean([(c / n) ** k for n, c in measured])) for k in usable_ks),
+        all_n_count=all_n,
+        all_n_share=all_n_share,
+        pass_at_n_observed=observed,
+        gap_points=100.0 * (observed - all_n_share),
+    )

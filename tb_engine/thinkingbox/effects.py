@@ -1,0 +1,208 @@
+"""A ThinkingBox ``__reserved__geteffects`` answer -> S0/SR/SG snapshots and our classified diff.
+
+ThinkingBox grades by hash equality and reports a *positional* diff (lists compared index by
+index, so one inserted row can show as dozens of items). We key rows by primary key instead,
+classify each difference against S0 (SPEC §3), and keep their hash verdict and positional diff
+beside ours as evidence; a disagreement between the two verdicts is flagged, never hidden.
+
+Table specs are inferred from the states themselves:
+
+* primary key: ``id`` when every row has one; otherwise the first column whose values are
+  present, scalar and unique in all three states (e.g. ``sku``, ``tracking_number``);
+  otherwise the whole row (every stable column) is the key.
+* column types from the values (bool, int, float, str, anything else json).
+* unstable fields: ``UNSTABLE_FIELDS`` below, one table per server, plus the server clock
+  stamps ``created_at`` / ``updated_at`` in every table (the clock advances per write, so
+  a correct run that writes in another order gets other stamps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tb_engine.results import DiffItem
+from tb_engine.spec import ColumnType, TableSpec
+from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
+
+STATE_KEYS = ("initial_db_state", "result_db_state", "golden_db_state")
+CLOCK_FIELDS = frozenset({"created_at", "updated_at"})
+
+# server -> table -> fields the ThinkingBox hash leaves out. Evidence: the real
+# change_unstable_text answers edit only zendesk_tickets.subject and still hash-equal golden,
+# for both servers; the ThinkingBox README names ticket subject and description.
+UNSTABLE_FIELDS: dict[str, dict[str, frozenset[str]]] = {
+    "sandbox_external_retail": {"zendesk_tickets": frozenset({"subject", "description"})},
+    "external_booking_v1": {"zendesk_tickets": frozenset({"subject", "description"})},
+}
+
+
+@dataclass(frozen=True)
+class EffectsStates:
+    """The three states of one server as plain rows, with the table specs inferred for them."""
+
+    initial: dict[str, list[dict[str, Any]]]
+    result: dict[str, list[dict[str, Any]]]
+    golden: dict[str, list[dict[str, Any]]]
+    specs: dict[str, TableSpec]
+
+
+@dataclass
+class EffectsComparison:
+    """Our classified diff for one server beside ThinkingBox's own hash verdict."""
+
+    server: str
+    diff: list[DiffItem]
+    hash_pass: bool  # ThinkingBox: result_db_hash == golden_db_hash
+    result_hash: str
+    golden_hash: str
+    raw_diff: list[Any] = field(default_factory=list)  # their positional diff, kept as evidence
+    rubrics_yesno: list[str] = field(default_factory=list)
+
+    @property
+    def our_pass(self) -> bool:
+        return not self.diff
+
+    @property
+    def agree(self) -> bool:
+        return self.our_pass == self.hash_pass
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "our_state_pass": self.our_pass,
+            "their_hash_pass": self.hash_pass,
+            "disagree": not self.agree,
+            "result_db_hash": self.result_hash,
+            "golden_db_hash": self.golden_hash,
+            "positional_diff": self.raw_diff,
+            "diff_items": len(self.diff),
+        }
+
+
+def is_db_effects(answer: Any) -> bool:
+    """True when an effects answer carries the three database states (the sandbox servers' shape)."""
+    return isinstance(answer, dict) and all(isinstance(answer.get(k), dict) for k in STATE_KEYS)
+
+
+def _column_type(values: list[Any]) -> ColumnType:
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return "text"
+    if kinds == {bool}:
+        return "boolean"
+    if kinds == {int}:
+        return "integer"
+    if kinds <= {int, float}:
+        return "real"
+    if kinds == {str}:
+        return "text"
+    return "json"
+
+
+def _primary_key(rows_by_state: list[list[dict[str, Any]]], columns: list[str]) -> tuple[str, ...]:
+    every_row = [row for rows in rows_by_state for row in rows]
+    if every_row and all("id" in row and row["id"] is not None for row in every_row):
+        return ("id",)
+    if not every_row:
+        return ("id",) if "id" in columns or not columns else (columns[0],)
+    for column in columns:
+        unique_everywhere = True
+        for rows in rows_by_state:
+            values = [row.get(column) for row in rows]
+            if any(v is None or isinstance(v, (list, dict)) for v in values) or len(set(map(repr, values))) != len(values):
+                unique_everywhere = False
+                break
+        if unique_everywhere:
+            return (column,)
+    return tuple(columns)
+
+
+Unstable = dict[str, "frozenset[str] | set[str] | list[str]"]
+
+
+def unstable_fields(server: str, extra: Unstable | None = None) -> dict[str, frozenset[str]]:
+    """The unstable-field table for ``server``, plus fields a DomainSpec declares (``mcp["unstable"]``)."""
+    merged = dict(UNSTABLE_FIELDS.get(server, {}))
+    for table, fields in (extra or {}).items():
+        merged[table] = merged.get(table, frozenset()) | frozenset(fields)
+    return merged
+
+
+def infer_table_specs(
+    server: str, states: list[dict[str, list[dict[str, Any]]]], unstable: Unstable | None = None
+) -> dict[str, TableSpec]:
+    """TableSpecs for every table seen in any of the states (see the module docstring for the rules)."""
+    per_server = unstable_fields(server, unstable)
+    names: list[str] = []
+    for state in states:
+        names.extend(name for name in state if name not in names)
+    specs: dict[str, TableSpec] = {}
+    for name in names:
+        rows_by_state = [state.get(name) or [] for state in states]
+        columns: list[str] = []
+        for rows in rows_by_state:
+            for row in rows:
+                columns.extend(c for c in row if c not in columns)
+        types = {c: _column_type([row.get(c) for rows in rows_by_state for row in rows]) for c in columns}
+        unstable = (per_server.get(name, frozenset()) | CLOCK_FIELDS) & set(columns)
+        stable_columns = [c for c in columns if c not in unstable]
+        key = _primary_key(rows_by_state, stable_columns)
+        specs[name] = TableSpec(name=name, columns=types, primary_key=key, unstable=frozenset(unstable))
+    return specs
+
+
+def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsStates:
+    """Validate a geteffects answer and return its three states with inferred table specs."""
+    states = []
+    for key in STATE_KEYS:
+        state = answer.get(key)
+        if not isinstance(state, dict):
+            raise ThinkingBoxFormatError(f"geteffects answer for {server!r} has no {key} mapping")
+        for table, rows in state.items():
+            if rows is not None and not (isinstance(rows, list) and all(isinstance(r, dict) for r in rows)):
+                raise ThinkingBoxFormatError(f"{key}.{table} must be a list of rows")
+        states.append({table: list(rows or []) for table, rows in state.items()})
+    return EffectsStates(*states, specs=infer_table_specs(server, states, unstable))
+
+
+def compare_effects(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsComparison:
+    """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict."""
+    from tb_engine.thinkingbox.snapshots import classified_diff  # snapshots.py imports this module
+
+    states = effects_states(server, answer, unstable)
+    result_hash, golden_hash = answer.get("result_db_hash"), answer.get("golden_db_hash")
+    return EffectsComparison(
+        server=server,
+        diff=classified_diff(states),
+        hash_pass=result_hash is not None and result_hash == golden_hash,
+        result_hash=str(result_hash or ""),
+        golden_hash=str(golden_hash or ""),
+        raw_diff=list(answer.get("diff") or []),
+        rubrics_yesno=list(answer.get("rubrics_yesno") or []),
+    )
+
+
+def row_key(row: dict[str, Any], key_columns: tuple[str, ...]) -> str:
+    """Printable row key: the value for a one-column key, ``col=value,…`` otherwise."""
+    if len(key_columns) == 1:
+        return str(row.get(key_columns[0]))
+    return ",".join(f"{column}={row.get(column)}" for column in key_columns)
+
+
+def state_writes(
+    before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]
+) -> set[tuple[str, str, str | None]]:
+    """Cells (table, key, field) and whole rows (field None) that differ between two states."""
+    written: set[tuple[str, str, str | None]] = set()
+    for table in set(before) | set(after):
+        spec = specs.get(table)
+        key_columns = spec.primary_key if spec else ("id",)
+        old = {row_key(r, key_columns): r for r in before.get(table) or []}
+        new = {row_key(r, key_columns): r for r in after.get(table) or []}
+        for key in old.keys() ^ new.keys():
+            written.add((table, key, None))
+        for key in old.keys() & new.keys():
+            for column in set(old[key]) | set(new[key]):
+                if old[key].get(column) != new[key].get(column):
+                    written.add((table, key, column))
+    return written

@@ -1,0 +1,329 @@
+"""``tb infer`` output (JSONL rows, or one YAML result) -> TbRecord per attempt, with our transcript types.
+
+Every row is checked before anything is returned: a truncated JSON line, a wrong type or an
+unknown message kind raises ThinkingBoxFormatError naming the file and line; there is no
+partial result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from tb_engine.results import AttemptResult
+from tb_engine.transcript import Message, ToolCall, ToolCallRequest, Transcript, Usage
+from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, is_db_effects
+from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
+
+# tb infer finish_reason -> our termination (SPEC §2). "skipped" rows are cancelled, not graded.
+_TERMINATION = {
+    "done": "agent_done",
+    "end_turn_tool": "agent_done",  # the agent called a tool that ends its turn for good
+    "no_user_llm": "agent_done",  # no user simulator configured: the agent's reply ends the attempt
+    "user_done": "user_done",
+    "agent_limit": "max_turns",
+    "user_limit": "max_turns",
+    "agent_error": "agent_error",
+    "skipped": None,
+}
+
+
+@dataclass(frozen=True)
+class TbRowStats:
+    """What tb agg's per-test table averages over (counted from the raw row)."""
+
+    assistant_texts: int = 0  # Text messages with role assistant (think included, as tb counts them)
+    user_texts: int = 0
+    tool_call_turns: int = 0  # ParallelToolCall messages
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    char_length: int = 0  # characters over all Text messages, system prompt included
+    execution_time: float = 0.0
+
+
+@dataclass
+class TbRecord:
+    """One imported attempt (one row of tb infer output)."""
+
+    task_id: str  # "<test file>:<test name>"
+    repetition: int
+    line: int  # 1-based line in the source file
+    status: str  # done | infra_error | cancelled
+    verdict: str | None  # ThinkingBox's own verdict: pass | fail (None unless done)
+    termination: str | None
+    transcript: Transcript
+    usage: Usage
+    finish_reason: str
+    reward: float | None = None
+    error: str = ""
+    message_tags: tuple[str | None, ...] = ()  # ThinkingBox Text tag per transcript message (text/direct/None)
+    reasoning: tuple[tuple[int, str], ...] = ()  # (position in messages, think text): hidden reasoning
+    stats: TbRowStats = field(default_factory=TbRowStats)
+    tb_error_row: bool = False  # counted in tb agg's Error column
+    effects: dict[str, EffectsComparison] = field(default_factory=dict)  # server -> our diff vs their hash
+    raw_effects: dict[str, Any] = field(default_factory=dict)  # effects we cannot diff (non-database servers)
+    failure: dict[str, Any] = field(default_factory=dict)  # traceback, failing line, judge motivations
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "done" and self.verdict == "pass"
+
+    def to_attempt_result(self, task_hash: str = "") -> AttemptResult:
+        """The record as our AttemptResult; ThinkingBox evidence goes under extra["thinkingbox"]."""
+        diff = [item for comparison in self.effects.values() for item in comparison.diff]
+        categories = sorted({item.kind for item in diff})
+        # A standard ThinkingBox test checks the state hash, then the rubrics: a failure with
+        # every hash matching can only come from a rubric.
+        if self.verdict == "fail" and self.effects and all(c.hash_pass for c in self.effects.values()):
+            categories.append("rubric_failed")
+        evidence = {
+            "repetition": self.repetition,
+            "line": self.line,
+            "finish_reason": self.finish_reason,
+            "reward": self.reward,
+            "message_tags": list(self.message_tags),
+            "reasoning": [list(r) for r in self.reasoning],
+            "failure": self.failure,
+            "effects": {server: c.evidence() for server, c in self.effects.items()},
+            "raw_effects": self.raw_effects,
+        }
+        return AttemptResult(
+            task_id=self.task_id,
+            task_hash=task_hash,
+            status=self.status,  # type: ignore[arg-type]
+            termination=self.termination,  # type: ignore[arg-type]
+            verdict=self.verdict,  # type: ignore[arg-type]
+            transcript=self.transcript,
+            diff=diff,
+            categories=sorted(set(categories)),
+            error=self.error,
+            duration_ms=self.stats.execution_time * 1000.0,
+            extra={"thinkingbox": evidence},
+        )
+
+
+def _rows(path: Path) -> Iterator[tuple[int, Any]]:
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            yield 1, yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise ThinkingBoxFormatError(f"malformed YAML: {exc}", file=path, line=1) from exc
+        return
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ThinkingBoxFormatError(f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number) from exc
+
+
+def parse_tb_results(path: str | Path) -> list[TbRecord]:
+    """All attempts of a tb infer output file (JSONL, or a single-result YAML) as TbRecords."""
+    path = Path(path)
+    records = [parse_tb_row(row, file=str(path), line=number) for number, row in _rows(path)]
+    return records
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], where: str, *, file: str, line: int, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ThinkingBoxFormatError(f"field {where} must be {names}, got {type(value).__name__}", file=file, line=line)
+    return value
+
+
+def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
+    """One tb infer row (already decoded from JSON) as a TbRecord."""
+    _expect(row, dict, "row", file=file, line=line)
+    uid = _expect(row.get("uid"), str, "uid", file=file, line=line)
+    if ":" not in uid:
+        raise ThinkingBoxFormatError(f"uid {uid!r} is not '<file>:<test>'", file=file, line=line)
+    metadata = _expect(row.get("metadata"), dict, "metadata", file=file, line=line)
+    repetition = _expect(metadata.get("repetition", 0), int, "metadata.repetition", file=file, line=line)
+    messages = _expect(row.get("messages"), list, "messages", file=file, line=line)
+    system_error = _expect(row.get("is_system_error", False), bool, "is_system_error", file=file, line=line)
+    finish_reason = _expect(row.get("finish_reason") or "", str, "finish_reason", file=file, line=line)
+    if finish_reason and finish_reason not in _TERMINATION:
+        raise ThinkingBoxFormatError(f"unknown finish_reason {finish_reason!r}", file=file, line=line)
+    test_result = _expect(row.get("test_result"), dict, "test_result", file=file, line=line, optional=True)
+    usage_rows = _expect(row.get("usage"), list, "usage", file=file, line=line, optional=True) or []
+
+    transcript, tags, reasoning, stats = _convert_messages(messages, file=file, line=line)
+    usage = _usage(usage_rows, file=file, line=line)
+    transcript.agent_usage = usage
+    execution_time = _expect(metadata.get("execution_time", 0.0), (int, float), "metadata.execution_time", file=file, line=line)
+    stats = TbRowStats(
+        assistant_texts=stats.assistant_texts,
+        user_texts=stats.user_texts,
+        tool_call_turns=stats.tool_call_turns,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        char_length=stats.char_length,
+        execution_time=float(execution_time),
+    )
+    status, verdict, error, test_error = _outcome(system_error, test_result, finish_reason, metadata)
+    effects, raw_effects = _effects(row.get("test_context"), file=file, line=line)
+    failure = {}
+    if test_result:
+        failure = {k: test_result.get(k) for k in ("tb", "lineno", "line_content") if test_result.get(k) not in (None, "", -1)}
+        judge = (test_result.get("metadata") or {}).get("judge_motivation")
+        if judge:
+            failure["judge_motivation"] = judge
+    return TbRecord(
+        task_id=uid,
+        repetition=repetition,
+        line=line,
+        status=status,
+        verdict=verdict,
+        termination=_TERMINATION.get(finish_reason) if status == "done" else None,
+        transcript=transcript,
+        usage=usage,
+        finish_reason=finish_reason,
+        reward=(test_result or {}).get("reward"),
+        error=error,
+        message_tags=tags,
+        reasoning=reasoning,
+        stats=stats,
+        tb_error_row=system_error or test_error,
+        effects=effects,
+        raw_effects=raw_effects,
+        failure=failure,
+    )
+
+
+def _outcome(system_error: bool, test_result: dict | None, finish_reason: str, metadata: dict) -> tuple[str, str | None, str, bool]:
+    """(status, verdict, error text, test-code error) following SPEC §2: infrastructure problems are not failures."""
+    if system_error:
+        info = metadata.get("error") or {}
+        detail = f"{info.get('type', '')}: {info.get('message', '')}".strip(": ") if isinstance(info, dict) else str(info)
+        return "infra_error", None, f"tb infer system error: {detail or 'no detail'}", False
+    if finish_reason == "skipped":
+        return "cancelled", None, "skipped by tb infer", False
+    if test_result is None:
+        return "infra_error", None, "no test result in the row", False
+    if test_result.get("is_system_error"):
+        # The test code itself crashed (not an assertion): a harness fault, never the agent's failure.
+        return "infra_error", None, f"test code error: {(test_result.get('tb') or '').strip()[-500:]}", True
+    return "done", ("pass" if test_result.get("result") is True else "fail"), "", False
+
+
+def _usage(rows: list, *, file: str, line: int) -> Usage:
+    total = Usage()
+    for position, entry in enumerate(rows):
+        _expect(entry, dict, f"usage[{position}]", file=file, line=line)
+        total = total + Usage(
+            input_tokens=int(entry.get("input_tokens") or 0),
+            cached_input_tokens=int((entry.get("input_tokens_details") or {}).get("cached_tokens") or 0),
+            output_tokens=int(entry.get("output_tokens") or 0),
+            reasoning_tokens=int((entry.get("output_tokens_details") or {}).get("reasoning_tokens") or 0),
+            calls=1,
+        )
+    return total
+
+
+def _convert_messages(
+    messages: list, *, file: str, line: int
+) -> tuple[Transcript, tuple[str | None, ...], tuple[tuple[int, str], ...], TbRowStats]:
+    transcript = Transcript()
+    tags: list[str | None] = []
+    reasoning: list[tuple[int, str]] = []
+    calls_by_id: dict[str, ToolCall] = {}
+    assistant_texts = user_texts = tool_turns = chars = 0
+    turn = -1
+    for position, message in enumerate(messages):
+        where = f"messages[{position}]"
+        _expect(message, dict, where, file=file, line=line)
+        kind = message.get("T")
+        meta = message.get("metadata") or {}
+        if kind == "Text":
+            role = message.get("role")
+            if role not in ("system", "user", "assistant"):
+                raise ThinkingBoxFormatError(f"{where}: unknown Text role {role!r}", file=file, line=line)
+            content = _expect(message.get("content") or "", str, f"{where}.content", file=file, line=line)
+            chars += len(content)
+            if role == "user":
+                turn += 1
+                user_texts += 1
+            if role == "assistant":
+                assistant_texts += 1
+            if meta.get("tag") == "think":
+                reasoning.append((len(transcript.messages), content))  # hidden from the user and from rubrics
+                continue
+            transcript.messages.append(Message(role=role, content=content, turn=max(turn, 0)))
+            tags.append(meta.get("tag"))
+        elif kind in ("ParallelToolCall", "ToolCall"):
+            requests = message.get("tool_calls") if kind == "ParallelToolCall" else [message]
+            _expect(requests, list, f"{where}.tool_calls", file=file, line=line)
+            tool_turns += 1
+            assistant = Message(role="assistant", turn=max(turn, 0))
+            for offset, request in enumerate(requests):
+                _expect(request, dict, f"{where}.tool_calls[{offset}]", file=file, line=line)
+                name = _expect(request.get("name"), str, f"{where}.tool_calls[{offset}].name", file=file, line=line)
+                call_id = str(request.get("id") or f"call_{len(transcript.tool_calls)}")
+                arguments = request.get("arguments")
+                assistant.tool_calls.append(ToolCallRequest(id=call_id, name=name, arguments=arguments))
+                call = ToolCall(
+                    index=len(transcript.tool_calls), id=call_id, name=name, arguments=arguments,
+                    error=(request.get("metadata") or {}).get("error"), turn=max(turn, 0),
+                )
+                transcript.tool_calls.append(call)
+                calls_by_id[call_id] = call
+            transcript.messages.append(assistant)
+            tags.append(None)
+        elif kind == "ToolResponse":
+            content = message.get("content")
+            text = content if isinstance(content, str) else json.dumps(content)
+            call = calls_by_id.get(str(message.get("id")))
+            error = _tool_error(text)
+            if call is not None:
+                call.result = _maybe_json(text)
+                call.error = call.error or error
+            transcript.messages.append(
+                Message(role="tool", content=text, tool_call_id=message.get("id"), name=message.get("name"),
+                        turn=max(turn, 0), is_error=bool(error or (call and call.error)))
+            )
+            tags.append(None)
+        else:
+            raise ThinkingBoxFormatError(f"{where}: unknown message kind T={kind!r}", file=file, line=line)
+    stats = TbRowStats(assistant_texts=assistant_texts, user_texts=user_texts, tool_call_turns=tool_turns, char_length=chars)
+    return transcript, tuple(tags), tuple(reasoning), stats
+
+
+def _maybe_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return text
+
+
+def _tool_error(text: str) -> str | None:
+    """The error of a ThinkingBox tool result: tool failures come back as ``{"error": …, "tool": …}``."""
+    parsed = _maybe_json(text)
+    if isinstance(parsed, dict) and parsed.get("error"):
+        return str(parsed["error"])
+    return None
+
+
+def _effects(test_context: Any, *, file: str, line: int) -> tuple[dict[str, EffectsComparison], dict[str, Any]]:
+    if test_context is None:
+        return {}, {}
+    _expect(test_context, dict, "test_context", file=file, line=line)
+    effects = _expect(test_context.get("effects") or {}, dict, "test_context.effects", file=file, line=line)
+    compared: dict[str, EffectsComparison] = {}
+    raw: dict[str, Any] = {}
+    for server, answer in effects.items():
+        if is_db_effects(answer):
+            try:
+                compared[server] = compare_effects(server, answer)
+            except ThinkingBoxFormatError as exc:
+                raise ThinkingBoxFormatError(f"test_context.effects.{server}: {exc.message}", file=file, line=line) from exc
+        else:
+            raw[server] = answer
+    return compared, raw

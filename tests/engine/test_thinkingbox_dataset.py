@@ -1,0 +1,168 @@
+"""ThinkingBox dataset import, against the real dataset files in /work/shared/thinkingbox."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tb_engine.spec import GoldenCall
+from tb_engine.thinkingbox.dataset import init_config, parse_dataset, parse_scenario, parse_test_file
+from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
+
+REF = Path("/work/shared/thinkingbox")
+DATASET = REF / "dataset"
+RETAIL_FILE = DATASET / "test_case/sandbox_external_retail/sandbox_external_retail_group1.py"
+BOOKING_FILE = DATASET / "test_case/external_booking_v1/external_booking_v1_group1_rubrics_yesno.py"
+TEST_LIST = REF / "releases/thinkingbox_bench_v1/testlist_thinkingbox_bench_v1.yaml"
+
+pytestmark = pytest.mark.skipif(not REF.exists(), reason="ThinkingBox reference material not present")
+
+
+@pytest.fixture(scope="module")
+def suite_and_problems():
+    return parse_dataset(DATASET, TEST_LIST, tools_dir=REF / "tools")
+
+
+def _copy_dataset(tmp_path: Path) -> Path:
+    target = tmp_path / "dataset"
+    shutil.copytree(DATASET, target)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return target
+
+
+def test_parse_scenario_policy_tools_and_server():
+    domain = parse_scenario(DATASET / "scenario/sandbox_external_retail.yaml", REF / "tools/tools_sandbox_external_retail.json")
+    assert domain.name == "sandbox_external_retail"
+    assert domain.backend == "mcp"
+    assert domain.mcp["server"] == "sandbox_external_retail"
+    assert domain.policy.startswith("# TECHHOME DIRECT SUPPORT AGENT - SYSTEM INSTRUCTIONS")
+    assert len(domain.tools) == 33
+    assert domain.tools["zendesk_create_item"].parameters["required"] == ["table", "item"]
+    assert domain.mcp["policy_sources"][0] == "Customer Segmentation and Tiers.md"
+    assert len(domain.mcp["policy_sources"]) == 9
+
+
+def test_parse_test_file_reads_all_retail_tasks():
+    tasks = parse_test_file(RETAIL_FILE)
+    assert len(tasks) == 98
+    assert len({t.id for t in tasks}) == 98
+    assert all(t.checks == () for t in tasks)  # every real body is the standard hash check
+
+
+def test_parse_test_file_carrier_exception_task_fields():
+    task = {t.id: t for t in parse_test_file(RETAIL_FILE)}["sandbox_external_retail_group1.py:test_case_ST003_006"]
+    assert task.domain == "sandbox_external_retail"
+    assert task.query.startswith("My order was supposed to arrive over two weeks ago")
+    assert task.extra["line"] == 984
+    assert task.source == f"{RETAIL_FILE}:984"
+    assert len(task.golden) == 7
+    assert task.rubrics == ()
+    assert "zendesk_tickets" in task.data_patch
+
+
+def test_parse_test_file_first_golden_call_is_ticket_creation():
+    task = parse_test_file(RETAIL_FILE)[0]
+    assert task.id == "sandbox_external_retail_group1.py:test_case_ST002_001"
+    assert task.golden[0].tool == "zendesk_create_item"
+    assert task.golden[0].arguments["table"] == "tickets"
+    assert task.golden[1] == GoldenCall(
+        tool="zendesk_update_item",
+        arguments={"id": "6", "table": "tickets", "item": {**{k: None for k in task.golden[1].arguments["item"]}, "status": "solved"}},
+    )
+
+
+def test_parse_test_file_booking_rubrics_are_graded():
+    tasks = parse_test_file(BOOKING_FILE)
+    assert len(tasks) == 15
+    assert all(len(t.rubrics) >= 1 for t in tasks)
+    assert tasks[0].rubrics[0].startswith("Policy states")
+
+
+def test_parse_dataset_with_test_list_selects_present_tasks(suite_and_problems):
+    suite, problems = suite_and_problems
+    assert len(suite.tasks) == 113
+    assert suite.evaluation_only is True
+    assert sorted(suite.domains) == ["external_booking_v1", "sandbox_external_retail"]
+    assert len(problems) == 507 - 113
+    assert problems[0].message == "listed task not found in the dataset: external_booking_v1_group1.py:test_bmd_001"
+    assert problems[0].line == 99
+
+
+def test_parse_dataset_content_hash_is_stable_and_task_specific(suite_and_problems):
+    suite, _ = suite_and_problems
+    again, _ = parse_dataset(DATASET)
+    first = "sandbox_external_retail_group1.py:test_case_ST002_001"
+    assert again.tasks[first].content_hash() == suite.tasks[first].content_hash()
+    assert len({t.content_hash() for t in suite.tasks.values()}) == 113
+
+
+def test_init_config_merges_scenario_world_state_with_task_init(suite_and_problems):
+    suite, _ = suite_and_problems
+    task = suite.tasks["sandbox_external_retail_group1.py:test_case_ST002_001"]
+    config = init_config(suite.domains[task.domain], task)
+    assert sorted(config) == ["data_patch", "golden_test_case", "rubrics", "sources"]
+    assert len(config["sources"]) == 9
+    assert config["data_patch"] == task.data_patch
+    assert config["golden_test_case"]["tool_interactions"][0]["tool"] == "zendesk_create_item"
+
+
+def test_parse_test_file_custom_body_is_unsupported_not_graded(tmp_path):
+    source = RETAIL_FILE.read_text()
+    source = source.replace(
+        "    # Validate database hash\n    validate_database(x)\n\n\ndef test_case_ST002_003",
+        "    validate_database(x)\n    assert 'refund' in x.response\n\n\ndef test_case_ST002_003",
+        1,
+    )
+    path = tmp_path / "custom.py"
+    path.write_text(source)
+    tasks = {t.id: t for t in parse_test_file(path)}
+    custom = tasks["custom.py:test_case_ST002_001"]
+    assert [c.kind for c in custom.checks] == ["custom_unsupported"]
+    assert custom.checks[0].params["reason"] == "line 206: statement is not a call to a check helper"
+    assert tasks["custom.py:test_case_ST002_003"].checks == ()
+
+
+def test_parse_test_file_malformed_yaml_names_file_line_and_test(tmp_path):
+    source = RETAIL_FILE.read_text().replace("    user_context: |-\n      Rules:", "    user_context: [unclosed\n      Rules:", 1)
+    path = tmp_path / "broken.py"
+    path.write_text(source)
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        parse_test_file(path)
+    assert caught.value.test == "test_case_ST002_001"
+    assert caught.value.file == str(path)
+    assert 44 <= caught.value.line <= 60
+    assert str(caught.value).startswith(f"{path}:{caught.value.line}: test test_case_ST002_001: malformed YAML")
+
+
+def test_parse_dataset_unknown_scenario_is_an_error(tmp_path):
+    dataset = _copy_dataset(tmp_path)
+    target = dataset / "test_case/sandbox_external_retail/sandbox_external_retail_group1.py"
+    target.write_text(target.read_text().replace("scenario: sandbox_external_retail", "scenario: no_such_scenario", 1))
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        parse_dataset(dataset)
+    assert caught.value.message == "unknown scenario 'no_such_scenario'"
+    assert caught.value.line == 8
+
+
+def test_parse_dataset_duplicate_task_id_is_an_error(tmp_path):
+    dataset = _copy_dataset(tmp_path)
+    (dataset / "test_case/extra").mkdir()
+    shutil.copy(RETAIL_FILE, dataset / "test_case/extra/sandbox_external_retail_group1.py")
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        parse_dataset(dataset)
+    assert caught.value.test == "test_case_ST002_001"
+    assert caught.value.message.startswith("duplicate task id 'sandbox_external_retail_group1.py:test_case_ST002_001'")
+
+
+def test_parse_test_file_duplicate_function_is_an_error(tmp_path):
+    source = RETAIL_FILE.read_text()
+    start = source.index("def test_case_ST002_001")
+    end = source.index("def test_case_ST002_003")
+    path = tmp_path / "dup.py"
+    path.write_text(source + "\n\n" + source[start:end])
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        parse_test_file(path)
+    assert caught.value.message == "duplicate test id (first defined on line 43)"
