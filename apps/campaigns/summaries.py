@@ -47,11 +47,16 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
         if task_id is not None:
             TaskSummary.objects.get_or_create(campaign_id=campaign_id, task_id=task_id)
             list(TaskSummary.objects.select_for_update().filter(campaign_id=campaign_id, task_id=task_id))
-        rows = attempts.values("task_id").annotate(**_aggregates())
+        # Annotations get a prefix: an aggregate may not share its name with a model field.
+        rows = attempts.order_by().values("task_id").annotate(**{f"agg_{k}": v for k, v in _aggregates().items()})
         existing = {s.task_id: s for s in TaskSummary.objects.filter(campaign_id=campaign_id, **({"task_id": task_id} if task_id else {}))}
         to_create, to_update = [], []
         for row in rows:
-            values = {k: (v if v is not None else (Decimal(0) if k.endswith("cost") else 0)) for k, v in row.items() if k != "task_id"}
+            values = {
+                k.removeprefix("agg_"): (v if v is not None else (Decimal(0) if k.endswith("cost") else 0))
+                for k, v in row.items()
+                if k != "task_id"
+            }
             summary = existing.get(row["task_id"])
             if summary is None:
                 to_create.append(TaskSummary(campaign_id=campaign_id, task_id=row["task_id"], **values))

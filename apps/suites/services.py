@@ -75,5 +75,5 @@ def suite_load_builtin(*, name: str = "starter", validate: bool = True) -> Suite
     validations = {}
     if validate:
         for report in validate_suite(spec):
-            validations[report.task_id] = (report.status, report.detail)
+            validations[report.task_id] = (report.status, "\n".join(report.problems))
     return suite_store(spec=spec, validations=validations)

@@ -1,0 +1,247 @@
+"""Bridge from stored rows to the engine: build task, backend, agent, user and judge; run; price.
+
+Everything the worker needs is rebuilt from ids, so any worker on any machine can run any
+attempt. Engine objects that are immutable (built-in suite specs) are cached per process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Callable
+
+from apps.campaigns.models import AgentConfig, Attempt, Campaign
+from apps.suites.models import Suite
+from tb_engine.agents.base import AgentStep, AgentView
+from tb_engine.pricing import PriceSheet as EnginePriceSheet
+from tb_engine.pricing import cost_of
+from tb_engine.results import AttemptResult
+from tb_engine.runner import Limits, make_agent, run_attempt
+from tb_engine.spec import DomainSpec, TaskSpec
+from tb_engine.specio import domain_from_dict, task_from_dict
+from tb_engine.transcript import Usage
+
+HEARTBEAT_EVERY_S = 5.0
+
+
+class AttemptCancelled(BaseException):
+    """Raised inside the dialogue when the campaign was cancelled or the lease was lost.
+
+    A BaseException so the runner's catch-all for harness crashes (infra errors) lets it through.
+    """
+
+
+@dataclass
+class AttemptOutcome:
+    """What gets written to the Attempt row."""
+
+    status: str
+    termination: str = ""
+    verdict: str = ""
+    categories: list[str] = field(default_factory=list)
+    clean_looking: bool = False
+    task_hash: str = ""
+    agent_usage: Usage = field(default_factory=Usage)
+    eval_usage: Usage = field(default_factory=Usage)
+    agent_cost: Decimal | None = None
+    eval_cost: Decimal | None = None
+    tool_calls: int = 0
+    diff_items: int = 0
+    duration_ms: float = 0.0
+    result: dict[str, Any] = field(default_factory=dict)
+    error_detail: str = ""
+
+    @classmethod
+    def infra_error(cls, message: str) -> "AttemptOutcome":
+        return cls(status=Attempt.Status.INFRA_ERROR, error_detail=message)
+
+    @classmethod
+    def from_result(cls, result: AttemptResult, *, agent_cost, eval_cost) -> "AttemptOutcome":
+        transcript = result.transcript
+        eval_usage = transcript.user_usage + transcript.judge_usage
+        return cls(
+            status=result.status,
+            termination=result.termination or "",
+            verdict=result.verdict or "",
+            categories=list(result.categories),
+            clean_looking=result.clean_looking,
+            task_hash=result.task_hash,
+            agent_usage=transcript.agent_usage,
+            eval_usage=eval_usage,
+            agent_cost=agent_cost,
+            eval_cost=eval_cost,
+            tool_calls=len(transcript.tool_calls),
+            diff_items=len(result.diff),
+            duration_ms=result.duration_ms,
+            result=result.to_dict(),
+            error_detail=result.error,
+        )
+
+    def as_fields(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "termination": self.termination,
+            "verdict": self.verdict,
+            "categories": self.categories,
+            "clean_looking": self.clean_looking,
+            "task_hash": self.task_hash,
+            "input_tokens": self.agent_usage.input_tokens,
+            "cached_input_tokens": self.agent_usage.cached_input_tokens,
+            "output_tokens": self.agent_usage.output_tokens,
+            "reasoning_tokens": self.agent_usage.reasoning_tokens,
+            "eval_tokens": self.eval_usage.total_tokens,
+            "agent_cost": self.agent_cost,
+            "eval_cost": self.eval_cost,
+            "tool_calls": self.tool_calls,
+            "diff_items": self.diff_items,
+            "duration_ms": self.duration_ms,
+            "result": self.result,
+            "error_detail": self.error_detail,
+        }
+
+
+class HeartbeatAgent:
+    """Wraps an agent: extends the attempt's lease between steps and stops on cancellation."""
+
+    def __init__(self, agent, heartbeat: Callable[[], bool], every_s: float = HEARTBEAT_EVERY_S):
+        self._agent = agent
+        self.name = getattr(agent, "name", "agent")
+        self._heartbeat = heartbeat
+        self._every_s = every_s
+        self._last = time.monotonic()
+
+    def step(self, view: AgentView) -> AgentStep:
+        now = time.monotonic()
+        if now - self._last >= self._every_s:
+            self._last = now
+            if not self._heartbeat():
+                raise AttemptCancelled()
+        return self._agent.step(view)
+
+
+def attempt_seed(campaign: Campaign, task_id: str, index: int) -> int:
+    """Per-attempt seed: stable for (campaign seed, task, index), so a re-run replays the same noise."""
+    digest = hashlib.sha256(f"{campaign.seed}:{task_id}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+@lru_cache(maxsize=16)
+def _builtin_suite(name: str, content_hash: str):
+    from tb_engine.loader import load_builtin_suite
+
+    return load_builtin_suite(name)
+
+
+def runnable_domain(attempt: Attempt) -> DomainSpec:
+    """The domain with tool implementations (built-in) or its MCP launch config (imported)."""
+    suite = attempt.task.suite
+    domain_row = attempt.task.domain
+    if suite.source == Suite.Source.BUILTIN:
+        return _builtin_suite(suite.name, suite.content_hash).domains[domain_row.name]
+    return domain_from_dict(domain_row.spec)
+
+
+def build_backend(domain: DomainSpec, task: TaskSpec):
+    if domain.backend == "mcp":
+        from tb_engine.thinkingbox.mcp_backend import backend_for_domain
+
+        return backend_for_domain(domain, task)
+    from tb_engine.backend import SqliteBackend
+
+    return SqliteBackend(domain, task)
+
+
+def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed: int):
+    if config.kind == AgentConfig.Kind.OPENAI:
+        from tb_engine.agents.openai_agent import OpenAIAgent
+
+        endpoint = _endpoint(config.model, config.base_url, config.api_key_env, config.parameters, "agent")
+        endpoint.setdefault("max_concurrency", config.max_concurrency)
+        return OpenAIAgent.from_dict({"endpoint": endpoint, "name": config.name})
+    return make_agent(config.engine_spec, task=task, domain=domain, seed=seed)
+
+
+def _endpoint(model: str, base_url: str, api_key_env: str, parameters: dict, label: str) -> dict:
+    endpoint = {k: v for k, v in (parameters or {}).items() if k not in ("end_marker",)}
+    endpoint.update(model=model, base_url=base_url or endpoint.get("base_url"), label=label)
+    endpoint["api_key_env"] = api_key_env or None
+    return endpoint
+
+
+def build_user(config: dict):
+    if config.get("kind", "scripted") == "scripted":
+        from tb_engine.users.scripted import ScriptedUser
+
+        return ScriptedUser()
+    from tb_engine.llm.config import EndpointConfig
+    from tb_engine.users.llm_user import LLMUser
+
+    return LLMUser(EndpointConfig.from_dict(_strip_kind(config), label="user simulator"))
+
+
+def build_judge(config: dict, task: TaskSpec):
+    if not task.rubrics:
+        return None
+    if config.get("kind", "keyword") == "keyword":
+        from tb_engine.judges import KeywordJudge
+
+        return KeywordJudge.for_task(task)
+    from tb_engine.llm.config import EndpointConfig
+    from tb_engine.llm_judge import LLMJudge
+
+    return LLMJudge(EndpointConfig.from_dict(_strip_kind(config), label="judge"))
+
+
+def _strip_kind(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k != "kind"}
+
+
+def engine_price_sheet(campaign: Campaign) -> EnginePriceSheet | None:
+    sheet = campaign.price_sheet
+    if sheet is None:
+        return None
+    return EnginePriceSheet.from_dict(
+        {"name": sheet.name, "source": sheet.source, "effective_date": sheet.effective_date, "models": sheet.prices},
+        origin=f"price sheet {sheet.name}",
+    )
+
+
+def price_attempt(campaign: Campaign, result: AttemptResult) -> tuple[Decimal | None, Decimal | None]:
+    """(agent cost, evaluation cost). None = unpriced; a run that used no tokens costs exactly 0."""
+    sheet = engine_price_sheet(campaign)
+    agent_model = campaign.agent.model or campaign.agent.engine_spec
+    agent_cost = _cost(result.transcript.agent_usage, agent_model, sheet)
+    eval_cost = Decimal(0)
+    for usage, config in ((result.transcript.user_usage, campaign.user_simulator), (result.transcript.judge_usage, campaign.judge)):
+        part = _cost(usage, config.get("model", ""), sheet)
+        eval_cost = None if part is None or eval_cost is None else eval_cost + part
+    return agent_cost, eval_cost
+
+
+def _cost(usage: Usage, model: str, sheet: EnginePriceSheet | None) -> Decimal | None:
+    if usage.input_tokens == 0 and usage.output_tokens == 0:
+        return Decimal(0)
+    if sheet is None or not model:
+        return None
+    return cost_of(usage, model, sheet)
+
+
+def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> AttemptOutcome:
+    """Run one stored attempt through the engine and price it (raises AttemptCancelled)."""
+    campaign = attempt.campaign
+    task = task_from_dict(attempt.task.spec)
+    domain = runnable_domain(attempt)
+    seed = attempt_seed(campaign, task.id, attempt.index)
+    agent = HeartbeatAgent(build_agent(campaign.agent, task=task, domain=domain, seed=seed), heartbeat)
+    user = build_user(campaign.user_simulator)
+    judge = build_judge(campaign.judge, task)
+    backend = build_backend(domain, task)
+    try:
+        result = run_attempt(task, backend, agent=agent, user=user, judge=judge, limits=Limits())
+    finally:
+        backend.close()
+    agent_cost, eval_cost = price_attempt(campaign, result)
+    return AttemptOutcome.from_result(result, agent_cost=agent_cost, eval_cost=eval_cost)

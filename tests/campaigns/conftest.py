@@ -1,0 +1,41 @@
+"""Campaign fixtures: the built-in suite in the database and a helper that drains queued attempts."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def starter_suite(db):
+    from apps.suites.services import suite_load_builtin
+
+    return suite_load_builtin(name="starter", validate=False)
+
+
+@pytest.fixture
+def make_campaign(starter_suite, alice, team_a):
+    from apps.campaigns.bootstrap import agent_config_for
+    from apps.campaigns.services import campaign_create
+
+    def make(agent: str = "golden", *, tasks: int = 3, n: int = 2, **kwargs):
+        selected = list(starter_suite.tasks.order_by("task_id")[:tasks])
+        return campaign_create(
+            name=f"{agent} test", team=team_a, owner=alice, agent=agent_config_for(agent) if isinstance(agent, str) else agent,
+            suite=starter_suite, tasks=selected, n_attempts=n, **kwargs,
+        )
+
+    return make
+
+
+def drain(campaign, *, worker: str = "test-worker:1") -> list[str]:
+    """Execute every queued attempt of the campaign in this process, as a worker would."""
+    from apps.campaigns.models import Attempt
+    from apps.campaigns.services import attempt_execute
+
+    outcomes = []
+    while True:
+        ids = list(Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).values_list("id", flat=True))
+        if not ids:
+            return outcomes
+        for attempt_id in ids:
+            outcomes.append(attempt_execute(attempt_id=attempt_id, worker=worker))
