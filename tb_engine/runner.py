@@ -1,0 +1,301 @@
+"""Run one attempt in named phases: prepare -> dialogue -> snapshot -> golden replay -> diff -> grade -> record.
+
+Each phase is a plain function so it can be tested alone; ``run_attempt`` chains them and turns
+any InfraError (or a crash of the harness itself) into status ``infra_error``, never a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from tb_engine.agents.base import (
+    Agent,
+    AgentOutputError,
+    AgentView,
+    InfraError,
+    Judge,
+    ToolSchema,
+    UserSimulator,
+    UserView,
+)
+from tb_engine.backend import Backend, SqliteBackend
+from tb_engine.diff import diff_states, effects
+from tb_engine.golden import GoldenReplayError
+from tb_engine.grading import Grade, evaluate_checks, grade, judge_rubrics
+from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult
+from tb_engine.snapshot import Snapshot
+from tb_engine.spec import DomainSpec, TaskSpec
+from tb_engine.transcript import Message, ToolCall, Transcript
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-attempt budgets. Running out of turns or tool calls ends the attempt with ``max_turns``."""
+
+    max_turns: int = 30  # agent steps (model calls)
+    max_tool_calls: int = 60
+    timeout_s: float = 600.0  # wall time, checked between steps
+    max_repairs: int = 2  # AgentOutputErrors fed back before the attempt ends with agent_error
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def ms(self) -> float:
+        return (time.perf_counter() - self.start) * 1000.0
+
+
+@dataclass
+class Prepared:
+    system_prompt: str
+    tools: list[ToolSchema]
+    initial: Snapshot
+
+
+@dataclass
+class Dialogue:
+    transcript: Transcript
+    termination: str
+    error: str = ""
+
+
+@dataclass
+class Graded:
+    diff: list[DiffItem]
+    effects: list[Effect]
+    checks: list[CheckResult]
+    rubrics: list[RubricResult]
+    grade: Grade
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def prepare(task: TaskSpec, backend: Backend, *, policy: str | None = None) -> Prepared:
+    """Phase 1: what the agent will be shown, and S0."""
+    if policy is None:
+        system_prompt = getattr(backend, "system_prompt", None)
+        policy = system_prompt() if callable(system_prompt) else str(task.extra.get("policy", ""))
+    return Prepared(policy, list(backend.tool_schemas()), backend.initial_snapshot())
+
+
+def _tool_message(call: ToolCall, at_ms: float) -> Message:
+    if call.error is not None:
+        content = f"Error: {call.error}"
+    else:
+        content = json.dumps(call.result, default=str, sort_keys=True)
+    return Message("tool", content, tool_call_id=call.id, name=call.name, turn=call.turn, at_ms=at_ms, is_error=call.error is not None)
+
+
+def _user_view(task: TaskSpec, messages: list[Message]) -> UserView:
+    visible = [m for m in messages if m.role in ("user", "assistant") and not m.is_error]
+    return UserView(task.query, task.user_context, visible)
+
+
+def run_dialogue(
+    task: TaskSpec, backend: Backend, prepared: Prepared, *, agent: Agent, user: UserSimulator, limits: Limits, clock=None
+) -> Dialogue:
+    """Phase 2: alternate user, agent and tool calls until a termination condition (SPEC §2)."""
+    clock = clock or _Clock()
+    transcript = Transcript()
+    messages = transcript.messages
+    opening = user.reply(_user_view(task, messages))
+    transcript.user_usage = transcript.user_usage + opening.usage
+    messages.append(Message("user", opening.text or task.query, turn=0, at_ms=clock.ms()))
+    repairs = 0
+    turn = 0
+    while True:
+        if turn >= limits.max_turns:
+            return Dialogue(transcript, "max_turns")
+        if clock.ms() > limits.timeout_s * 1000.0:
+            return Dialogue(transcript, "timeout")
+        view = AgentView(prepared.system_prompt, prepared.tools, list(messages), turn)
+        try:
+            step = agent.step(view)
+        except AgentOutputError as exc:
+            repairs += 1
+            if repairs > limits.max_repairs:
+                return Dialogue(transcript, "agent_error", f"agent output unusable after {limits.max_repairs} repairs: {exc}")
+            messages.append(
+                Message("user", f"Your last output could not be used: {exc}. Please try again.", turn=turn, at_ms=clock.ms(), is_error=True)
+            )
+            turn += 1
+            continue
+        transcript.agent_usage = transcript.agent_usage + step.usage
+        messages.append(
+            Message("assistant", step.text, tool_calls=list(step.tool_calls), turn=turn, at_ms=clock.ms(), usage=step.usage)
+        )
+        for request in step.tool_calls:
+            if len(transcript.tool_calls) >= limits.max_tool_calls:
+                return Dialogue(transcript, "max_turns", f"tool-call limit {limits.max_tool_calls} reached")
+            call = backend.call_tool(request, index=len(transcript.tool_calls), turn=turn)
+            transcript.tool_calls.append(call)
+            messages.append(_tool_message(call, clock.ms()))
+        turn += 1
+        if step.done:
+            return Dialogue(transcript, "agent_done")
+        if step.tool_calls:
+            continue
+        answer = user.reply(_user_view(task, messages))
+        transcript.user_usage = transcript.user_usage + answer.usage
+        if answer.done:
+            return Dialogue(transcript, "user_done")
+        messages.append(Message("user", answer.text, turn=turn, at_ms=clock.ms()))
+
+
+def take_result_snapshot(backend: Backend) -> tuple[Snapshot, dict]:
+    """Phase 3: SR and which calls wrote what."""
+    return backend.result_snapshot(), backend.writes()
+
+
+def take_golden_snapshot(backend: Backend) -> Snapshot:
+    """Phase 4: SG (a fresh golden replay, cached per task hash by the backend)."""
+    return backend.golden_snapshot()
+
+
+def compute_diff(initial: Snapshot, result: Snapshot, golden: Snapshot, writes: dict) -> tuple[list[DiffItem], list[Effect]]:
+    """Phase 5: the classified SR-vs-SG diff and the S0 -> SR effects."""
+    return diff_states(initial, result, golden, writes), effects(initial, result, writes)
+
+
+def grade_attempt(
+    task: TaskSpec,
+    dialogue: Dialogue,
+    *,
+    initial: Snapshot,
+    result: Snapshot,
+    diff: list[DiffItem],
+    effect_list: list[Effect],
+    judge: Judge | None,
+) -> Graded:
+    """Phase 6: checks, rubrics, verdict, categories and the clean-looking flag."""
+    checks = evaluate_checks(task.checks, initial, result)
+    rubrics, usage = judge_rubrics(task.rubrics, dialogue.transcript.final_reply(), judge)
+    dialogue.transcript.judge_usage = dialogue.transcript.judge_usage + usage
+    outcome = grade(
+        diff=diff, checks=checks, rubrics=rubrics, termination=dialogue.termination, tool_calls=dialogue.transcript.tool_calls
+    )
+    return Graded(diff, effect_list, checks, rubrics, outcome)
+
+
+def record(task: TaskSpec, task_hash: str, dialogue: Dialogue, graded: Graded, phase_ms: dict[str, float], clock) -> AttemptResult:
+    """Phase 7: the AttemptResult the Django shell stores."""
+    return AttemptResult(
+        task_id=task.id,
+        task_hash=task_hash,
+        status="done",
+        termination=dialogue.termination,
+        verdict=graded.grade.verdict,
+        transcript=dialogue.transcript,
+        effects=graded.effects,
+        diff=graded.diff,
+        checks=graded.checks,
+        rubrics=graded.rubrics,
+        categories=graded.grade.categories,
+        clean_looking=graded.grade.clean_looking,
+        error=dialogue.error,
+        phase_ms=phase_ms,
+        duration_ms=clock.ms(),
+    )
+
+
+def run_attempt(
+    task: TaskSpec,
+    backend: Backend,
+    *,
+    agent: Agent,
+    user: UserSimulator,
+    judge: Judge | None = None,
+    limits: Limits = Limits(),
+    policy: str | None = None,
+) -> AttemptResult:
+    """Run and grade one attempt of ``task`` on ``backend`` (which the caller owns and closes)."""
+    clock = _Clock()
+    task_hash = task.content_hash()
+    phase_ms: dict[str, float] = {}
+    transcript = Transcript()
+    phase = "prepare"
+
+    def timed(name: str, started: float) -> None:
+        phase_ms[name] = (time.perf_counter() - started) * 1000.0
+
+    try:
+        started = time.perf_counter()
+        prepared = prepare(task, backend, policy=policy)
+        timed("prepare", started)
+        phase, started = "dialogue", time.perf_counter()
+        dialogue = run_dialogue(task, backend, prepared, agent=agent, user=user, limits=limits, clock=clock)
+        transcript = dialogue.transcript
+        timed("dialogue", started)
+        phase, started = "snapshot", time.perf_counter()
+        result, writes = take_result_snapshot(backend)
+        timed("snapshot", started)
+        phase, started = "golden", time.perf_counter()
+        golden = take_golden_snapshot(backend)
+        timed("golden", started)
+        phase, started = "diff", time.perf_counter()
+        diff, effect_list = compute_diff(prepared.initial, result, golden, writes)
+        timed("diff", started)
+        phase, started = "grade", time.perf_counter()
+        graded = grade_attempt(
+            task, dialogue, initial=prepared.initial, result=result, diff=diff, effect_list=effect_list, judge=judge
+        )
+        timed("grade", started)
+        started = time.perf_counter()
+        attempt = record(task, task_hash, dialogue, graded, phase_ms, clock)
+        timed("record", started)
+        return attempt
+    except GoldenReplayError as exc:
+        return _infra_result(task, task_hash, transcript, f"invalid task: {exc}", phase_ms, clock, invalid_task=True)
+    except InfraError as exc:
+        return _infra_result(task, task_hash, transcript, f"infra error during {phase}: {exc}", phase_ms, clock)
+    except Exception as exc:  # a harness crash is infrastructure, never the agent's failure
+        return _infra_result(task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock)
+
+
+def _infra_result(task, task_hash, transcript, error, phase_ms, clock, *, invalid_task: bool = False) -> AttemptResult:
+    return AttemptResult(
+        task_id=task.id,
+        task_hash=task_hash,
+        status="infra_error",
+        transcript=transcript,
+        error=error,
+        phase_ms=phase_ms,
+        duration_ms=clock.ms(),
+        extra={"invalid_task": True} if invalid_task else {},
+    )
+
+
+def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, seed: int = 0) -> Agent:
+    """Resolve an agent spec: ``golden`` or ``sim:<persona>`` (simulated personas, imported lazily)."""
+    if spec == "golden":
+        from tb_engine.agents.golden import make_golden_agent
+
+        return make_golden_agent(task)
+    if spec.startswith("sim:"):
+        from tb_engine.agents.simulated import make_simulated_agent
+
+        return make_simulated_agent(spec[len("sim:"):], task=task, domain=domain, seed=seed)
+    raise ValueError(f"unknown agent spec {spec!r} (use 'golden' or 'sim:<persona>')")
+
+
+def run_task(
+    domain: DomainSpec,
+    task: TaskSpec,
+    *,
+    agent: str | Agent = "golden",
+    seed: int = 0,
+    judge: Judge | None = None,
+    limits: Limits = Limits(),
+) -> AttemptResult:
+    """Convenience: one attempt on a fresh SQLite sandbox with the scripted user."""
+    from tb_engine.users.scripted import ScriptedUser
+
+    resolved = make_agent(agent, task=task, domain=domain, seed=seed) if isinstance(agent, str) else agent
+    backend = SqliteBackend(domain, task)
+    try:
+        return run_attempt(task, backend, agent=resolved, user=ScriptedUser(), judge=judge, limits=limits)
+    finally:
+        backend.close()

@@ -1,0 +1,287 @@
+"""SQLite sandboxes: one prepared in-memory template per domain and per task, a fresh copy per attempt.
+
+Every attempt gets its own in-memory database copied from a ready template with the
+sqlite3 backup API (no DDL per attempt). Triggers write every insert, delete and
+per-column update into ``_tb_effects`` keyed by the current tool-call index, so each
+call knows exactly which rows and cells it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from tb_engine.agents.base import ToolSchema
+from tb_engine.snapshot import Snapshot
+from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
+from tb_engine.tooling import META_TABLE, SANDBOX_NOW, ToolError, dump_json
+
+EFFECTS_TABLE = "_tb_effects"
+STATE_TABLE = "_tb_state"
+SQL_TYPES = {"text": "TEXT", "integer": "INTEGER", "real": "REAL", "boolean": "INTEGER", "json": "TEXT"}
+TASK_TEMPLATE_CACHE_SIZE = 512
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _key_sql(spec: TableSpec, alias: str) -> str:
+    """SQL expression for the printable row key; must equal snapshot.key_function."""
+    parts = [f"COALESCE(CAST({alias}.{_quote(c)} AS TEXT), 'None')" for c in spec.primary_key]
+    if len(parts) == 1:
+        return parts[0]
+    return " || ',' || ".join(f"'{c}=' || {p}" for c, p in zip(spec.primary_key, parts))
+
+
+def _schema_sql(tables: dict[str, TableSpec]) -> list[str]:
+    statements = [
+        f"CREATE TABLE {META_TABLE} (name TEXT PRIMARY KEY, value TEXT)",
+        f"CREATE TABLE {STATE_TABLE} (call INTEGER NOT NULL)",
+        f"CREATE TABLE {EFFECTS_TABLE} (call INTEGER, tbl TEXT, rkey TEXT, col TEXT, op TEXT)",
+        f"CREATE INDEX _tb_effects_call ON {EFFECTS_TABLE} (call)",
+    ]
+    for name, spec in tables.items():
+        columns = ", ".join(f"{_quote(c)} {SQL_TYPES[t]}" for c, t in spec.columns.items())
+        pk = ", ".join(_quote(c) for c in spec.primary_key)
+        statements.append(f"CREATE TABLE {_quote(name)} ({columns}, PRIMARY KEY ({pk}))")
+    return statements
+
+
+def _trigger_sql(tables: dict[str, TableSpec]) -> list[str]:
+    statements = []
+    log = f"INSERT INTO {EFFECTS_TABLE} (call, tbl, rkey, col, op) SELECT call, "
+    for name, spec in tables.items():
+        literal = "'" + name.replace("'", "''") + "'"
+        statements.append(
+            f"CREATE TRIGGER {_quote('_tb_ins_' + name)} AFTER INSERT ON {_quote(name)} BEGIN "
+            f"{log}{literal}, {_key_sql(spec, 'NEW')}, NULL, 'insert' FROM {STATE_TABLE}; END"
+        )
+        statements.append(
+            f"CREATE TRIGGER {_quote('_tb_del_' + name)} AFTER DELETE ON {_quote(name)} BEGIN "
+            f"{log}{literal}, {_key_sql(spec, 'OLD')}, NULL, 'delete' FROM {STATE_TABLE}; END"
+        )
+        for column in spec.columns:
+            col = _quote(column)
+            col_literal = "'" + column.replace("'", "''") + "'"
+            statements.append(
+                f"CREATE TRIGGER {_quote('_tb_upd_' + name + '_' + column)} AFTER UPDATE OF {col} ON {_quote(name)} "
+                f"WHEN OLD.{col} IS NOT NEW.{col} BEGIN "
+                f"{log}{literal}, {_key_sql(spec, 'NEW')}, {col_literal}, 'update' FROM {STATE_TABLE}; END"
+            )
+    return statements
+
+
+def _stored(column_type: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if column_type == "json":
+        return value if isinstance(value, str) else dump_json(value)
+    if column_type == "boolean":
+        return int(bool(value))
+    return value
+
+
+def upsert_rows(db: sqlite3.Connection, spec: TableSpec, rows: list[dict[str, Any]]) -> None:
+    """Insert rows, or update the given columns of rows whose primary key already exists."""
+    for row in rows:
+        columns = list(row)
+        names = ", ".join(_quote(c) for c in columns)
+        marks = ", ".join("?" for _ in columns)
+        updates = [c for c in columns if c not in spec.primary_key]
+        pk = ", ".join(_quote(c) for c in spec.primary_key)
+        action = (
+            "DO UPDATE SET " + ", ".join(f"{_quote(c)} = excluded.{_quote(c)}" for c in updates)
+            if updates
+            else "DO NOTHING"
+        )
+        db.execute(
+            f"INSERT INTO {_quote(spec.name)} ({names}) VALUES ({marks}) ON CONFLICT ({pk}) {action}",
+            [_stored(spec.columns[c], row[c]) for c in columns],
+        )
+
+
+def _fresh_connection() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    result: Any
+    error: str | None
+    changed_state: bool
+
+
+class Sandbox:
+    """One attempt's private database plus the domain's tools over it."""
+
+    def __init__(self, db: sqlite3.Connection, runtime: "DomainRuntime", initial: Snapshot):
+        self.db = db
+        self.runtime = runtime
+        self.initial = initial
+
+    def call_tool(self, name: str, arguments: Any, *, index: int) -> ToolOutcome:
+        """Validate and run one tool call; failures come back as ``error``, never as exceptions."""
+        tool = self.runtime.tools.get(name)
+        if tool is None or tool.impl is None:
+            return ToolOutcome(None, f"unknown tool {name!r}", False)
+        parsed, problem = self.runtime.check_arguments(name, arguments)
+        if problem:
+            return ToolOutcome(None, problem, False)
+        db = self.db
+        db.execute(f"UPDATE {STATE_TABLE} SET call = ?", (index,))
+        db.execute("SAVEPOINT tool_call")
+        error = None
+        result = None
+        try:
+            result = tool.impl(db, **parsed)
+        except ToolError as exc:
+            error = str(exc) or type(exc).__name__
+        except Exception as exc:  # a tool bug must not kill the attempt; it is reported as the call's error
+            error = f"tool failed: {type(exc).__name__}: {exc}"
+        if error is not None:
+            db.execute("ROLLBACK TO tool_call")
+        db.execute("RELEASE tool_call")
+        changed = db.execute(f"SELECT 1 FROM {EFFECTS_TABLE} WHERE call = ? LIMIT 1", (index,)).fetchone() is not None
+        return ToolOutcome(result, error, changed)
+
+    def writes(self) -> dict[tuple[str, str, str | None], tuple[int, ...]]:
+        """(table, row key, column or None for insert/delete) -> indexes of the calls that wrote it."""
+        found: dict[tuple[str, str, str | None], set[int]] = {}
+        for call, table, key, column in self.db.execute(f"SELECT call, tbl, rkey, col FROM {EFFECTS_TABLE}"):
+            found.setdefault((table, key, column), set()).add(call)
+        return {where: tuple(sorted(calls)) for where, calls in found.items()}
+
+    def snapshot(self) -> Snapshot:
+        """The current state; tables no call wrote are shared with S0 instead of re-read."""
+        touched = [row[0] for row in self.db.execute(f"SELECT DISTINCT tbl FROM {EFFECTS_TABLE}")]
+        if not touched:
+            return self.initial
+        return Snapshot.from_sqlite(self.db, self.runtime.tables, base=self.initial, only=touched)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class TaskTemplate:
+    """A domain template with one task's patch applied, plus its S0; copied for every attempt."""
+
+    def __init__(self, runtime: "DomainRuntime", task: TaskSpec):
+        self.runtime = runtime
+        self.db = runtime.copy_template()
+        db = self.db
+        db.execute("BEGIN")
+        for table, rows in task.data_patch.items():
+            upsert_rows(db, runtime.tables[table], rows)
+        db.execute(f"DELETE FROM {EFFECTS_TABLE}")
+        db.execute("COMMIT")
+        self.initial = Snapshot.from_sqlite(db, runtime.tables)
+        self._lock = threading.Lock()
+
+    def new_sandbox(self) -> Sandbox:
+        """A fresh private copy of this task's initial state."""
+        copy = _fresh_connection()
+        with self._lock:
+            self.db.backup(copy)
+        return Sandbox(copy, self.runtime, self.initial)
+
+
+class DomainRuntime:
+    """Per-domain prepared state: the template database, tool schemas and compiled validators."""
+
+    def __init__(self, domain: DomainSpec):
+        self.name = domain.name
+        self.tables = domain.tables
+        self.tools = domain.tools
+        self.schemas = [ToolSchema(t.name, t.description, t.parameters, t.read_only) for t in domain.tools.values()]
+        self.validators = {name: Draft202012Validator(t.parameters) for name, t in domain.tools.items()}
+        self._template = _fresh_connection()
+        db = self._template
+        db.execute("BEGIN")
+        for statement in _schema_sql(domain.tables):
+            db.execute(statement)
+        db.execute(f"INSERT INTO {STATE_TABLE} (call) VALUES (-1)")
+        db.execute(f"INSERT INTO {META_TABLE} (name, value) VALUES ('now', ?)", (SANDBOX_NOW,))
+        for table, rows in domain.base_data.items():
+            upsert_rows(db, domain.tables[table], rows)
+        for statement in _trigger_sql(domain.tables):
+            db.execute(statement)
+        db.execute("COMMIT")
+        self._lock = threading.Lock()
+        self._tasks: OrderedDict[str, TaskTemplate] = OrderedDict()
+        self.golden_cache: dict[str, Any] = {}  # task hash -> golden Snapshot (filled by tb_engine.golden)
+
+    def copy_template(self) -> sqlite3.Connection:
+        copy = _fresh_connection()
+        with self._lock:
+            self._template.backup(copy)
+        return copy
+
+    def task_template(self, task: TaskSpec) -> TaskTemplate:
+        """The cached template for this task's content hash (LRU-bounded)."""
+        task_hash = task.content_hash()
+        with self._lock:
+            template = self._tasks.get(task_hash)
+            if template is not None:
+                self._tasks.move_to_end(task_hash)
+                return template
+        template = TaskTemplate(self, task)
+        with self._lock:
+            self._tasks[task_hash] = template
+            while len(self._tasks) > TASK_TEMPLATE_CACHE_SIZE:
+                evicted, _ = self._tasks.popitem(last=False)
+                self.golden_cache.pop(evicted, None)
+        return template
+
+    def check_arguments(self, name: str, arguments: Any) -> tuple[dict[str, Any], str | None]:
+        """Parse and schema-check arguments; returns (arguments, None) or ({}, error text)."""
+        if arguments is None or arguments == "":
+            arguments = {}
+        if isinstance(arguments, (str, bytes)):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as exc:
+                return {}, f"arguments are not valid JSON: {exc}"
+        if not isinstance(arguments, dict):
+            return {}, f"arguments must be a JSON object, got {type(arguments).__name__}"
+        error = best_match(self.validators[name].iter_errors(arguments))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            return {}, f"invalid arguments for {name} at {where}: {error.message}"
+        return arguments, None
+
+
+_runtimes: dict[int, DomainRuntime] = {}
+_runtimes_lock = threading.Lock()
+
+
+def domain_runtime(domain: DomainSpec) -> DomainRuntime:
+    """The prepared runtime of a domain object (built once; dropped when the domain object is freed)."""
+    key = id(domain)
+    runtime = _runtimes.get(key)
+    if runtime is None:
+        runtime = DomainRuntime(domain)
+        with _runtimes_lock:
+            if key not in _runtimes:
+                _runtimes[key] = runtime
+                weakref.finalize(domain, _runtimes.pop, key, None)
+            runtime = _runtimes[key]
+    return runtime
+
+
+def new_sandbox(domain: DomainSpec, task: TaskSpec) -> Sandbox:
+    """A fresh isolated sandbox holding the task's initial state."""
+    return domain_runtime(domain).task_template(task).new_sandbox()
+
+
+ToolImpl = Callable[..., Any]
