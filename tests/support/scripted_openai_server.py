@@ -93,6 +93,11 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._scripts[(route, conversation)] = _Script(expanded)
 
+    def unscript(self, route: str, *, conversation: str | None = None) -> None:
+        """Forget the script for ``route``: its requests fall back to the generic mode again."""
+        with self._lock:
+            self._scripts.pop((route, conversation), None)
+
     def remaining(self, route: str, *, conversation: str | None = None) -> int:
         """Steps not yet played for ``route``."""
         with self._lock:
