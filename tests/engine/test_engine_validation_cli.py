@@ -1,0 +1,57 @@
+"""Task validation (invalid, non-discriminating) and the CLI report functions."""
+
+from __future__ import annotations
+
+from tb_engine.cli import main, run_task_report, validate_suite_report
+from tb_engine.loader import load_builtin_suite
+from tb_engine.spec import GoldenCall
+from tb_engine.validation import validate_task
+from tests.engine.engine_support import with_changes
+
+
+def test_validate_task_every_retail_task_is_valid(retail_domain, retail_tasks):
+    statuses = {tid: validate_task(retail_domain, task).status for tid, task in retail_tasks.items()}
+    assert statuses == {tid: "valid" for tid in retail_tasks}
+
+
+def test_validate_task_golden_tool_error_is_invalid(retail_domain, retail_task):
+    task = retail_task("address_change_after_shipment_refused")
+    broken = with_changes(task, golden=(GoldenCall("cancel_order", {"order_id": "ORD-51"}),))
+    result = validate_task(retail_domain, broken)
+    assert (result.status, result.problems) == (
+        "invalid",
+        ("golden replay error: call #0 (cancel_order): order ORD-51 is shipped; only orders not yet shipped can be cancelled",),
+    )
+
+
+def test_validate_task_read_only_golden_without_checks_is_non_discriminating(retail_domain, retail_task):
+    task = retail_task("address_change_before_shipment")
+    idle = with_changes(task, golden=task.golden[:2], checks=())
+    assert validate_task(retail_domain, idle).status == "non_discriminating"
+
+
+def test_validate_task_golden_state_failing_its_own_check_is_invalid(retail_domain, retail_task):
+    task = retail_task("ticket_hold_carrier_exception")
+    contradictory = with_changes(task, checks=task.checks[1:] + (with_changes(task.checks[0], params={**task.checks[0].params, "fields": {"status": "solved"}}),))
+    result = validate_task(retail_domain, contradictory)
+    assert result.status == "invalid"
+    assert result.problems[0].startswith("golden agent fails: check failed: Ticket 20 is on hold while the carrier investigates")
+
+
+def test_validate_suite_report_counts_builtin_suite():
+    suite = load_builtin_suite()
+    text, code = validate_suite_report("starter")
+    assert text.splitlines()[0] == f"{len(suite.tasks)} tasks: {len(suite.tasks)} valid, 0 invalid, 0 non-discriminating"
+    assert code == 0
+
+
+def test_run_task_report_golden_lists_each_attempt():
+    lines = run_task_report("retail/ticket_hold_carrier_exception", agent="golden", repeat=2).splitlines()
+    assert lines[0] == "retail/ticket_hold_carrier_exception — Late parcel, carrier exception still open (agent golden, 2 attempts)"
+    assert [line.split(" (")[0] for line in lines[1:3]] == ["attempt 0: pass", "attempt 1: pass"]
+    assert lines[-1] == "2/2 passed"
+
+
+def test_cli_main_unknown_task_exits_2(capsys):
+    assert main(["run", "retail/no_such_task"]) == 2
+    assert capsys.readouterr().err == "error: \"unknown task 'retail/no_such_task' in suite 'starter'\"\n"
