@@ -99,7 +99,10 @@ def test_llm_e2e_requests_never_carry_golden_data_checks_rubrics_or_private_cont
     result = run(scripted_server, retail_domain, task)
 
     assert result.verdict == "pass"
-    golden_texts = [json.dumps(call.arguments) for call in task.golden if call.tool == "update_ticket"]
+    # Distinctive golden strings (short ones like "20" or "hold" legitimately appear in any dialogue).
+    golden_texts = [v for call in task.golden for v in call.arguments.values() if isinstance(v, str) and len(v) > 12]
+    assert golden_texts == ["sarah@example.com", "Waiting on UPS investigation of the damaged label."]
+    golden_texts = golden_texts[1:]  # the email is in the user's own query, so the agent may see it
     golden_texts += [c.description for c in task.checks] + list(task.rubrics)
     golden_texts += [str(task.extra["reply"])] if task.extra.get("reply") else []
     private_line = task.user_context.strip().splitlines()[0]
