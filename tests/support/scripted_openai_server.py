@@ -126,7 +126,10 @@ class ScriptedOpenAIServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "ScriptedOpenAIServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-openai", daemon=True)
+        # A short poll interval keeps stop() (which waits for the next poll) fast in fixtures.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="scripted-openai", daemon=True
+        )
         self._thread.start()
         return self
 
