@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tb_engine.sandbox import domain_runtime
+from tb_engine.sandbox import domain_runtime, task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TaskSpec
 
@@ -38,7 +38,7 @@ def replay_golden(domain: DomainSpec, task: TaskSpec) -> GoldenReplay:
 def golden_snapshot(domain: DomainSpec, task: TaskSpec) -> Snapshot:
     """SG for the task, replayed once per task content hash; raises GoldenReplayError if the replay errs."""
     runtime = domain_runtime(domain)
-    task_hash = task.content_hash()
+    task_hash = task_hash_of(task)
     cached = runtime.golden_cache.get(task_hash)
     if cached is None:
         replay = replay_golden(domain, task)

@@ -26,6 +26,7 @@ from tb_engine.diff import diff_states, effects
 from tb_engine.golden import GoldenReplayError
 from tb_engine.grading import Grade, evaluate_checks, grade, judge_rubrics
 from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult
+from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.transcript import Message, ToolCall, Transcript
@@ -213,7 +214,7 @@ def run_attempt(
 ) -> AttemptResult:
     """Run and grade one attempt of ``task`` on ``backend`` (which the caller owns and closes)."""
     clock = _Clock()
-    task_hash = task.content_hash()
+    task_hash = task_hash_of(task)
     phase_ms: dict[str, float] = {}
     transcript = Transcript()
     phase = "prepare"

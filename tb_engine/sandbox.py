@@ -36,7 +36,7 @@ def _quote(name: str) -> str:
 
 def _key_sql(spec: TableSpec, alias: str) -> str:
     """SQL expression for the printable row key; must equal snapshot.key_function."""
-    parts = [f"COALESCE(CAST({alias}.{_quote(c)} AS TEXT), 'None')" for c in spec.primary_key]
+    parts = [f"CAST({alias}.{_quote(c)} AS TEXT)" for c in spec.primary_key]
     if len(parts) == 1:
         return parts[0]
     return " || ',' || ".join(f"'{c}=' || {p}" for c, p in zip(spec.primary_key, parts))
@@ -47,7 +47,6 @@ def _schema_sql(tables: dict[str, TableSpec]) -> list[str]:
         f"CREATE TABLE {META_TABLE} (name TEXT PRIMARY KEY, value TEXT)",
         f"CREATE TABLE {STATE_TABLE} (call INTEGER NOT NULL)",
         f"CREATE TABLE {EFFECTS_TABLE} (call INTEGER, tbl TEXT, rkey TEXT, col TEXT, op TEXT)",
-        f"CREATE INDEX _tb_effects_call ON {EFFECTS_TABLE} (call)",
     ]
     for name, spec in tables.items():
         columns = ", ".join(f"{_quote(c)} {SQL_TYPES[t]}" for c, t in spec.columns.items())
@@ -57,6 +56,9 @@ def _schema_sql(tables: dict[str, TableSpec]) -> list[str]:
 
 
 def _trigger_sql(tables: dict[str, TableSpec]) -> list[str]:
+    # Three triggers per table (not one per column): every new connection parses the whole schema
+    # on first use, so schema size is per-attempt cost. The update trigger logs one row per column
+    # that actually changed, which gives cell-level attribution.
     statements = []
     log = f"INSERT INTO {EFFECTS_TABLE} (call, tbl, rkey, col, op) SELECT call, "
     for name, spec in tables.items():
@@ -69,14 +71,14 @@ def _trigger_sql(tables: dict[str, TableSpec]) -> list[str]:
             f"CREATE TRIGGER {_quote('_tb_del_' + name)} AFTER DELETE ON {_quote(name)} BEGIN "
             f"{log}{literal}, {_key_sql(spec, 'OLD')}, NULL, 'delete' FROM {STATE_TABLE}; END"
         )
-        for column in spec.columns:
-            col = _quote(column)
-            col_literal = "'" + column.replace("'", "''") + "'"
-            statements.append(
-                f"CREATE TRIGGER {_quote('_tb_upd_' + name + '_' + column)} AFTER UPDATE OF {col} ON {_quote(name)} "
-                f"WHEN OLD.{col} IS NOT NEW.{col} BEGIN "
-                f"{log}{literal}, {_key_sql(spec, 'NEW')}, {col_literal}, 'update' FROM {STATE_TABLE}; END"
-            )
+        changed = " UNION ALL ".join(
+            f"SELECT '{c.replace(chr(39), chr(39) * 2)}' AS col WHERE OLD.{_quote(c)} IS NOT NEW.{_quote(c)}"
+            for c in spec.columns
+        )
+        statements.append(
+            f"CREATE TRIGGER {_quote('_tb_upd_' + name)} AFTER UPDATE ON {_quote(name)} BEGIN "
+            f"{log}{literal}, {_key_sql(spec, 'NEW')}, changed.col, 'update' FROM {STATE_TABLE}, ({changed}) AS changed; END"
+        )
     return statements
 
 
@@ -107,6 +109,67 @@ def upsert_rows(db: sqlite3.Connection, spec: TableSpec, rows: list[dict[str, An
             f"INSERT INTO {_quote(spec.name)} ({names}) VALUES ({marks}) ON CONFLICT ({pk}) {action}",
             [_stored(spec.columns[c], row[c]) for c in columns],
         )
+
+
+_SIMPLE_TYPES = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+_SIMPLE_PROPERTY_KEYS = {"type", "enum", "description", "minLength", "maxLength", "minimum", "maximum",
+                         "exclusiveMinimum", "exclusiveMaximum", "title"}
+
+
+def _property_check(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    if not set(schema) <= _SIMPLE_PROPERTY_KEYS or schema.get("type") not in _SIMPLE_TYPES:
+        return None
+    type_ok = _SIMPLE_TYPES[schema["type"]]
+    enum = schema.get("enum")
+    bounds = [(schema.get(k), op) for k, op in (
+        ("minimum", lambda v, b: v >= b), ("maximum", lambda v, b: v <= b),
+        ("exclusiveMinimum", lambda v, b: v > b), ("exclusiveMaximum", lambda v, b: v < b),
+        ("minLength", lambda v, b: len(v) >= b), ("maxLength", lambda v, b: len(v) <= b),
+    ) if k in schema]
+
+    def check(value: Any) -> bool:
+        if not type_ok(value) or (enum is not None and value not in enum):
+            return False
+        return all(op(value, bound) for bound, op in bounds)
+
+    return check
+
+
+def fast_argument_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    """A quick exact validity test for flat object schemas (the common tool shape), or None when the
+    schema uses anything else. It only answers "valid"; errors are always explained by jsonschema."""
+    if not set(schema) <= {"type", "properties", "required", "additionalProperties", "description", "title"}:
+        return None
+    if schema.get("type") != "object" or schema.get("additionalProperties", True) not in (True, False):
+        return None
+    checks = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        check = _property_check(prop) if isinstance(prop, dict) else None
+        if check is None:
+            return None
+        checks[name] = check
+    required = tuple(schema.get("required") or ())
+    closed = schema.get("additionalProperties", True) is False
+
+    def valid(arguments: dict[str, Any]) -> bool:
+        for name in required:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            check = checks.get(name)
+            if check is None:
+                if closed:
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+    return valid
 
 
 def _fresh_connection() -> sqlite3.Connection:
@@ -205,6 +268,7 @@ class DomainRuntime:
         self.tools = domain.tools
         self.schemas = [ToolSchema(t.name, t.description, t.parameters, t.read_only) for t in domain.tools.values()]
         self.validators = {name: Draft202012Validator(t.parameters) for name, t in domain.tools.items()}
+        self.fast_checks = {name: fast_argument_check(t.parameters) for name, t in domain.tools.items()}
         self._template = _fresh_connection()
         db = self._template
         db.execute("BEGIN")
@@ -229,7 +293,7 @@ class DomainRuntime:
 
     def task_template(self, task: TaskSpec) -> TaskTemplate:
         """The cached template for this task's content hash (LRU-bounded)."""
-        task_hash = task.content_hash()
+        task_hash = task_hash_of(task)
         with self._lock:
             template = self._tasks.get(task_hash)
             if template is not None:
@@ -254,11 +318,27 @@ class DomainRuntime:
                 return {}, f"arguments are not valid JSON: {exc}"
         if not isinstance(arguments, dict):
             return {}, f"arguments must be a JSON object, got {type(arguments).__name__}"
+        fast = self.fast_checks.get(name)
+        if fast is not None and fast(arguments):
+            return arguments, None
         error = best_match(self.validators[name].iter_errors(arguments))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(root)"
             return {}, f"invalid arguments for {name} at {where}: {error.message}"
         return arguments, None
+
+
+_task_hashes: dict[int, str] = {}
+
+
+def task_hash_of(task: TaskSpec) -> str:
+    """task.content_hash(), computed once per task object (it serialises the whole task)."""
+    key = id(task)
+    cached = _task_hashes.get(key)
+    if cached is None:
+        cached = _task_hashes[key] = task.content_hash()
+        weakref.finalize(task, _task_hashes.pop, key, None)
+    return cached
 
 
 _runtimes: dict[int, DomainRuntime] = {}
@@ -283,5 +363,3 @@ def new_sandbox(domain: DomainSpec, task: TaskSpec) -> Sandbox:
     """A fresh isolated sandbox holding the task's initial state."""
     return domain_runtime(domain).task_template(task).new_sandbox()
 
-
-ToolImpl = Callable[..., Any]

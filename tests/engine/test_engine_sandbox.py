@@ -84,3 +84,27 @@ def test_sandbox_result_snapshot_shares_untouched_tables_with_initial(retail_dom
     result = sandbox.snapshot()
     assert result.tables["tickets"] is sandbox.initial.tables["tickets"]
     assert result.tables["orders"] is not sandbox.initial.tables["orders"]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from jsonschema import Draft202012Validator  # noqa: E402
+
+from tb_engine.sandbox import fast_argument_check  # noqa: E402
+
+ARGUMENT_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 50, allow_nan=False),
+    st.sampled_from(["", "hold", "solved", "closed", "ORD-20", "original_payment", "12 Long Street"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_fast_argument_check_agrees_with_jsonschema_on_retail_tools(retail_domain, data):
+    tool = data.draw(st.sampled_from(sorted(retail_domain.tools)))
+    schema = retail_domain.tools[tool].parameters
+    names = sorted(schema.get("properties", {})) + ["unexpected"]
+    arguments = data.draw(st.dictionaries(st.sampled_from(names), ARGUMENT_VALUES, max_size=5))
+    fast = fast_argument_check(schema)
+    assert fast is not None
+    assert fast(arguments) == Draft202012Validator(schema).is_valid(arguments)
