@@ -59,7 +59,13 @@ def database_config(url: str | None, data_dir: Path) -> dict:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(data_dir / SQLITE_FILE_NAME),
             # SQLite is single-writer: wait for the lock instead of failing under a worker.
-            "OPTIONS": {"timeout": 20},
+            # WAL lets the dashboard read while workers write; IMMEDIATE takes the write lock at
+            # BEGIN so concurrent writers queue instead of failing on lock upgrade.
+            "OPTIONS": {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     scheme = url.split(":", 1)[0].lower()
     if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
@@ -106,4 +112,6 @@ def filesystem_broker_options(data_dir: Path) -> dict:
         "data_folder_out": str(queue_dir),
         "processed_folder": str(processed_dir),
         "store_processed": False,
+        # The filesystem transport delivers one message per poll: poll often or attempts crawl.
+        "polling_interval": 0.02,
     }

@@ -7,4 +7,4 @@ class CampaignsConfig(AppConfig):
     label = "campaigns"
 
     def ready(self) -> None:
-        from apps.campaigns import signals  # noqa: F401  (worker start-up sweeps stale attempts)
+        from apps.campaigns import demo, signals  # noqa: F401  (demo steps; worker start-up sweep)

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Count, Q, Sum
+from django.utils import timezone
 
 from apps.campaigns.models import Attempt, TaskSummary
 
@@ -57,6 +58,7 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
                 for k, v in row.items()
                 if k != "task_id"
             }
+            values["updated_at"] = timezone.now()  # bulk_update skips auto_now; caches key on it
             summary = existing.get(row["task_id"])
             if summary is None:
                 to_create.append(TaskSummary(campaign_id=campaign_id, task_id=row["task_id"], **values))
@@ -66,4 +68,4 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
                 to_update.append(summary)
         TaskSummary.objects.bulk_create(to_create)
         if to_update:
-            TaskSummary.objects.bulk_update(to_update, list(_aggregates()))
+            TaskSummary.objects.bulk_update(to_update, [*_aggregates(), "updated_at"])
