@@ -102,6 +102,8 @@ TIME_ZONE = env.get("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
+FIXTURE_DIRS = [BASE_DIR / "fixtures"]
+
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
