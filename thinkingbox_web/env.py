@@ -58,9 +58,9 @@ def database_config(url: str | None, data_dir: Path) -> dict:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(data_dir / SQLITE_FILE_NAME),
-            # SQLite is single-writer: wait for the lock instead of failing under a worker.
-            # WAL lets the dashboard read while workers write; IMMEDIATE takes the write lock at
-            # BEGIN so concurrent writers queue instead of failing on lock upgrade.
+            # SQLite is single-writer. The web process and a worker share the file, so: wait for
+            # the lock instead of failing, take it at BEGIN (no deadlocking lock upgrades), and
+            # use WAL so readers never block the writer.
             "OPTIONS": {
                 "timeout": 30,
                 "transaction_mode": "IMMEDIATE",
