@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -48,8 +49,12 @@ def home(request):
 @require_role(Role.VIEWER)
 def workers(request):
     """Celery worker heartbeats; htmx polls the table fragment."""
+    now = timezone.now()
+    heartbeats = list(WorkerHeartbeat.objects.all())
+    for heartbeat in heartbeats:
+        heartbeat.is_alive = heartbeat.age_seconds(now) <= WORKER_ALIVE_SECONDS
     context = {
-        "heartbeats": list(WorkerHeartbeat.objects.all()),
+        "heartbeats": heartbeats,
         "alive_seconds": WORKER_ALIVE_SECONDS,
         "can_ping": user_has_role(request.user, Role.OPERATOR),
     }

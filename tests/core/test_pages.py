@@ -98,3 +98,18 @@ def test_logout_by_post_ends_session(client, bob):
     response = client.post(reverse("logout"))
     assert response.status_code == 302
     assert client.get("/").status_code == 302
+
+
+def test_workers_page_marks_recent_worker_alive_and_old_one_not(client, bob):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    WorkerHeartbeat.objects.create(hostname="celery@fresh", last_seen=timezone.now())
+    WorkerHeartbeat.objects.create(hostname="celery@gone", last_seen=timezone.now() - timedelta(hours=2))
+    client.force_login(bob)
+    response = client.get(reverse("core:workers"))
+    assert {beat.hostname: beat.is_alive for beat in response.context["heartbeats"]} == {
+        "celery@fresh": True,
+        "celery@gone": False,
+    }

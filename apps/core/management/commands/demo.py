@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -48,6 +49,8 @@ class Command(BaseCommand):
                  "--pool", "threads", "--concurrency", "2", "--loglevel", "WARNING"],
             )  # fmt: skip
             self.stdout.write(f"Celery worker started (pid {worker.pid}).")
+        # SIGTERM (e.g. from a process manager) must also reach the `finally` that stops the worker.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
         try:
             call_command("runserver", addrport, use_reloader=False)
         finally:
