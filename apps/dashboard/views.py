@@ -5,6 +5,8 @@ One view serves the full page and, for htmx requests, only the named partial (it
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pandas as pd
 from django.core.paginator import Paginator
 from django.http import Http404
@@ -51,6 +53,7 @@ def leaderboard(request):
     domains, tags = filter_options(campaigns)
     context = {
         "rows": rows, "domain": domain, "tag": tag, "sort": sort, "descending": descending,
+        "base_query": urlencode({key: value for key, value in (("domain", domain), ("tag", tag)) if value}),
         "domains": domains, "tags": tags, "benchmarks": benchmarks, "correlations": correlations,
         "score_form": ExternalScoreForm(campaigns=campaigns), "can_edit": user_has_role(request.user, Role.OPERATOR),
     }  # fmt: skip
@@ -104,12 +107,12 @@ def gap(request):
     ]  # fmt: skip
     domain_names = sorted({name for by in curves.values() for name in by if name != "all"})
     per_domain = []
-    for name in domain_names:
+    for position, name in enumerate(domain_names):
         rows = [
             {"series": campaign.name, "k": k, "value": value}
             for campaign, by in curves.items() for k, value in enumerate(by.get(name, []), start=1)
         ]  # fmt: skip
-        per_domain.append({"domain": name, "chart": _chart(charts.pass_hat_k_figure(pd.DataFrame(rows, columns=["series", "k", "value"]), title=f"pass^k · {name}"))})
+        per_domain.append({"domain": name, "id": f"chart-passk-{position}", "chart": _chart(charts.pass_hat_k_figure(pd.DataFrame(rows, columns=["series", "k", "value"]), title=f"pass^k · {name}"))})
     context = {
         "points": points, "scatter": _chart(scatter),
         "overall": _chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
@@ -171,7 +174,7 @@ def domains(request):
     heatmaps = []
     for column, title in (("pass_at_1", "pass@1"), ("pass_at_n", "pass@N observed"), ("all_n", "observed all-N")):
         grid = pd.DataFrame({c.name: tables[c.pk][column] for c in campaigns}).T if campaigns else pd.DataFrame()
-        heatmaps.append({"title": title, "chart": _chart(charts.heatmap(grid, title=f"{title} by domain"))})
+        heatmaps.append({"title": title, "id": f"chart-heat-{column}", "chart": _chart(charts.heatmap(grid, title=f"{title} by domain"))})
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
     deltas = []
@@ -235,7 +238,8 @@ def tasks(request):
     domains_list, _ = filter_options(campaigns)
     context = {
         "campaigns": campaigns, "page": page, "filter": kind, "filters": TASK_FILTERS, "domain": domain,
-        "domains": domains_list, "total": len(rows),
+        "domains": domains_list, "total": len(rows), "selected_ids": _selected_ids(request) or [],
+        "page_query": urlencode([("c", pk) for pk in _selected_ids(request) or []] + [("filter", kind), ("domain", domain)]),
     }  # fmt: skip
     return _render(request, "dashboard/tasks.html", "task-grid", context)
 

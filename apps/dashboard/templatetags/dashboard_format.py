@@ -78,3 +78,27 @@ def sim_badge(agent):
     if agent is not None and agent.is_simulation:
         return format_html('<span class="badge sim" title="{}">simulation, not a model</span>', agent.get_kind_display())
     return ""
+
+
+@register.simple_tag
+def sort_th(label: str, key: str, current: str, descending: bool, base_query: str, title: str = ""):
+    """A sortable column header: htmx swaps only the table; clicking the sorted column flips direction."""
+    direction = "asc" if key == current and descending else "desc"
+    arrow = (" ↓" if descending else " ↑") if key == current else ""
+    href = f"?{base_query}&sort={key}&dir={direction}" if base_query else f"?sort={key}&dir={direction}"
+    return format_html(
+        '<th class="num" title="{}"><a href="{}" hx-get="{}" hx-target="#leaderboard-table" hx-swap="outerHTML" '
+        'hx-push-url="true" class="{}">{}{}</a></th>',
+        title, href, href, "sorted" if key == current else "", label, arrow,
+    )
+
+
+@register.filter
+def rate_class(cell) -> str:
+    """Colour bucket of a c/n cell: r0 (never) .. r4 (dependable)."""
+    if not cell or cell.get("rate") is None:
+        return "none"
+    if cell.get("dependable"):
+        return "r4"
+    rate = cell["rate"]
+    return "r0" if rate == 0 else ("r1" if rate < 0.34 else ("r2" if rate < 0.67 else "r3"))
