@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Iterable
 
 import pandas as pd
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Sum
 
 from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.suites.models import Task
 
 TOKEN_COLUMNS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens")
+STAMP_SUMS = ("n_done", "n_pass", "n_infra_error", "n_clean_looking", "input_tokens", "output_tokens", "agent_cost", "eval_cost")
 FRAME_COLUMNS = (
     "task_pk", "task_id", "domain", "tags", "n", "c", "infra_errors", "clean_looking",
     "agent_cost", "eval_cost", "unpriced", *TOKEN_COLUMNS,
@@ -31,17 +32,24 @@ def dashboard_campaigns(user, *, ids: Iterable[int] | None = None) -> list[Campa
 
 
 def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
-    """Per campaign a token that changes whenever one of its summaries changes (one query)."""
+    """Per campaign a token that changes whenever one of its summaries changes (one query).
+
+    Besides max(updated_at) and the row count it folds in the sums of the counted columns:
+    summary_refresh updates rows with bulk_update, which does not touch auto_now fields, so
+    updated_at alone would miss a re-graded attempt.
+    """
     ids = list(campaign_ids)
+    sums = {f"sum_{name}": Sum(name) for name in STAMP_SUMS}
     rows = (
         TaskSummary.objects.filter(campaign_id__in=ids)
         .order_by()
         .values("campaign_id")
-        .annotate(latest=Max("updated_at"), rows=Count("id"))
+        .annotate(latest=Max("updated_at"), rows=Count("id"), **sums)
     )
     stamps = {campaign_id: "empty" for campaign_id in ids}
     for row in rows:
-        stamps[row["campaign_id"]] = f"{row['latest'].timestamp():.6f}-{row['rows']}"
+        parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])] + [str(row[key]) for key in sums]
+        stamps[row["campaign_id"]] = "-".join(parts)
     return stamps
 
 

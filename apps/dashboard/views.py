@@ -179,7 +179,7 @@ def domains(request):
     a, b = _pair(request, by_id)
     deltas = []
     if a and b:
-        joined = tables[a.pk].join(tables[b.pk], lsuffix="_a", rsuffix="_b", how="inner")
+        joined = tables[a.pk].merge(tables[b.pk], left_index=True, right_index=True, suffixes=("_a", "_b"))
         for domain_name, row in joined.iterrows():
             deltas.append({"domain": domain_name, **{m: (row[f"{m}_a"] - row[f"{m}_b"]) * 100 for m in ("pass_at_1", "pass_at_n", "all_n")}})
     context = {"heatmaps": heatmaps, "campaigns": campaigns, "a": a, "b": b, "deltas": deltas}
