@@ -53,12 +53,13 @@ def result_json(task_id: str, passed: bool, rng: random.Random) -> tuple[str, in
          "started_ms": 120.0 * i, "duration_ms": 3.5}
         for i, name in enumerate(("find_customer", "get_order", "update_ticket"))
     ]  # fmt: skip
-    messages = [
-        {"role": "user", "content": "My order is late and nobody tells me anything. " * 3, "turn": 0},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]}], "turn": c["turn"]}
+    messages = [{"role": "user", "content": "My order is late and nobody tells me anything. " * 3, "turn": 0}]
+    messages += [
+        {"role": "assistant", "content": "", "turn": c["turn"],
+         "tool_calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]}]}
         for c in calls
     ]  # fmt: skip
-    messages = [messages[0], *messages[1:], {"role": "assistant", "content": "I have updated your ticket. " * 4, "turn": 3}]
+    messages.append({"role": "assistant", "content": "I have updated your ticket. " * 4, "turn": 3})
     diff = [] if passed else [
         {"kind": rng.choice(("wrong_value", "missing_effect", "extra_effect")), "table": "tickets", "key": "20",
          "field": "status", "initial": "open", "result": "solved", "golden": "hold", "written_by": [2]}
