@@ -113,6 +113,7 @@ LEADERBOARD_SORTS: dict[str, Callable[[dict], Any]] = {
     "pass10": lambda row: _value(row["m"]["pass_at_k"].get(10)),
     "passn": lambda row: _value(row["m"]["pass_at_k"].get(row["m"]["n_attempts"])),
     "hat5": lambda row: _value(row["m"]["pass_hat_k"].get(5)),
+    "hatn": lambda row: _value(row["m"]["pass_hat_k"].get(row["m"]["n_attempts"])),
     "observed": lambda row: _value(row["m"]["pass_at_n_observed"]),
     "alln": lambda row: _value(row["m"]["all_n"]),
     "gap": lambda row: row["m"]["gap_pp"]["value"],

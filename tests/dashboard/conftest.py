@@ -18,9 +18,16 @@ def _fresh_cache():
 
 
 @pytest.fixture
-def run_campaign(make_campaign):
-    """make_campaign + start + drain: a finished campaign whose summaries are current."""
+def run_campaign(make_campaign, monkeypatch):
+    """make_campaign + start + drain: a finished campaign whose summaries are current.
+
+    Dispatch is switched off and drain() runs every attempt here instead: with inline Celery each
+    finished attempt would dispatch the next one inside itself, nesting one call deeper per attempt.
+    """
+    from apps.campaigns import services
     from apps.campaigns.services import campaign_start
+
+    monkeypatch.setattr(services, "campaign_dispatch", lambda **kwargs: 0)
 
     def run(agent: str = "golden", *, tasks: int = 3, n: int = 2, name: str | None = None, task_ids=(), **kwargs):
         campaign = make_campaign(agent, tasks=tasks, n=n, **kwargs)
