@@ -30,6 +30,7 @@ VENV_DIR = ROOT / ".venv"
 INSTALL_STAMP = VENV_DIR / ".thinkingbox-install"
 PYTEST_NO_TESTS_COLLECTED = 5
 SERVICE_START_TIMEOUT_SECONDS = 60
+POSTGRES_LIB_DIR = Path("/usr/lib/postgresql")  # Debian keeps initdb/pg_ctl off PATH, in here
 
 
 class ServiceUnavailable(Exception):
@@ -108,7 +109,7 @@ def find_postgres_binary(name: str) -> str:
     found = shutil.which(name)
     if found:
         return found
-    candidates = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), key=lambda p: p.parts[-3], reverse=True)
+    candidates = sorted(POSTGRES_LIB_DIR.glob(f"*/bin/{name}"), key=lambda p: p.parts[-3], reverse=True)
     if candidates:
         return str(candidates[0])
     raise ServiceUnavailable(f"PostgreSQL binary {name!r} not found (install postgresql or set TEST_DATABASE_URL)")

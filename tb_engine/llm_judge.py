@@ -74,6 +74,18 @@ class LLMJudge:
         self.parse_retries = parse_retries
         self._client = ChatClient(config)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LLMJudge":
+        """Build from stored settings: ``endpoint`` (EndpointConfig fields) plus the judge options."""
+        options = dict(data)
+        endpoint = options.pop("endpoint", None)
+        if not isinstance(endpoint, dict):
+            raise ValueError("judge config: endpoint: must be a mapping of endpoint fields")
+        unknown = sorted(set(options) - {"instructions", "max_reply_chars", "parse_retries"})
+        if unknown:
+            raise ValueError(f"judge config: unknown field(s): {', '.join(unknown)}")
+        return cls(EndpointConfig.from_dict(endpoint, label="judge"), **options)
+
     def build_messages(self, question: str, final_reply: str) -> list[dict[str, Any]]:
         """The judge's request: instructions, the question and the (truncated) final reply."""
         reply = truncate_text(final_reply, self.max_reply_chars) or "(the agent gave no final reply)"

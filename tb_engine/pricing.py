@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from tb_engine.transcript import Usage
+from tb_engine.transcript import Transcript, Usage
 
 STARTER_SHEET_PATH = Path(__file__).parent / "data" / "price_sheet_starter.yaml"
 _MILLION = Decimal(1_000_000)
@@ -176,3 +176,36 @@ def cost_of(usage: Usage, model: str, sheet: PriceSheet) -> Decimal | None:
         + Decimal(reasoning) * reasoning_price
     )
     return total / _MILLION
+
+
+@dataclass(frozen=True)
+class AttemptCost:
+    """An attempt's cost split as SPEC §5 reports it: agent cost apart from evaluation overhead."""
+
+    agent: Decimal | None
+    user: Decimal | None
+    judge: Decimal | None
+
+    @property
+    def overhead(self) -> Decimal | None:
+        """User simulator + judge cost; None when either used tokens on an unpriced model."""
+        if self.user is None or self.judge is None:
+            return None
+        return self.user + self.judge
+
+
+def attempt_cost(
+    transcript: Transcript, *, agent_model: str, user_model: str | None, judge_model: str | None, sheet: PriceSheet
+) -> AttemptCost:
+    """Price a transcript's three usages; a role that used no tokens costs 0 whatever its model."""
+
+    def price(usage: Usage, model: str | None) -> Decimal | None:
+        if usage.calls == 0 and usage.total_tokens == 0:
+            return Decimal(0)
+        return None if model is None else cost_of(usage, model, sheet)
+
+    return AttemptCost(
+        agent=price(transcript.agent_usage, agent_model),
+        user=price(transcript.user_usage, user_model),
+        judge=price(transcript.judge_usage, judge_model),
+    )

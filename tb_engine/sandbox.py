@@ -1,9 +1,14 @@
-"""SQLite sandboxes: one prepared in-memory template per domain and per task, a fresh copy per attempt.
+"""SQLite sandboxes: one prepared in-memory template per domain and per task, a private copy per attempt.
 
-Every attempt gets its own in-memory database copied from a ready template with the
-sqlite3 backup API (no DDL per attempt). Triggers write every insert, delete and
-per-column update into ``_tb_effects`` keyed by the current tool-call index, so each
-call knows exactly which rows and cells it wrote.
+Each task template is copied with the sqlite3 backup API into private in-memory databases
+(no DDL per attempt). A copy serves one attempt at a time inside one outer transaction;
+when the attempt ends the transaction is rolled back, which restores the copy byte for byte
+to S0 and lets the next attempt reuse it without paying SQLite's schema parse again (that
+parse, not the copy, dominated the cost of a fresh connection). A copy whose outer
+transaction a tool broke (a stray COMMIT/ROLLBACK) is discarded, never reused.
+
+Triggers write every insert, delete and changed column into ``_tb_effects`` keyed by the
+current tool-call index, so each call knows exactly which rows and cells it wrote.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ EFFECTS_TABLE = "_tb_effects"
 STATE_TABLE = "_tb_state"
 SQL_TYPES = {"text": "TEXT", "integer": "INTEGER", "real": "REAL", "boolean": "INTEGER", "json": "TEXT"}
 TASK_TEMPLATE_CACHE_SIZE = 512
+IDLE_COPIES_PER_TASK = 4  # pooled private copies per task (one per concurrently running attempt)
 
 
 def _quote(name: str) -> str:
@@ -126,6 +132,8 @@ def _property_check(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
         return None
     type_ok = _SIMPLE_TYPES[schema["type"]]
     enum = schema.get("enum")
+    if enum is not None and not all(isinstance(item, str) for item in enum):
+        return None  # Python's `in` treats True == 1; jsonschema does not
     bounds = [(schema.get(k), op) for k, op in (
         ("minimum", lambda v, b: v >= b), ("maximum", lambda v, b: v <= b),
         ("exclusiveMinimum", lambda v, b: v > b), ("exclusiveMaximum", lambda v, b: v < b),
@@ -188,10 +196,12 @@ class ToolOutcome:
 class Sandbox:
     """One attempt's private database plus the domain's tools over it."""
 
-    def __init__(self, db: sqlite3.Connection, runtime: "DomainRuntime", initial: Snapshot):
+    def __init__(self, db: sqlite3.Connection, runtime: "DomainRuntime", initial: Snapshot, release=None):
         self.db = db
         self.runtime = runtime
         self.initial = initial
+        self._release = release
+        self._reusable = True
 
     def call_tool(self, name: str, arguments: Any, *, index: int) -> ToolOutcome:
         """Validate and run one tool call; failures come back as ``error``, never as exceptions."""
@@ -212,6 +222,11 @@ class Sandbox:
             error = str(exc) or type(exc).__name__
         except Exception as exc:  # a tool bug must not kill the attempt; it is reported as the call's error
             error = f"tool failed: {type(exc).__name__}: {exc}"
+        if not db.in_transaction:
+            # The tool ended our outer transaction itself: finish this attempt, never reuse the copy.
+            self._reusable = False
+            db.execute("BEGIN")
+            db.execute("SAVEPOINT tool_call")
         if error is not None:
             db.execute("ROLLBACK TO tool_call")
         db.execute("RELEASE tool_call")
@@ -233,7 +248,14 @@ class Sandbox:
         return Snapshot.from_sqlite(self.db, self.runtime.tables, base=self.initial, only=touched)
 
     def close(self) -> None:
-        self.db.close()
+        """End the attempt: its copy is rolled back to S0 and pooled, or closed."""
+        db, self.db = self.db, None
+        if db is None:
+            return
+        if self._release is None:
+            db.close()
+        else:
+            self._release(db, self._reusable)
 
 
 class TaskTemplate:
@@ -250,13 +272,31 @@ class TaskTemplate:
         db.execute("COMMIT")
         self.initial = Snapshot.from_sqlite(db, runtime.tables)
         self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []  # private copies at S0, not in use
 
     def new_sandbox(self) -> Sandbox:
-        """A fresh private copy of this task's initial state."""
-        copy = _fresh_connection()
+        """A private copy of this task's initial state, held by one attempt until closed."""
         with self._lock:
-            self.db.backup(copy)
-        return Sandbox(copy, self.runtime, self.initial)
+            copy = self._idle.pop() if self._idle else None
+            if copy is None:
+                copy = _fresh_connection()
+                self.db.backup(copy)
+        copy.execute("BEGIN")
+        return Sandbox(copy, self.runtime, self.initial, release=self._release)
+
+    def _release(self, copy: sqlite3.Connection, reusable: bool) -> None:
+        try:
+            if copy.in_transaction:
+                copy.execute("ROLLBACK")
+            else:
+                reusable = False
+        except sqlite3.Error:
+            reusable = False
+        with self._lock:
+            if reusable and len(self._idle) < IDLE_COPIES_PER_TASK:
+                self._idle.append(copy)
+                return
+        copy.close()
 
 
 class DomainRuntime:

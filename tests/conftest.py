@@ -230,6 +230,11 @@ def _celery_worker_session(django_db_setup, django_db_blocker, tmp_path_factory)
         "DEBUG": "0",
         "ALLOWED_HOSTS": "localhost",
         "PYTHONPATH": str(PROJECT_ROOT),
+        # Short clocks so retry and cancellation paths finish within a test's patience.
+        "TB_ATTEMPT_RETRY_BACKOFF_SECONDS": "1",
+        "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS": "2",
+        "TB_ATTEMPT_MAX_RETRIES": "2",
+        "TB_ATTEMPT_HEARTBEAT_SECONDS": "1",
     }
     worker = CeleryWorkerProcess(
         env=env,

@@ -156,7 +156,18 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "core.record_heartbeat", "schedule": timedelta(minutes=1)},
+    # Re-queues attempts of dead workers and re-sends messages lost with them.
+    "campaigns-sweep": {"task": "campaigns.sweep", "schedule": timedelta(seconds=30)},
 }
+
+# --- Attempt execution (apps/campaigns): leases, retries of infrastructure errors, dispatch.
+ATTEMPT_LEASE_SECONDS = read_int(env, "TB_ATTEMPT_LEASE_SECONDS", 60)
+ATTEMPT_HEARTBEAT_SECONDS = read_int(env, "TB_ATTEMPT_HEARTBEAT_SECONDS", 2)
+ATTEMPT_MAX_RETRIES = read_int(env, "TB_ATTEMPT_MAX_RETRIES", 3)
+ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS", 2)
+ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
+ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
+CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
 
 # --- Logging: one console stream, level from LOG_LEVEL.
 LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()

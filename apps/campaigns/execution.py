@@ -13,6 +13,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Callable
 
+from django.conf import settings
+
 from apps.campaigns.models import AgentConfig, Attempt, Campaign
 from apps.suites.models import Suite
 from tb_engine.agents.base import AgentStep, AgentView
@@ -24,7 +26,6 @@ from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.specio import domain_from_dict, task_from_dict
 from tb_engine.transcript import Usage
 
-HEARTBEAT_EVERY_S = 5.0
 
 
 class AttemptCancelled(BaseException):
@@ -106,11 +107,11 @@ class AttemptOutcome:
 class HeartbeatAgent:
     """Wraps an agent: extends the attempt's lease between steps and stops on cancellation."""
 
-    def __init__(self, agent, heartbeat: Callable[[], bool], every_s: float = HEARTBEAT_EVERY_S):
+    def __init__(self, agent, heartbeat: Callable[[], bool], every_s: float | None = None):
         self._agent = agent
         self.name = getattr(agent, "name", "agent")
         self._heartbeat = heartbeat
-        self._every_s = every_s
+        self._every_s = every_s if every_s is not None else getattr(settings, "ATTEMPT_HEARTBEAT_SECONDS", 2)
         self._last = time.monotonic()
 
     def step(self, view: AgentView) -> AgentStep:

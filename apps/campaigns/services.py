@@ -31,10 +31,6 @@ HARNESS_VERSION = "tbw-1.0"
 IN_FLIGHT = (Attempt.Status.QUEUED, Attempt.Status.RUNNING)
 
 
-def _setting(name: str, default):
-    return getattr(settings, name, default)
-
-
 def worker_identity() -> str:
     """hostname:pid — lets a restarted worker on the same host recognise its dead predecessors."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -112,7 +108,7 @@ def campaign_start(*, campaign: Campaign) -> int:
 
 def campaign_window(campaign: Campaign) -> int:
     """How many of a campaign's attempts may be queued at the broker or running at once."""
-    return max(1, min(campaign.agent.max_concurrency, _setting("CAMPAIGN_MAX_WINDOW", 256)))
+    return max(1, min(campaign.agent.max_concurrency, settings.CAMPAIGN_MAX_WINDOW))
 
 
 def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
@@ -178,7 +174,7 @@ def campaign_resume(*, campaign: Campaign) -> int:
 def attempt_claim(*, attempt_id: int, worker: str) -> bool:
     """Atomically move a queued attempt of a running campaign to running for this worker."""
     now = timezone.now()
-    lease = timedelta(seconds=_setting("ATTEMPT_LEASE_SECONDS", 60))
+    lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
     claimed = Attempt.objects.filter(
         id=attempt_id,
         status=Attempt.Status.QUEUED,
@@ -189,7 +185,7 @@ def attempt_claim(*, attempt_id: int, worker: str) -> bool:
 
 def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
     """Extend the lease; False when the attempt is no longer ours or its campaign was cancelled."""
-    lease = timedelta(seconds=_setting("ATTEMPT_LEASE_SECONDS", 60))
+    lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
     updated = Attempt.objects.filter(
         id=attempt_id, status=Attempt.Status.RUNNING, worker=worker, campaign__status=Campaign.Status.RUNNING
     ).update(lease_expires_at=timezone.now() + lease)
@@ -221,7 +217,7 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     if outcome is None or _campaign_cancelled(attempt.campaign_id):
         recorded = _record_cancelled(attempt_id=attempt_id, worker=worker)
         what = "cancelled"
-    elif outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < _setting("ATTEMPT_MAX_RETRIES", 3):
+    elif outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < settings.ATTEMPT_MAX_RETRIES:
         recorded = _requeue_after_infra_error(attempt=attempt, worker=worker, error=outcome.error_detail)
         what = "retry"
     else:
@@ -278,8 +274,8 @@ def _requeue_after_infra_error(*, attempt: Attempt, worker: str, error: str) -> 
         dispatched_at=timezone.now(),
     )
     if updated:
-        base = _setting("ATTEMPT_RETRY_BACKOFF_SECONDS", 2.0)
-        countdown = min(base * (2 ** (retries - 1)), _setting("ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60.0))
+        base = settings.ATTEMPT_RETRY_BACKOFF_SECONDS
+        countdown = min(base * (2 ** (retries - 1)), settings.ATTEMPT_RETRY_BACKOFF_MAX_SECONDS)
         transaction.on_commit(lambda: execute_attempt.apply_async(args=[attempt.id], countdown=countdown))
     return updated == 1
 
@@ -311,7 +307,7 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
         dead_here = _dead_on_this_host(worker, host)
         expired = lease is not None and lease < now and not same_host_dead_only
         if dead_here or expired:
-            (stale_ids if retries < _setting("ATTEMPT_MAX_RETRIES", 3) else exhausted_ids).append(attempt_id)
+            (stale_ids if retries < settings.ATTEMPT_MAX_RETRIES else exhausted_ids).append(attempt_id)
     with transaction.atomic():
         if stale_ids:
             Attempt.objects.filter(id__in=stale_ids, status=Attempt.Status.RUNNING).update(
@@ -322,7 +318,7 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
                 status=Attempt.Status.INFRA_ERROR, error_detail="worker lost", finished_at=now, lease_expires_at=None
             )
         # Messages lost with a dead worker's prefetch: queued, dispatched long ago, never claimed.
-        lost_after = timedelta(seconds=_setting("ATTEMPT_REDISPATCH_SECONDS", 120))
+        lost_after = timedelta(seconds=settings.ATTEMPT_REDISPATCH_SECONDS)
         Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=now - lost_after).update(dispatched_at=None)
     for campaign in Campaign.objects.filter(status=Campaign.Status.RUNNING).select_related("agent"):
         campaign_dispatch(campaign=campaign)

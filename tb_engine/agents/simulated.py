@@ -70,9 +70,9 @@ PERSONAS: dict[str, Persona] = {
     for persona in (
         Persona(
             name="steady",
-            description="Simulated persona, not a model: narrow but consistent. Solves about half the "
+            description="Simulated persona, not a model: narrow but consistent. Solves about 40% of the "
             "tasks essentially every time and the rest almost never (skips or abandons the writes).",
-            success_probability=lambda u: 0.997 if u < 0.5 else 0.003,
+            success_probability=lambda u: 0.997 if u < 0.4 else 0.003,
             failure_weights={"skip_write": 1.0, "give_up": 1.0},
         ),
         Persona(

@@ -56,6 +56,18 @@ class LLMUser:
         self.max_reply_chars = max_reply_chars
         self._client = ChatClient(config)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LLMUser":
+        """Build from stored settings: ``endpoint`` (EndpointConfig fields) plus the simulator options."""
+        options = dict(data)
+        endpoint = options.pop("endpoint", None)
+        if not isinstance(endpoint, dict):
+            raise ValueError("user simulator config: endpoint: must be a mapping of endpoint fields")
+        unknown = sorted(set(options) - {"stop_token", "instructions", "max_reply_chars"})
+        if unknown:
+            raise ValueError(f"user simulator config: unknown field(s): {', '.join(unknown)}")
+        return cls(EndpointConfig.from_dict(endpoint, label="user"), **options)
+
     def build_messages(self, view: UserView) -> list[dict[str, Any]]:
         """The simulator's request: its instructions plus the visible dialogue with roles flipped."""
         system = self.instructions.format(query=view.query, user_context=view.user_context, stop_token=self.stop_token)

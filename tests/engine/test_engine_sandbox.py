@@ -108,3 +108,61 @@ def test_fast_argument_check_agrees_with_jsonschema_on_retail_tools(retail_domai
     fast = fast_argument_check(schema)
     assert fast is not None
     assert fast(arguments) == Draft202012Validator(schema).is_valid(arguments)
+
+
+def test_sandbox_reused_copy_starts_again_from_initial_state(retail_domain, retail_task):
+    task = retail_task("missing_item_partial_refund")
+    first = new_sandbox(retail_domain, task)
+    connection = first.db
+    first.call_tool("issue_refund", {"order_id": "ORD-60", "amount": 1.0, "method": "store_credit", "reason": "x"}, index=0)
+    first.call_tool("update_ticket", {"ticket_id": "60", "status": "solved"}, index=1)
+    first.close()
+    second = new_sandbox(retail_domain, task)
+    assert second.db is connection  # the pooled copy is reused ...
+    assert second.writes() == {}  # ... with nothing left of the previous attempt
+    assert second.snapshot() is second.initial
+    assert second.db.execute("SELECT status FROM tickets WHERE id = '60'").fetchone()[0] == "open"
+    assert second.db.execute("SELECT COUNT(*) FROM refunds WHERE order_id = 'ORD-60'").fetchone()[0] == 0
+    second.close()
+
+
+COMMITTING_DOMAIN = """
+name: rogue
+title: Rogue
+policy: p
+tables:
+  items:
+    primary_key: [id]
+    columns: {id: text, state: text}
+tools:
+  - name: set_and_commit
+    description: A badly written tool that commits by itself.
+    parameters: {type: object, properties: {state: {type: string}}, required: [state]}
+data:
+  items:
+    - {id: a, state: new}
+"""
+COMMITTING_TOOLS = """
+def set_and_commit(db, state):
+    db.execute("UPDATE items SET state = ?", (state,))
+    db.commit()
+    return state
+"""
+
+
+def test_sandbox_copy_whose_transaction_a_tool_committed_is_never_reused(tmp_path):
+    from tb_engine.loader import load_domain
+    from tb_engine.spec import TaskSpec
+    from tests.engine.engine_support import write_domain
+
+    domain = load_domain(write_domain(tmp_path, COMMITTING_DOMAIN, COMMITTING_TOOLS))
+    task = TaskSpec("rogue/t", "rogue", "q", "c", {}, ())
+    first = new_sandbox(domain, task)
+    connection = first.db
+    outcome = first.call_tool("set_and_commit", {"state": "done"}, index=0)
+    assert (outcome.error, outcome.changed_state, first.writes()) == (None, True, {("items", "a", "state"): (0,)})
+    first.close()
+    second = new_sandbox(domain, task)
+    assert second.db is not connection
+    assert second.db.execute("SELECT state FROM items").fetchone()[0] == "new"
+    second.close()

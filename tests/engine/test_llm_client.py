@@ -68,8 +68,8 @@ def test_chat_client_dropped_connections_are_retried(scripted_server):
 
 
 def test_chat_client_timeouts_are_retried(scripted_server):
-    scripted_server.script("m", [{"delay_ms": 600, "text": "slow"}, {"text": "fast"}])
-    policy = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.02, timeout_s=0.2)
+    scripted_server.script("m", [{"delay_ms": 1500, "text": "slow"}, {"text": "fast"}])
+    policy = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.02, timeout_s=0.5)
     result = client_for(scripted_server, retry=policy).complete(HELLO)
     assert (result.text, result.retries) == ("fast", 1)
 

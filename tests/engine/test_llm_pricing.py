@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from tb_engine.pricing import PriceSheet, PriceSheetError, cost_of, load_price_sheet, load_starter_price_sheet
-from tb_engine.transcript import Usage
+from tb_engine.pricing import PriceSheet, PriceSheetError, attempt_cost, cost_of, load_price_sheet, load_starter_price_sheet
+from tb_engine.transcript import Transcript, Usage
 
 SHEET = PriceSheet.from_dict(
     {
@@ -73,3 +73,20 @@ def test_price_sheet_errors_name_the_file_and_field(tmp_path):
     assert str(negative.value) == f"{path}: models.m1.output: must be a finite number >= 0, got -2"
     assert str(missing.value) == f"{path}: models.m1.output: missing"
     assert str(bad_date.value) == f"{path}: effective_date: not an ISO date ('soon')"
+
+
+def test_attempt_cost_splits_agent_from_evaluation_overhead():
+    transcript = Transcript(
+        agent_usage=Usage(input_tokens=1_000_000, output_tokens=100_000, calls=4),
+        user_usage=Usage(input_tokens=200_000, output_tokens=10_000, calls=2),
+        judge_usage=Usage(),
+    )
+    cost = attempt_cost(transcript, agent_model="plain", user_model="reasoner", judge_model="mystery", sheet=SHEET)
+    # agent 1.5 + 0.6; user 0.4 + 0.08; the judge made no call, so its unknown model costs nothing
+    assert (cost.agent, cost.user, cost.judge, cost.overhead) == (Decimal("2.1"), Decimal("0.48"), Decimal(0), Decimal("0.48"))
+
+
+def test_attempt_cost_overhead_is_unpriced_when_a_role_model_is_unpriced():
+    transcript = Transcript(user_usage=Usage(input_tokens=10, calls=1), judge_usage=Usage(input_tokens=10, calls=1))
+    cost = attempt_cost(transcript, agent_model="plain", user_model="plain", judge_model="mystery", sheet=SHEET)
+    assert (cost.agent, cost.judge, cost.overhead) == (Decimal(0), None, None)

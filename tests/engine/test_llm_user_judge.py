@@ -120,3 +120,15 @@ def test_llm_judge_unreadable_after_retries_raises_infra_error(scripted_server):
         LLMJudge(endpoint(scripted_server, "judge-model", "judge"), parse_retries=2).judge("Q?", "reply")
     assert "no yes/no answer to 'Q?' after 3 calls" in str(caught.value)
     assert scripted_server.remaining("judge-model") == 0
+
+
+def test_llm_user_and_judge_build_from_stored_settings(scripted_server):
+    endpoint_fields = {"model": "user-model", "base_url": scripted_server.base_url, "api_key_env": None}
+    scripted_server.script("user-model", [{"text": "Bye! <<END>>"}])
+    user = LLMUser.from_dict({"endpoint": endpoint_fields, "stop_token": "<<END>>"})
+    judge = LLMJudge.from_dict({"endpoint": {**endpoint_fields, "model": "judge-model"}, "parse_retries": 0})
+    step = user.reply(UserView(QUERY, CONTEXT, dialogue()))
+    with pytest.raises(ValueError) as caught:
+        LLMJudge.from_dict({"endpoint": endpoint_fields, "temperature": 0})
+    assert (step.text, step.done, user.config.label, judge.config.label, judge.parse_retries) == ("Bye!", True, "user", "judge", 0)
+    assert str(caught.value) == "judge config: unknown field(s): temperature"

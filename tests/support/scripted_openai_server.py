@@ -93,6 +93,11 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._scripts[(route, conversation)] = _Script(expanded)
 
+    def unscript(self, route: str, *, conversation: str | None = None) -> None:
+        """Forget the script for ``route``: its requests fall back to the generic mode again."""
+        with self._lock:
+            self._scripts.pop((route, conversation), None)
+
     def remaining(self, route: str, *, conversation: str | None = None) -> int:
         """Steps not yet played for ``route``."""
         with self._lock:
@@ -121,7 +126,10 @@ class ScriptedOpenAIServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "ScriptedOpenAIServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-openai", daemon=True)
+        # A short poll interval keeps stop() (which waits for the next poll) fast in fixtures.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="scripted-openai", daemon=True
+        )
         self._thread.start()
         return self
 
