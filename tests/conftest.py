@@ -41,7 +41,14 @@ def integration_run_active() -> tuple[bool, str]:
     return True, ""
 
 
+def django_enabled(config) -> bool:
+    """False for engine-only runs (`-p no:django`), where nothing here may touch Django."""
+    return config.pluginmanager.hasplugin("django")
+
+
 def pytest_collection_modifyitems(config, items):
+    if not django_enabled(config):
+        return
     active, reason = integration_run_active()
     if active:
         return
@@ -54,7 +61,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _celery_runs_inline(request):
     """Outside integration tests, .delay() runs the task in-process and never touches a broker."""
-    if request.node.get_closest_marker("integration"):
+    if not django_enabled(request.config) or request.node.get_closest_marker("integration"):
         yield
         return
     from thinkingbox_web.celery import app

@@ -58,8 +58,14 @@ def database_config(url: str | None, data_dir: Path) -> dict:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(data_dir / SQLITE_FILE_NAME),
-            # SQLite is single-writer: wait for the lock instead of failing under a worker.
-            "OPTIONS": {"timeout": 20},
+            # SQLite is single-writer. The web process and a worker share the file, so: wait for
+            # the lock instead of failing, take it at BEGIN (no deadlocking lock upgrades), and
+            # use WAL so readers never block the writer.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     scheme = url.split(":", 1)[0].lower()
     if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:

@@ -102,6 +102,8 @@ TIME_ZONE = env.get("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
+FIXTURE_DIRS = [BASE_DIR / "fixtures"]
+
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -123,6 +125,8 @@ STORAGES = {
 
 # --- Security (production values unless DEBUG; each can be switched by env, e.g. behind a proxy).
 SECURE_SSL_REDIRECT = read_bool(env, "SECURE_SSL_REDIRECT", default=not DEBUG)
+# Health probes come over plain http from inside the network (container healthcheck, LB).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SESSION_COOKIE_SECURE = read_bool(env, "SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = read_bool(env, "CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = read_int(env, "SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)

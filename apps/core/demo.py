@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
 from apps.core.models import Team
 from apps.core.roles import Role
@@ -72,3 +74,16 @@ def create_demo_login(context: DemoContext) -> None:
     context.shared["demo_user"] = user
     context.shared["demo_team"] = team
     context.notes.append(f"Login: {DEMO_USERNAME} / {DEMO_PASSWORD} (admin role, team '{DEMO_TEAM_NAME}')")
+
+
+PERSONAS_FIXTURE = settings.BASE_DIR / "fixtures" / "personas.json"
+
+
+@demo_step(order=15, name="load the personas (alice, bob, trish, charlie, erin)")
+def load_personas(context: DemoContext) -> None:
+    """Users for trying roles and team visibility; loading twice updates instead of duplicating."""
+    call_command("loaddata", str(PERSONAS_FIXTURE), verbosity=0)
+    context.notes.append(
+        "Personas (password <name>-pw): alice operator, bob viewer, trish triager in Team A; "
+        "erin viewer in Team B; charlie no role"
+    )

@@ -7,6 +7,11 @@ from django.db import models
 from django.utils import timezone
 
 
+class TeamManager(models.Manager):
+    def get_by_natural_key(self, slug: str) -> "Team":
+        return self.get(slug=slug)
+
+
 class Team(models.Model):
     """A group of users; campaigns belong to a team and are visible only to its members."""
 
@@ -15,11 +20,17 @@ class Team(models.Model):
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
+    objects = TeamManager()
+
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def natural_key(self) -> tuple[str]:
+        # Lets fixtures (fixtures/personas.json) name teams by slug and load twice without duplicates.
+        return (self.slug,)
 
 
 class WorkerHeartbeat(models.Model):

@@ -12,7 +12,7 @@ from django.contrib import admin
 from django.contrib.staticfiles import finders
 from django.core.management import CommandError, call_command
 
-from apps.core.access import user_has_role
+from apps.core.access import roles_of, user_has_role
 from apps.core.demo import DemoContext, demo_step, demo_steps
 from apps.core import demo as demo_module
 
@@ -26,10 +26,13 @@ def test_demo_no_serve_creates_working_login(client, settings):
     call_command("demo", "--no-serve", stdout=out)
     lines = out.getvalue().splitlines()
     assert lines == [
-        "[1/1] create the demo login",
+        "[1/2] create the demo login",
+        "[2/2] load the personas (alice, bob, trish, charlie, erin)",
         "Demo ready.",
         "URL: http://127.0.0.1:8000/",
         "Login: demo / demo (admin role, team 'Demo team')",
+        "Personas (password <name>-pw): alice operator, bob viewer, trish triager in Team A; "
+        "erin viewer in Team B; charlie no role",
     ]
     assert client.login(username="demo", password="demo") is True
     assert client.get("/").status_code == 200
@@ -41,7 +44,7 @@ def test_demo_twice_keeps_one_user_with_admin_role(settings, django_user_model):
     call_command("demo", "--no-serve", stdout=io.StringIO())
     call_command("demo", "--no-serve", stdout=io.StringIO())
     user = django_user_model.objects.get(username="demo")
-    assert django_user_model.objects.count() == 1
+    assert django_user_model.objects.count() == 6  # demo + five personas, none duplicated
     assert user_has_role(user, "admin") is True
     assert [team.name for team in user.teams.all()] == ["Demo team"]
 
@@ -64,7 +67,12 @@ def test_demo_step_registration_orders_by_order(monkeypatch):
     def middle(context: DemoContext) -> None:
         context.notes.append("middle")
 
-    assert [step.name for step in demo_steps()] == ["create the demo login", "middle step", "later step"]
+    assert [step.name for step in demo_steps()] == [
+        "create the demo login",
+        "load the personas (alice, bob, trish, charlie, erin)",
+        "middle step",
+        "later step",
+    ]
 
 
 def test_plotly_js_is_found_in_installed_package():
@@ -93,3 +101,22 @@ def test_every_project_model_is_registered_in_admin():
 def test_admin_changelist_renders_for_superuser(admin_client, model_path):
     response = admin_client.get(f"/admin/{model_path}/")
     assert response.status_code == 200
+
+
+@pytest.mark.django_db
+def test_personas_fixture_gives_documented_roles_and_teams(client, django_user_model):
+    call_command("loaddata", "personas", verbosity=0)
+    call_command("loaddata", "personas", verbosity=0)  # twice: updates, no duplicates
+    users = {user.username: user for user in django_user_model.objects.all()}
+    summary = {
+        name: ([role.value for role in roles_of(user)][-1:], sorted(team.slug for team in user.teams.all()))
+        for name, user in users.items()
+    }
+    assert summary == {
+        "alice": (["operator"], ["team-a"]),
+        "bob": (["viewer"], ["team-a"]),
+        "trish": (["triager"], ["team-a"]),
+        "erin": (["viewer"], ["team-b"]),
+        "charlie": ([], []),
+    }
+    assert client.login(username="alice", password="alice-pw") is True
