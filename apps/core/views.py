@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
@@ -36,8 +37,13 @@ def home(request):
     """The landing page (later the leaderboard): who you are, your teams, what is coming.
 
     Any signed-in user may open it (users without a role are told to ask an admin); data shown
-    is limited to the user's teams.
+    is limited to the user's teams. Users with a role land on the dashboard's leaderboard.
     """
+    if user_has_role(request.user, Role.VIEWER):
+        try:
+            return redirect(reverse("dashboard:leaderboard"))
+        except NoReverseMatch:  # the dashboard app is not installed
+            pass
     return render(
         request,
         "core/home.html",

@@ -1,0 +1,104 @@
+"""Number formatting for the dashboard: shares, intervals, points and money ("—" when undefined)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from django import template
+from django.utils.html import format_html
+
+register = template.Library()
+DASH = "—"
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@register.filter
+def pct(value, digits: int = 1) -> str:
+    """0.523 -> '52.3%'."""
+    return DASH if _missing(value) else f"{float(value) * 100:.{int(digits)}f}%"
+
+
+@register.filter
+def interval(estimate) -> str:
+    """An estimate dict {value, lo, hi} -> '[41.0, 63.2]' in percent."""
+    if not estimate or _missing(estimate.get("lo")) or _missing(estimate.get("hi")):
+        return ""
+    return f"[{estimate['lo'] * 100:.1f}, {estimate['hi'] * 100:.1f}]"
+
+
+@register.filter
+def points(value) -> str:
+    """A difference already in points -> '+12.5 pp'."""
+    return DASH if _missing(value) else f"{float(value):+.1f} pp"
+
+
+@register.filter
+def share_points(value) -> str:
+    """A difference of shares (0..1) -> '+12.5 pp'."""
+    return DASH if _missing(value) else f"{float(value) * 100:+.1f} pp"
+
+
+@register.filter
+def money(value) -> str:
+    """USD with enough digits for per-attempt cents; '—' for undefined (e.g. no dependable task)."""
+    if _missing(value):
+        return DASH
+    value = float(value)
+    return f"${value:,.2f}" if abs(value) >= 100 else f"${value:.4f}"
+
+
+@register.filter
+def tokens(value) -> str:
+    return DASH if _missing(value) else f"{float(value):,.0f}"
+
+
+@register.filter
+def get(mapping, key):
+    """mapping[key] in templates (None when absent)."""
+    if mapping is None:
+        return None
+    return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def pretty_json(value) -> str:
+    """Indented JSON for arguments and results (autoescaped by the template like any text)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@register.simple_tag
+def sim_badge(agent):
+    """The label every simulated agent carries wherever it appears."""
+    if agent is not None and agent.is_simulation:
+        return format_html('<span class="badge sim" title="{}">simulation, not a model</span>', agent.get_kind_display())
+    return ""
+
+
+@register.simple_tag
+def sort_th(label: str, key: str, current: str, descending: bool, base_query: str, title: str = ""):
+    """A sortable column header: htmx swaps only the table; clicking the sorted column flips direction."""
+    direction = "asc" if key == current and descending else "desc"
+    arrow = (" ↓" if descending else " ↑") if key == current else ""
+    href = f"?{base_query}&sort={key}&dir={direction}" if base_query else f"?sort={key}&dir={direction}"
+    return format_html(
+        '<th class="num" title="{}"><a href="{}" hx-get="{}" hx-target="#leaderboard-table" hx-swap="outerHTML" '
+        'hx-push-url="true" class="{}">{}{}</a></th>',
+        title, href, href, "sorted" if key == current else "", label, arrow,
+    )
+
+
+@register.filter
+def rate_class(cell) -> str:
+    """Colour bucket of a c/n cell: r0 (never) .. r4 (dependable)."""
+    if not cell or cell.get("rate") is None:
+        return "none"
+    if cell.get("dependable"):
+        return "r4"
+    rate = cell["rate"]
+    return "r0" if rate == 0 else ("r1" if rate < 0.34 else ("r2" if rate < 0.67 else "r3"))

@@ -1,0 +1,18 @@
+from django.urls import path
+
+from apps.dashboard import views, views_attempts
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("leaderboard/", views.leaderboard, name="leaderboard"),
+    path("leaderboard/scores/", views.external_score_add, name="external_score_add"),
+    path("gap/", views.gap, name="gap"),
+    path("cost/", views.cost, name="cost"),
+    path("domains/", views.domains, name="domains"),
+    path("tasks/", views.tasks, name="tasks"),
+    path("tasks/<int:pk>/", views.task_detail, name="task"),
+    path("compare/", views.compare, name="compare"),
+    path("attempts/<int:pk>/", views_attempts.attempt_detail, name="attempt"),
+    path("attempts/<int:pk>/raw.json", views_attempts.attempt_raw, name="attempt_raw"),
+]

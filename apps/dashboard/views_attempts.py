@@ -1,0 +1,118 @@
+"""Attempt drilldown: transcript on the left, state diff / checks / verdict on the right."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from apps.campaigns.models import Attempt
+from apps.core.access import require_role
+from apps.core.roles import Role
+from apps.dashboard.selectors import attempt_neighbours
+from apps.dashboard.views import get_visible_or_404
+
+KIND_LABELS = {"missing_effect": "missing", "extra_effect": "extra", "wrong_value": "wrong value"}
+
+
+def singular(table: str) -> str:
+    """'tickets' -> 'ticket', 'policies' -> 'policy' (for one-line diff headlines)."""
+    if table.endswith("ies"):
+        return table[:-3] + "y"
+    if table.endswith("s") and not table.endswith("ss"):
+        return table[:-1]
+    return table
+
+
+def _short(value) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def diff_headline(item: dict) -> str:
+    """One line a reader takes in at a glance, e.g. 'ticket 20 · status: solved (golden: hold)'."""
+    subject = f"{singular(item['table'])} {item['key']}"
+    if item.get("field"):
+        return f"{subject} · {item['field']}: {_short(item['result'])} (golden: {_short(item['golden'])})"
+    result = "row present" if item["result"] is not None else "row absent"
+    golden = "present" if item["golden"] is not None else "absent"
+    return f"{subject} · {result} (golden: {golden})"
+
+
+def diff_groups(diff: list[dict]) -> list[dict]:
+    """Diff items grouped by table, then row key, each with its headline and writer call indexes."""
+    tables: dict[str, dict[str, list[dict]]] = {}
+    for position, item in enumerate(diff):
+        entry = {
+            **item, "position": position, "headline": diff_headline(item),
+            "kind_label": KIND_LABELS.get(item["kind"], item["kind"]),
+            "calls": " ".join(str(i) for i in item.get("written_by") or []),
+        }  # fmt: skip
+        tables.setdefault(item["table"], {}).setdefault(str(item["key"]), []).append(entry)
+    return [
+        {"table": table, "rows": [{"key": key, "items": items} for key, items in rows.items()]}
+        for table, rows in sorted(tables.items())
+    ]
+
+
+def transcript_steps(transcript: dict, diff: list[dict]) -> list[dict]:
+    """Messages in order, with each requested tool call replaced by its executed record (result, error, timing)."""
+    executed = {call.get("id"): call for call in transcript.get("tool_calls", [])}
+    writes: dict[int, list[int]] = {}
+    for position, item in enumerate(diff):
+        for index in item.get("written_by") or []:
+            writes.setdefault(int(index), []).append(position)
+    shown: set = set()
+    steps = []
+    for message in transcript.get("messages", []):
+        role = message.get("role")
+        if role == "tool" and message.get("tool_call_id") in executed:
+            continue  # its content is the result of a call already shown with that call
+        if message.get("content") or role != "assistant":
+            steps.append({"kind": "message", "role": role, "content": message.get("content") or "",
+                          "turn": message.get("turn", 0), "at_ms": message.get("at_ms", 0.0), "is_error": message.get("is_error", False)})  # fmt: skip
+        for request in message.get("tool_calls") or []:
+            call = executed.get(request.get("id"))
+            if call is None:
+                steps.append({"kind": "unexecuted", "name": request.get("name"), "arguments": request.get("arguments")})
+                continue
+            shown.add(call.get("id"))
+            steps.append({"kind": "call", "call": call, "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), []))})
+    # Calls no message announced (e.g. imported transcripts) still appear, in index order.
+    for call in sorted(transcript.get("tool_calls", []), key=lambda c: c.get("index", 0)):
+        if call.get("id") not in shown:
+            steps.append({"kind": "call", "call": call, "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), []))})
+    return steps
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def attempt_detail(request, pk: int):
+    """The drilldown of one attempt of a visible campaign (404 for everyone else)."""
+    attempt = get_visible_or_404(Attempt.objects.select_related("campaign__agent", "task__domain"), request.user, pk=pk)
+    result = attempt.result or {}
+    diff = result.get("diff") or []
+    previous_id, next_id = attempt_neighbours(attempt)
+    context = {
+        "attempt": attempt, "campaign": attempt.campaign, "task": attempt.task, "result": result,
+        "steps": transcript_steps(result.get("transcript") or {}, diff), "groups": diff_groups(diff),
+        "headlines": [diff_headline(item) for item in diff[:3]],
+        "checks": result.get("checks") or [], "rubrics": result.get("rubrics") or [],
+        "previous_id": previous_id, "next_id": next_id,
+    }  # fmt: skip
+    return render(request, "dashboard/attempt.html", context)
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def attempt_raw(request, pk: int):
+    """The stored AttemptResult JSON as a download."""
+    attempt = get_visible_or_404(Attempt.objects.only("id", "campaign_id", "result"), request.user, pk=pk)
+    response = HttpResponse(json.dumps(attempt.result, indent=2, sort_keys=True), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="attempt-{attempt.pk}.json"'
+    return response
