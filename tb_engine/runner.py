@@ -246,6 +246,7 @@ def run_attempt(
         timed("grade", started)
         started = time.perf_counter()
         attempt = record(task, task_hash, dialogue, graded, phase_ms, clock)
+        attempt.extra.update(_backend_evidence(backend))
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:
@@ -254,6 +255,12 @@ def run_attempt(
         return _infra_result(task, task_hash, transcript, f"infra error during {phase}: {exc}", phase_ms, clock)
     except Exception as exc:  # a harness crash is infrastructure, never the agent's failure
         return _infra_result(task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock)
+
+
+def _backend_evidence(backend: Backend) -> dict[str, Any]:
+    """Optional Backend method ``result_extra()``: adapter evidence kept in AttemptResult.extra."""
+    result_extra = getattr(backend, "result_extra", None)
+    return dict(result_extra() or {}) if callable(result_extra) else {}
 
 
 def _infra_result(task, task_hash, transcript, error, phase_ms, clock, *, invalid_task: bool = False) -> AttemptResult:

@@ -301,5 +301,64 @@ class McpBackend:
     def writes(self) -> dict[tuple[str, str, str | None], tuple[int, ...]]:
         return {place: tuple(indexes) for place, indexes in self._writes.items()}
 
+    def result_extra(self) -> dict[str, Any]:
+        """Our state verdict beside the server's hash verdict (the runner's optional Backend method)."""
+        comparison = self.comparison()
+        return {"thinkingbox": {"server": self.domain.name, "effects": {self.domain.name: comparison.evidence()},
+                                "disagree": not comparison.agree}}
+
     def close(self) -> None:
         self.session.close()
+
+
+# --- Process-wide warm pools, one per launch config (what the campaign worker uses) ---------
+
+DEFAULT_POOL_SIZE = 2
+_pools: dict[str, McpServerPool] = {}
+_pools_lock = threading.Lock()
+
+
+def launch_config(domain: DomainSpec) -> McpServerConfig:
+    """The McpServerConfig stored in ``domain.mcp["launch"]`` (command/args/env/cwd or url)."""
+    launch = (domain.mcp or {}).get("launch")
+    if not isinstance(launch, dict) or not (launch.get("command") or launch.get("url")):
+        raise InfraError(
+            f"domain {domain.name!r} has no MCP launch config (mcp.launch with a command or a url); "
+            "re-import it with --mcp-command or --mcp-url"
+        )
+    return McpServerConfig(
+        command=str(launch.get("command") or ""),
+        args=tuple(str(a) for a in launch.get("args") or ()),
+        env={str(k): str(v) for k, v in (launch.get("env") or {}).items()} or None,
+        cwd=launch.get("cwd") or None,
+        url=str(launch.get("url") or ""),
+    )
+
+
+def _pool_key(config: McpServerConfig) -> str:
+    return json.dumps([config.command, list(config.args), sorted((config.env or {}).items()), config.cwd, config.url])
+
+
+def pool_for(config: McpServerConfig, size: int | None = None) -> McpServerPool:
+    """The process-wide warm pool for this launch config (created on first use)."""
+    key = _pool_key(config)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = McpServerPool(config, size=size or DEFAULT_POOL_SIZE)
+        return pool
+
+
+def backend_for_domain(domain: DomainSpec, task: TaskSpec) -> McpBackend:
+    """A Backend for one attempt of ``task`` from the warm pool of the domain's MCP server."""
+    launch = (domain.mcp or {}).get("launch") or {}
+    return pool_for(launch_config(domain), size=launch.get("pool_size")).backend(domain, task)
+
+
+def close_pools() -> None:
+    """Close every process-wide pool (tests, worker shutdown)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()

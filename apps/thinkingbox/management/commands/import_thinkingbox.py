@@ -1,0 +1,43 @@
+"""python manage.py import_thinkingbox --dataset DIR [--test-list FILE] [--suite-name NAME] [--mcp-command CMD | --mcp-url URL]"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.thinkingbox.launch import LaunchError, launch_template, parse_env
+from apps.thinkingbox.services import tb_dataset_import
+from tb_engine.thinkingbox import ThinkingBoxFormatError
+
+
+class Command(BaseCommand):
+    help = "Import a ThinkingBox-Bench dataset (scenario/ + test_case/) as an evaluation-only suite."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", required=True, help="folder holding scenario/ and test_case/")
+        parser.add_argument("--test-list", help="YAML list of 'file.py:test_name' to import (a release's test list)")
+        parser.add_argument("--suite-name", help="suite name (default thinkingbox-bench)")
+        parser.add_argument("--mcp-command", default="", help="start a scenario's server, e.g. 'python -m pkg.mcp_{server}'")
+        parser.add_argument("--mcp-url", default="", help="streamable-HTTP URL of the server ({server} is replaced)")
+        parser.add_argument("--mcp-env", action="append", default=[], metavar="KEY=VALUE", help="environment for the server")
+        parser.add_argument("--mcp-cwd", default="", help="working folder for the server command")
+        parser.add_argument("--mcp-pool-size", type=int, help="warm server processes per worker (default 2)")
+
+    def handle(self, *args, **options):
+        try:
+            launch = launch_template(command=options["mcp_command"], url=options["mcp_url"], env=parse_env(options["mcp_env"]),
+                                     cwd=options["mcp_cwd"], pool_size=options["mcp_pool_size"])
+            report = tb_dataset_import(directory=options["dataset"], test_list=options["test_list"],
+                                       suite_name=options["suite_name"], launch=launch)
+        except (ThinkingBoxFormatError, LaunchError) as exc:
+            raise CommandError(str(exc)) from exc
+        suite = report.suite
+        self.stdout.write(
+            f"Suite {suite.name} v{suite.version} (evaluation only): {report.created} new, {report.changed} changed, "
+            f"{report.unchanged} unchanged task(s); {len(report.invalid)} invalid (custom check — not supported)."
+        )
+        for problem in report.problems:
+            self.stdout.write(f"  problem: {problem}")
+        if report.launch_missing:
+            self.stdout.write(self.style.WARNING(
+                "No MCP launch config (--mcp-command / --mcp-url / THINKINGBOX_MCP_COMMAND): tasks cannot be run until re-imported with one."
+            ))
