@@ -7,6 +7,7 @@ attempt. Engine objects that are immutable (built-in suite specs) are cached per
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -129,11 +130,37 @@ def attempt_seed(campaign: Campaign, task_id: str, index: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+_SUITE_LOAD_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=16)
-def _builtin_suite(name: str, content_hash: str):
+def _load_builtin_suite(name: str, content_hash: str):
     from tb_engine.loader import load_builtin_suite
 
     return load_builtin_suite(name)
+
+
+def _builtin_suite(name: str, content_hash: str):
+    # One loader at a time: without the lock, every thread of a fresh worker parses the suite at
+    # once (seconds of duplicated work under the GIL before the first attempts can start).
+    with _SUITE_LOAD_LOCK:
+        return _load_builtin_suite(name, content_hash)
+
+
+def warm_builtin_suites() -> int:
+    """Load every built-in suite the database uses, so a worker's first attempts start at once."""
+    from apps.suites.models import Domain
+
+    count = 0
+    pairs = Domain.objects.filter(suite__source=Suite.Source.BUILTIN).values_list("suite__name", "suite__content_hash", "spec")
+    for suite_name, content_hash, spec in pairs.distinct():
+        name = (spec or {}).get("builtin_suite", suite_name)
+        try:
+            _builtin_suite(name, content_hash)
+            count += 1
+        except Exception:  # a suite that no longer loads fails its attempts with a clear error later
+            continue
+    return count
 
 
 def runnable_domain(attempt: Attempt) -> DomainSpec:
@@ -141,7 +168,9 @@ def runnable_domain(attempt: Attempt) -> DomainSpec:
     suite = attempt.task.suite
     domain_row = attempt.task.domain
     if suite.source == Suite.Source.BUILTIN:
-        return _builtin_suite(suite.name, suite.content_hash).domains[domain_row.name]
+        # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
+        builtin = domain_row.spec.get("builtin_suite", suite.name)
+        return _builtin_suite(builtin, suite.content_hash).domains[domain_row.name]
     return domain_from_dict(domain_row.spec)
 
 
