@@ -163,15 +163,36 @@ def warm_builtin_suites() -> int:
     return count
 
 
+@lru_cache(maxsize=4096)
+def _task_spec(task_pk: int, content_hash: str) -> TaskSpec:
+    # Keyed by content hash: a re-imported task gets a new entry, never a stale spec.
+    from apps.suites.models import Task
+
+    return task_from_dict(Task.objects.values_list("spec", flat=True).get(pk=task_pk))
+
+
+@lru_cache(maxsize=256)
+def _domain_spec_json(domain_pk: int, suite_hash: str) -> dict:
+    from apps.suites.models import Domain
+
+    return Domain.objects.values_list("spec", flat=True).get(pk=domain_pk)
+
+
+def task_spec(attempt: Attempt) -> TaskSpec:
+    """The attempt's task spec, parsed once per worker process and task version."""
+    return _task_spec(attempt.task_id, attempt.task.content_hash)
+
+
 def runnable_domain(attempt: Attempt) -> DomainSpec:
     """The domain with tool implementations (built-in) or its MCP launch config (imported)."""
     suite = attempt.task.suite
     domain_row = attempt.task.domain
+    spec = _domain_spec_json(domain_row.pk, suite.content_hash)
     if suite.source == Suite.Source.BUILTIN:
         # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
-        builtin = domain_row.spec.get("builtin_suite", suite.name)
+        builtin = spec.get("builtin_suite", suite.name)
         return _builtin_suite(builtin, suite.content_hash).domains[domain_row.name]
-    return domain_from_dict(domain_row.spec)
+    return domain_from_dict(spec)
 
 
 def build_backend(domain: DomainSpec, task: TaskSpec):
@@ -262,7 +283,7 @@ def _cost(usage: Usage, model: str, sheet: EnginePriceSheet | None) -> Decimal |
 def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> AttemptOutcome:
     """Run one stored attempt through the engine and price it (raises AttemptCancelled)."""
     campaign = attempt.campaign
-    task = task_from_dict(attempt.task.spec)
+    task = task_spec(attempt)
     domain = runnable_domain(attempt)
     seed = attempt_seed(campaign, task.id, attempt.index)
     agent = HeartbeatAgent(build_agent(campaign.agent, task=task, domain=domain, seed=seed), heartbeat)
