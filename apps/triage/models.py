@@ -76,7 +76,25 @@ class AuditEntry(models.Model):
         indexes = [models.Index(fields=["attempt", "-at"], name="audit_attempt_at")]
 
     def __str__(self) -> str:
-        return f"{self.field}: {self.before!r} -> {self.after!r}"
+        return f"{self.field}: {self.before_text} -> {self.after_text}"
+
+    @staticmethod
+    def _text(value) -> str:
+        if value in (None, "", []):
+            return "—"
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        if isinstance(value, dict):
+            return ", ".join(f"{key}={item}" for key, item in value.items())
+        return str(value)
+
+    @property
+    def before_text(self) -> str:
+        return self._text(self.before)
+
+    @property
+    def after_text(self) -> str:
+        return self._text(self.after)
 
 
 class TaskHealthIssue(models.Model):
