@@ -21,7 +21,7 @@ from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.models import ExternalScore
 from apps.dashboard.selectors import attempt_strip, dashboard_campaigns, filter_options
 from apps.suites.models import Task
-from apps.triage.selectors import open_health_issues, unhealthy_task_pks
+from apps.triage.selectors import unhealthy_task_pks
 from tb_engine.metrics import spearman
 
 TASKS_PER_PAGE = 50
@@ -262,8 +262,7 @@ def task_detail(request, pk: int):
         raise Http404("no such task in your campaigns")
     campaigns = dashboard_campaigns(request.user, ids=visible.filter(tasks=task).values_list("pk", flat=True))
     strips = attempt_strip(task=task, campaigns=campaigns)
-    context = {"task": task, "spec": task.spec, "strips": [(c, strips[c.pk]) for c in campaigns],
-               "health_issues": open_health_issues(task_pks=[task.pk])}  # fmt: skip
+    context = {"task": task, "spec": task.spec, "strips": [(c, strips[c.pk]) for c in campaigns]}
     return render(request, "dashboard/task.html", context)
 
 

@@ -13,7 +13,6 @@ from apps.core.access import require_role
 from apps.core.roles import Role
 from apps.dashboard.selectors import attempt_neighbours
 from apps.dashboard.views import get_visible_or_404
-from apps.triage.panel import panel_context
 
 KIND_LABELS = {"missing_effect": "missing", "extra_effect": "extra", "wrong_value": "wrong value"}
 
@@ -105,7 +104,6 @@ def attempt_detail(request, pk: int):
         "headlines": [diff_headline(item) for item in diff[:3]],
         "checks": result.get("checks") or [], "rubrics": result.get("rubrics") or [],
         "previous_id": previous_id, "next_id": next_id,
-        **panel_context(request=request, attempt=attempt),
     }  # fmt: skip
     return render(request, "dashboard/attempt.html", context)
 

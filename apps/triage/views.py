@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpResponseBadRequest, QueryDict
+from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -24,6 +24,7 @@ from apps.triage.forms import LabelForm
 from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
+from apps.suites.models import Task
 
 PER_PAGE = 50
 
@@ -91,6 +92,25 @@ def _queue_param(queue: str) -> str:
     params = QueryDict(mutable=True)
     params["queue"] = queue
     return params.urlencode()
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def attempt_panel(request, pk: int):
+    """The drilldown's triage panel for one visible attempt (fetched by htmx after the page loads)."""
+    attempt = get_visible_or_404(Attempt.objects.select_related("campaign__team", "task").defer("result"), request.user, pk=pk)
+    return render(request, "triage/_panel.html", panel_context(request=request, attempt=attempt))
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def task_health(request, pk: int):
+    """Open health issues of one task of the user's campaigns, as the task page's badge fragment."""
+    visible_tasks = campaigns_visible_to(request.user).values("tasks")
+    issues = selectors.open_health_issues(task_pks=[pk]) if Task.objects.filter(pk=pk, pk__in=visible_tasks).exists() else None
+    if issues is None:
+        raise Http404("no such task in your campaigns")
+    return render(request, "triage/_task_health.html", {"issues": issues})
 
 
 @require_POST

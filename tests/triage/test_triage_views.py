@@ -160,9 +160,11 @@ def test_triager_of_another_team_gets_404_on_panel_actions(client, make_user, te
         client.post(f"/triage/attempts/{attempt.pk}/note/", {"note": "x"}).status_code,
         client.post(f"/triage/attempts/{attempt.pk}/status/", {"status": "reviewed"}).status_code,
         client.get(f"/attempts/{attempt.pk}/").status_code,
+        client.get(f"/triage/attempts/{attempt.pk}/panel/").status_code,
+        client.get(f"/triage/tasks/{attempt.task_id}/health/").status_code,
     ]
 
-    assert responses == [404, 404, 404, 404]
+    assert responses == [404, 404, 404, 404, 404, 404]
     assert AuditEntry.objects.count() == 0
 
 
@@ -187,11 +189,13 @@ def test_drilldown_panel_walks_the_queue_order_it_came_from(client, bob, mixed):
     ids = _ids(mixed, clean_looking=True)
     client.force_login(bob)
 
-    html = client.get(f"/attempts/{ids[1]}/?queue={quote('domain=&scope=clean')}").content.decode()
+    page = client.get(f"/attempts/{ids[1]}/?queue={quote('domain=&scope=clean')}").content.decode()
+    html = client.get(f"/triage/attempts/{ids[1]}/panel/?queue={quote('domain=&scope=clean')}").content.decode()
 
     assert f'data-next="/attempts/{ids[2]}/?queue=' in html
     assert f'data-prev="/attempts/{ids[0]}/?queue=' in html
     assert "2 of 3 in the" in html
+    assert f'hx-get="/triage/attempts/{ids[1]}/panel/?queue=domain%3D%26scope%3Dclean"' in page
 
 
 def test_drilldown_shows_labels_read_only_to_viewers_and_as_buttons_to_triagers(client, bob, trish, mixed):
@@ -199,9 +203,9 @@ def test_drilldown_shows_labels_read_only_to_viewers_and_as_buttons_to_triagers(
     services.attempt_toggle_label(attempt=attempt, label=Label.objects.get(name="wrong amount"), actor=trish)
 
     client.force_login(bob)
-    as_viewer = client.get(f"/attempts/{attempt.pk}/").content.decode()
+    as_viewer = client.get(f"/triage/attempts/{attempt.pk}/panel/").content.decode()
     client.force_login(trish)
-    as_triager = client.get(f"/attempts/{attempt.pk}/").content.decode()
+    as_triager = client.get(f"/triage/attempts/{attempt.pk}/panel/").content.decode()
 
     assert 'class="label-toggle' not in as_viewer
     assert '<span class="badge label on">wrong amount</span>' in as_viewer
@@ -220,17 +224,17 @@ def test_panel_post_via_htmx_returns_the_panel_with_the_new_audit_entry(client, 
     assert "note: — → premature close after refund" in html
 
 
-def test_drilldown_query_count_does_not_grow_with_audit_entries(client, trish, mixed):
+def test_panel_query_count_does_not_grow_with_audit_entries(client, trish, mixed):
     first, second = mixed.attempts.filter(task__task_id=T1, clean_looking=True).order_by("index")
     services.attempt_set_note(attempt=first, note="one", actor=trish)
     for text in ("a", "b", "c"):
         services.attempt_set_note(attempt=second, note=text, actor=trish)
     client.force_login(trish)
-    client.get(f"/attempts/{first.pk}/")
+    client.get(f"/triage/attempts/{first.pk}/panel/")
     counts = []
     for attempt in (first, second):
         with CaptureQueriesContext(connection) as captured:
-            client.get(f"/attempts/{attempt.pk}/")
+            client.get(f"/triage/attempts/{attempt.pk}/panel/")
         counts.append(len(captured))
 
     assert counts[0] == counts[1]
@@ -243,10 +247,12 @@ def test_health_label_shows_on_task_page_and_leaderboard_and_can_be_excluded(cli
     client.force_login(bob)
 
     task_page = client.get(f"/tasks/{task.pk}/").content.decode()
+    badge = client.get(f"/triage/tasks/{task.pk}/health/").content.decode()
     included = client.get("/leaderboard/").content.decode()
     excluded = client.get("/leaderboard/?healthy=exclude").content.decode()
 
-    assert 'id="task-health"' in task_page and "grader bug" in task_page
+    assert f'hx-get="/triage/tasks/{task.pk}/health/"' in task_page
+    assert '<span class="badge reversal task-health"' in badge and "grader bug</span>" in badge
     assert "1 task on the health list" in included
     assert "1 task with open health issues is excluded from these figures" in excluded
     # pass@1 over both tasks is 50%; without the grader-bug task only T2 (4/4) remains.
