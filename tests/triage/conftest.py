@@ -10,6 +10,15 @@ from tests.dashboard.conftest import _fresh_cache, run_campaign, summaries_campa
 T1, T2, T3 = "retail/ticket_hold_carrier_exception", "neobank/freeze_misplaced_card", "travel/cancel_flexible_full_refund"
 
 
+@pytest.fixture(autouse=True)
+def _seeded_labels(db):
+    """The data migration seeds the taxonomy, but transactional (browser) tests flush tables between tests."""
+    from apps.triage.models import Label
+    from apps.triage.taxonomy import seed_labels
+
+    seed_labels(Label)
+
+
 @pytest.fixture
 def attempts_campaign(make_campaign, team_a):
     """make(rows, name=, team=) -> campaign with one done attempt per row.
