@@ -187,8 +187,11 @@ class CeleryWorkerProcess:
         while time.monotonic() < deadline:
             if not self.alive:
                 raise RuntimeError(f"celery worker exited early (code {self.process.returncode}):\n{self.log_tail()}")
-            if app.control.ping(destination=[self.nodename], timeout=1.0):
-                return
+            try:
+                if app.control.ping(destination=[self.nodename], timeout=1.0):
+                    return
+            except app.connection().connection_errors:  # a pooled connection to a restarted broker
+                app.pool.force_close_all()
         raise RuntimeError(f"celery worker not ready after {timeout:.0f}s:\n{self.log_tail()}")
 
     def kill(self) -> None:

@@ -171,13 +171,6 @@ def _task_spec(task_pk: int, content_hash: str) -> TaskSpec:
     return task_from_dict(Task.objects.values_list("spec", flat=True).get(pk=task_pk))
 
 
-@lru_cache(maxsize=256)
-def _domain_spec_json(domain_pk: int, suite_hash: str) -> dict:
-    from apps.suites.models import Domain
-
-    return Domain.objects.values_list("spec", flat=True).get(pk=domain_pk)
-
-
 def task_spec(attempt: Attempt) -> TaskSpec:
     """The attempt's task spec, parsed once per worker process and task version."""
     return _task_spec(attempt.task_id, attempt.task.content_hash)
@@ -187,7 +180,7 @@ def runnable_domain(attempt: Attempt) -> DomainSpec:
     """The domain with tool implementations (built-in) or its MCP launch config (imported)."""
     suite = attempt.task.suite
     domain_row = attempt.task.domain
-    spec = _domain_spec_json(domain_row.pk, suite.content_hash)
+    spec = domain_row.spec  # small, and may change without the suite hash changing (MCP launch config)
     if suite.source == Suite.Source.BUILTIN:
         # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
         builtin = spec.get("builtin_suite", suite.name)

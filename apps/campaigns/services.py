@@ -208,7 +208,7 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     # Big JSON stays in the database: specs are parsed once per process (execution caches them).
     attempt = (
         Attempt.objects.select_related("campaign__agent", "campaign__price_sheet", "task__domain", "task__suite")
-        .defer("result", "task__spec", "task__domain__spec", "task__domain__policy", "task__suite__description")
+        .defer("result", "task__spec", "task__domain__policy", "task__suite__description")
         .get(id=attempt_id)
     )
     try:

@@ -118,7 +118,12 @@ def test_campaign_survives_redis_restart(celery_worker_process, make_campaign, s
         [redis_server, "--bind", broker.hostname, "--port", str(broker.port), "--save", "", "--appendonly", "no", "--daemonize", "yes"],
         check=True,
     )
-    _wait(lambda: _campaign_status(campaign) == "done", timeout=180, sweep=True, what="campaign done after Redis restart")
+    try:
+        _wait(lambda: _campaign_status(campaign) == "done", timeout=180, sweep=True, what="campaign done after Redis restart")
+    finally:
+        from thinkingbox_web.celery import app
+
+        app.pool.force_close_all()  # this process's pooled connections died with the old server
 
     attempts = Attempt.objects.filter(campaign=campaign)
     assert attempts.count() == 50

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -62,10 +63,10 @@ def test_leaderboard_to_task_to_drilldown_with_diff_highlight(browser_page, live
 
     page.click("#diff-0")
     highlighted = page.locator(".tool-call.highlight")
-    assert highlighted.count() == 1
+    expect(highlighted).to_have_count(1)  # waits: the highlight lands after a scroll animation frame
     assert "update_ticket" in highlighted.text_content()
     page.click(".tool-call.highlight .who")
-    assert page.locator("#diff-0.highlight").count() == 1
+    expect(page.locator("#diff-0.highlight")).to_have_count(1)
     assert page.errors == []
     assert campaign.pk
 
