@@ -92,6 +92,15 @@ def paginated(serializer_class: type[serializers.Serializer]) -> type[serializer
     return type(f"Paginated{name}List", (serializers.Serializer,), attrs)
 
 
+# Largest primary key the databases store (signed 64-bit); bigger ids would overflow inside `__in` lookups.
+MAX_ID = 2**63 - 1
+
+
+def id_field(**kwargs) -> serializers.IntegerField:
+    """An integer id query/body field bounded to what the database can compare against."""
+    return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
+
+
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid input; details names each field."),
     401: OpenApiResponse(ErrorSerializer, description="No or bad credentials."),

@@ -12,7 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from apps.api.base import ApiView, api_schema, paginated
+from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
 
@@ -127,14 +127,14 @@ class AttemptDetailOutput(AttemptOutput):
 
 
 class AttemptFilter(serializers.Serializer):
-    campaign = serializers.IntegerField(required=False, min_value=1)
+    campaign = id_field(required=False)
     task = serializers.CharField(required=False, max_length=300, help_text="Stable task id (e.g. retail/…) or task pk.")
     status = serializers.ChoiceField(choices=Attempt.Status.choices, required=False)
     verdict = serializers.ChoiceField(choices=Attempt.Verdict.choices, required=False)
     category = serializers.ChoiceField(choices=CATEGORIES, required=False, help_text="Attempts whose failure categories include it.")
     clean_looking = serializers.BooleanField(required=False, allow_null=True, default=None,
                                              help_text="SPEC §4 clean-looking failures only (true) or none of them (false).")  # fmt: skip
-    page = serializers.IntegerField(required=False, min_value=1)
+    page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 

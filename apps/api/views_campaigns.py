@@ -11,7 +11,7 @@ from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from apps.api.base import ApiView, api_schema, paginated
+from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import AgentConfig, Campaign, PriceSheet
 from apps.campaigns.selectors import campaign_progress, campaigns_visible_to
@@ -46,16 +46,16 @@ class CampaignOutput(serializers.ModelSerializer):
 
 class CampaignFilter(serializers.Serializer):
     status = serializers.ChoiceField(choices=Campaign.Status.choices, required=False)
-    team = serializers.IntegerField(required=False, min_value=1)
-    agent = serializers.IntegerField(required=False, min_value=1)
-    suite = serializers.IntegerField(required=False, min_value=1)
-    page = serializers.IntegerField(required=False, min_value=1)
+    team = id_field(required=False)
+    agent = id_field(required=False)
+    suite = id_field(required=False)
+    page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
 class CampaignInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    team = serializers.IntegerField(help_text="One of your teams.")
+    team = id_field(help_text="One of your teams.")
     agent = serializers.PrimaryKeyRelatedField(queryset=AgentConfig.objects.all())
     suite = serializers.PrimaryKeyRelatedField(queryset=Suite.objects.all())
     task_ids = serializers.ListField(

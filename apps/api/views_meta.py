@@ -11,6 +11,7 @@ from apps.api.base import ApiView
 from apps.api.errors import api_exception_handler
 
 
+@extend_schema(exclude=True)
 class SchemaView(SpectacularAPIView):
     """The schema is public: clients and the fuzzer read it before they hold a token."""
 

@@ -12,7 +12,7 @@ from django.http import Http404
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from apps.api.base import ApiView, api_schema, paginated
+from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.campaigns.models import Campaign
 from apps.dashboard import reports
 from apps.dashboard.selectors import dashboard_campaigns
@@ -103,14 +103,14 @@ class LeaderboardFilter(serializers.Serializer):
     tag = serializers.CharField(required=False, allow_blank=True, max_length=100)
     sort = serializers.ChoiceField(choices=sorted(reports.LEADERBOARD_SORTS), default="pass1")
     dir = serializers.ChoiceField(choices=["asc", "desc"], required=False)
-    page = serializers.IntegerField(required=False, min_value=1)
+    page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
 class CampaignsFilter(serializers.Serializer):
-    campaign = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False,
+    campaign = serializers.ListField(child=id_field(), required=False,
                                      help_text="Only these campaigns (repeat the parameter); default every visible one.")  # fmt: skip
-    page = serializers.IntegerField(required=False, min_value=1)
+    page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
@@ -118,15 +118,27 @@ def _figures(figures: dict) -> dict:
     return {key: figures[key] for key in FiguresOutput().fields}
 
 
+def _has_tasks_in_slice(frame, *, domain: str, tag: str) -> bool:
+    """Whether the campaign ran any task of the slice; a campaign without one has no figure to rank."""
+    if domain:
+        frame = frame[frame["domain"] == domain]
+    return any(tag in tags for tags in frame["tags"]) if tag else len(frame) > 0
+
+
 class LeaderboardView(ApiView):
     @api_schema(summary="Leaderboard: every SPEC §5 figure per campaign over a task slice", tags=TAGS,
+                description="With domain and/or tag, only campaigns that ran at least one task of that slice are listed.",
                 parameters=[LeaderboardFilter], responses={200: paginated(LeaderboardRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
     def get(self, request):
         query = self.validated_query(LeaderboardFilter)
         campaigns = dashboard_campaigns(request.user)
+        domain, tag = query.get("domain", ""), query.get("tag", "")
+        if domain or tag:
+            frames, _ = reports.load_frames(campaigns)
+            campaigns = [c for c in campaigns if _has_tasks_in_slice(frames[c.pk], domain=domain, tag=tag)]
         sort = query["sort"]
         descending = query.get("dir", "asc" if sort == "name" else "desc") == "desc"
-        rows = reports.leaderboard_rows(campaigns, domain=query.get("domain", ""), tag=query.get("tag", ""))
+        rows = reports.leaderboard_rows(campaigns, domain=domain, tag=tag)
         rows = reports.sort_rows(rows, key=sort, descending=descending)
         items = [{"campaign": r["campaign"], "figures": _figures(r["m"]), "reversed_with": r["reversed_with"]} for r in rows]
         return self.paginate(items, LeaderboardRowOutput)
@@ -233,8 +245,8 @@ class DomainsView(ApiView):
 
 
 class CompareFilter(serializers.Serializer):
-    a = serializers.IntegerField(min_value=1, help_text="Campaign A (the figures are A minus B).")
-    b = serializers.IntegerField(min_value=1, help_text="Campaign B; same N as A.")
+    a = id_field(help_text="Campaign A (the figures are A minus B).")
+    b = id_field(help_text="Campaign B; same N as A.")
 
 
 class PairOutput(serializers.Serializer):

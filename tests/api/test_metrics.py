@@ -164,3 +164,16 @@ def test_metric_list_query_count_is_the_same_for_one_and_three_campaigns(api_for
         assert client.get(url).json()["count"] == 3
 
     assert len(three) == len(one)
+
+
+def test_leaderboard_slice_lists_only_campaigns_with_tasks_in_it(api_for, bob, summaries_campaign):
+    summaries_campaign({T1: (2, 2)}, name="retail only", n=2)
+    neobank = summaries_campaign({T2: (2, 1)}, name="neobank only", n=2)
+    client = api_for(bob)
+
+    by_domain = client.get("/api/metrics/leaderboard/?domain=neobank").json()
+    by_missing_tag = client.get("/api/metrics/leaderboard/?domain=neobank&tag=no-such-tag").json()
+
+    assert [row["campaign"]["id"] for row in by_domain["results"]] == [neobank.pk]
+    assert by_domain["results"][0]["figures"]["pass_at_1"]["value"] == 0.5
+    assert by_missing_tag["count"] == 0
