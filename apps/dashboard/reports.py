@@ -44,8 +44,10 @@ def load_frames(campaigns: list[Campaign]) -> tuple[dict[int, pd.DataFrame], dic
     return frames, stamps
 
 
-def filter_frame(frame: pd.DataFrame, *, domain: str = "", tag: str = "") -> pd.DataFrame:
-    """Rows of one domain and/or carrying one tag (a slice averages over its tasks, SPEC §5)."""
+def filter_frame(frame: pd.DataFrame, *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()) -> pd.DataFrame:
+    """Rows of one domain and/or carrying one tag (a slice averages over its tasks, SPEC §5), minus `exclude` task pks."""
+    if exclude:
+        frame = frame[~frame["task_pk"].isin(list(exclude))]
     if domain:
         frame = frame[frame["domain"] == domain]
     if tag:
@@ -61,11 +63,16 @@ def _cached(key: str, compute: Callable[[], Any]) -> Any:
     return value
 
 
-def campaign_figures(campaign: Campaign, frame: pd.DataFrame, stamp: str, *, domain: str = "", tag: str = "") -> dict:
-    """campaign_metrics of the (filtered) tasks plus mean tokens and unpriced attempts, cached."""
+def campaign_figures(
+    campaign: Campaign, frame: pd.DataFrame, stamp: str, *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+) -> dict:
+    """campaign_metrics of the (filtered) tasks plus mean tokens and unpriced attempts, cached.
+
+    `exclude` drops tasks by pk (the triage toggle for tasks with open health issues).
+    """
 
     def compute() -> dict:
-        table = filter_frame(frame, domain=domain, tag=tag)
+        table = filter_frame(frame, domain=domain, tag=tag, exclude=exclude)
         figures = campaign_metrics(table, n_attempts=campaign.n_attempts)
         billed = figures["cost"]["billed_attempts"]
         tokens = int(table["input_tokens"].sum() + table["output_tokens"].sum())
@@ -74,15 +81,18 @@ def campaign_figures(campaign: Campaign, frame: pd.DataFrame, stamp: str, *, dom
         figures["tokens_eval"] = int(table["eval_tokens"].sum())
         return figures
 
-    return _cached(_key("figures", campaign.pk, stamp, campaign.n_attempts, domain, tag), compute)
+    excluded = ",".join(str(pk) for pk in sorted(exclude))
+    return _cached(_key("figures", campaign.pk, stamp, campaign.n_attempts, domain, tag, excluded), compute)
 
 
-def leaderboard_rows(campaigns: list[Campaign], *, domain: str = "", tag: str = "") -> list[dict]:
+def leaderboard_rows(
+    campaigns: list[Campaign], *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+) -> list[dict]:
     """One row per campaign with every leaderboard figure and its reversal partners."""
     frames, stamps = load_frames(campaigns)
     rows = []
     for campaign in campaigns:
-        figures = campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk], domain=domain, tag=tag)
+        figures = campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk], domain=domain, tag=tag, exclude=exclude)
         rows.append({"campaign": campaign, "m": figures, "reversed_with": []})
     _mark_reversals(rows)
     return rows

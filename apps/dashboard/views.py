@@ -21,6 +21,7 @@ from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.models import ExternalScore
 from apps.dashboard.selectors import attempt_strip, dashboard_campaigns, filter_options
 from apps.suites.models import Task
+from apps.triage.selectors import unhealthy_task_pks
 from tb_engine.metrics import spearman
 
 TASKS_PER_PAGE = 50
@@ -48,12 +49,19 @@ def leaderboard(request):
     sort = request.GET.get("sort", "pass1")
     sort = sort if sort in reports.LEADERBOARD_SORTS else "pass1"
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
-    rows = reports.sort_rows(reports.leaderboard_rows(campaigns, domain=domain, tag=tag), key=sort, descending=descending)
+    # Triage: tasks with open health issues (grader bug, ambiguous) can be left out of every figure.
+    unhealthy = unhealthy_task_pks(campaigns=campaigns)
+    healthy = "exclude" if request.GET.get("healthy") == "exclude" else ""
+    exclude = unhealthy if healthy else frozenset()
+    rows = reports.sort_rows(reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude), key=sort, descending=descending)
     benchmarks, correlations = _external_scores(rows)
     domains, tags = filter_options(campaigns)
+    filter_query = urlencode({key: value for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy)) if value})
     context = {
-        "rows": rows, "domain": domain, "tag": tag, "sort": sort, "descending": descending,
-        "base_query": urlencode({key: value for key, value in (("domain", domain), ("tag", tag)) if value}),
+        "rows": rows, "domain": domain, "tag": tag, "sort": sort, "descending": descending, "healthy": healthy,
+        "unhealthy_count": len(unhealthy), "excluded_count": len(exclude),
+        "export_query": f"{filter_query}&sort={sort}&dir={'desc' if descending else 'asc'}".lstrip("&"),
+        "base_query": filter_query,
         "domains": domains, "tags": tags, "benchmarks": benchmarks, "correlations": correlations,
         "score_form": ExternalScoreForm(campaigns=campaigns), "can_edit": user_has_role(request.user, Role.OPERATOR),
     }  # fmt: skip

@@ -1,0 +1,219 @@
+"""Every dashboard table as a plain Table (typed columns + rows), built from the dashboard's own selectors.
+
+Exported numbers must equal the page's, so each builder calls the same report functions the page
+view calls with the same query parameters; nothing here recomputes a metric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from django.http import QueryDict
+
+from apps.dashboard import reports
+from apps.dashboard.selectors import dashboard_campaigns
+
+# Column kinds decide the spreadsheet number format: share = 0..1 shown as percent.
+KINDS = ("text", "int", "float", "share", "points", "money", "bool")
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    kind: str = "text"
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+
+    def values(self) -> list[list[Any]]:
+        """Rows as lists in column order."""
+        return [[row.get(column.key) for column in self.columns] for row in self.rows]
+
+
+def _value(estimate) -> float | None:
+    return None if estimate is None else estimate.get("value")
+
+
+def _ids(query: QueryDict) -> list[int] | None:
+    return [int(v) for v in query.getlist("c") if v.isdigit()] or None
+
+
+def leaderboard_table(user, query: QueryDict) -> Table:
+    """The leaderboard rows with the page's domain/tag/health filters and sort."""
+    from apps.triage.selectors import unhealthy_task_pks
+
+    campaigns = dashboard_campaigns(user)
+    domain, tag = query.get("domain", ""), query.get("tag", "")
+    exclude = unhealthy_task_pks(campaigns=campaigns) if query.get("healthy") == "exclude" else frozenset()
+    sort = query.get("sort", "pass1")
+    sort = sort if sort in reports.LEADERBOARD_SORTS else "pass1"
+    descending = query.get("dir", "desc" if sort != "name" else "asc") == "desc"
+    rows = reports.sort_rows(reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude), key=sort, descending=descending)
+    columns = [
+        Column("campaign", "campaign"), Column("simulation", "simulation", "bool"), Column("n_attempts", "N", "int"),
+        Column("tasks", "tasks", "int"), Column("pass_at_1", "pass@1", "share"), Column("pass_at_1_lo", "pass@1 lo", "share"),
+        Column("pass_at_1_hi", "pass@1 hi", "share"), Column("pass_at_5", "pass@5", "share"), Column("pass_at_10", "pass@10", "share"),
+        Column("pass_at_n", "pass@N", "share"), Column("pass_hat_5", "pass^5", "share"), Column("pass_hat_n", "pass^N", "share"),
+        Column("pass_at_n_observed", "pass@N observed", "share"), Column("all_n_count", "all-N tasks", "int"),
+        Column("all_n", "all-N share", "share"), Column("gap_pp", "gap (pp)", "points"), Column("mean_tokens", "tokens per attempt", "float"),
+        Column("cost_per_attempt", "$ per attempt", "money"), Column("cost_per_success", "$ per success", "money"),
+        Column("cost_per_dependable_task", "$ per dependable task", "money"), Column("infra_errors", "infra errors", "int"),
+        Column("incomplete_tasks", "incomplete tasks", "int"), Column("excluded_unhealthy_tasks", "excluded unhealthy tasks", "int"),
+    ]  # fmt: skip
+    out = []
+    for row in rows:
+        m, campaign = row["m"], row["campaign"]
+        n = m["n_attempts"]
+        out.append({
+            "campaign": campaign.name, "simulation": campaign.agent.is_simulation, "n_attempts": campaign.n_attempts,
+            "tasks": m["coverage"]["tasks"], "pass_at_1": _value(m["pass_at_1"]), "pass_at_1_lo": m["pass_at_1"].get("lo"),
+            "pass_at_1_hi": m["pass_at_1"].get("hi"), "pass_at_5": _value(m["pass_at_k"].get(5)), "pass_at_10": _value(m["pass_at_k"].get(10)),
+            "pass_at_n": _value(m["pass_at_k"].get(n)), "pass_hat_5": _value(m["pass_hat_k"].get(5)), "pass_hat_n": _value(m["pass_hat_k"].get(n)),
+            "pass_at_n_observed": _value(m["pass_at_n_observed"]), "all_n_count": m["all_n"]["count"], "all_n": m["all_n"]["value"],
+            "gap_pp": m["gap_pp"]["value"], "mean_tokens": m["mean_tokens"],
+            "cost_per_attempt": None if m["unpriced"] else m["cost"]["cost_per_attempt"],
+            "cost_per_success": None if m["unpriced"] else m["cost"]["cost_per_success"],
+            "cost_per_dependable_task": None if m["unpriced"] else m["cost"]["cost_per_dependable_task"],
+            "infra_errors": m["coverage"]["infra_errors"], "incomplete_tasks": len(m["coverage"]["incomplete_tasks"]),
+            "excluded_unhealthy_tasks": len(exclude),
+        })  # fmt: skip
+    return Table("leaderboard", "Leaderboard", columns, out)
+
+
+def gap_table(user, query: QueryDict) -> Table:
+    campaigns = dashboard_campaigns(user, ids=_ids(query))
+    frames, stamps = reports.load_frames(campaigns)
+    rows = []
+    for campaign in campaigns:
+        m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
+        rows.append({"campaign": campaign.name, "pass_at_n_observed": m["pass_at_n_observed"]["value"], "all_n": m["all_n"]["value"],
+                     "gap_pp": m["gap_pp"]["value"], "gap_lo": m["gap_pp"]["lo"], "gap_hi": m["gap_pp"]["hi"]})  # fmt: skip
+    columns = [Column("campaign", "campaign"), Column("pass_at_n_observed", "pass@N observed", "share"), Column("all_n", "all-N share", "share"),
+               Column("gap_pp", "gap (pp)", "points"), Column("gap_lo", "gap lo (pp)", "points"), Column("gap_hi", "gap hi (pp)", "points")]  # fmt: skip
+    return Table("gap", "Discovery–reliability gap", columns, rows)
+
+
+def cost_table(user, query: QueryDict) -> Table:
+    campaigns = dashboard_campaigns(user)
+    frames, stamps = reports.load_frames(campaigns)
+    rows = []
+    for campaign in campaigns:
+        m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
+        cost, tokens, sheet = m["cost"], m["cost"]["tokens"], campaign.price_sheet
+        rows.append({
+            "campaign": campaign.name, "agent_cost": cost["agent_cost"], "eval_cost": cost["eval_cost"],
+            "cost_per_attempt": cost["cost_per_attempt"], "cost_per_success": cost["cost_per_success"],
+            "cost_per_dependable_task": cost["cost_per_dependable_task"], "billed_attempts": cost["billed_attempts"],
+            **{key: tokens.get(key, 0) for key in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")},
+            "unpriced": m["unpriced"], "price_sheet": sheet.name if sheet else "", "price_source": sheet.source if sheet else "",
+            "price_date": sheet.effective_date.isoformat() if sheet else "",
+        })  # fmt: skip
+    columns = [
+        Column("campaign", "campaign"), Column("agent_cost", "agent cost $", "money"), Column("eval_cost", "evaluation cost $", "money"),
+        Column("cost_per_attempt", "$ per attempt", "money"), Column("cost_per_success", "$ per success", "money"),
+        Column("cost_per_dependable_task", "$ per dependable task", "money"), Column("billed_attempts", "billed attempts", "int"),
+        Column("input_tokens", "input tokens", "int"), Column("cached_input_tokens", "cached input tokens", "int"),
+        Column("output_tokens", "output tokens", "int"), Column("reasoning_tokens", "reasoning tokens", "int"),
+        Column("unpriced", "unpriced attempts", "int"), Column("price_sheet", "price sheet"), Column("price_source", "price source"),
+        Column("price_date", "price date"),
+    ]  # fmt: skip
+    return Table("cost", "Cost", columns, rows)
+
+
+def domains_table(user, query: QueryDict) -> Table:
+    campaigns = dashboard_campaigns(user)
+    frames, stamps = reports.load_frames(campaigns)
+    rows = []
+    for campaign in campaigns:
+        table = reports.domain_table(campaign, frames[campaign.pk], stamps[campaign.pk])
+        for record in table.to_dict("records"):
+            rows.append({"campaign": campaign.name, **record})
+    columns = [Column("campaign", "campaign"), Column("domain", "domain"), Column("tasks", "tasks", "int"),
+               Column("pass_at_1", "pass@1", "share"), Column("pass_at_n", "pass@N observed", "share"), Column("all_n", "all-N share", "share")]  # fmt: skip
+    return Table("domains", "Domains", columns, rows)
+
+
+def tasks_table(user, query: QueryDict) -> Table:
+    """The tasks x campaigns grid with the page's filters, as c and n per campaign (not paged)."""
+    from apps.dashboard.views import TASK_FILTERS, _task_matches
+
+    campaigns = dashboard_campaigns(user, ids=_ids(query))
+    frames, _ = reports.load_frames(campaigns)
+    kind = query.get("filter", "")
+    kind = kind if kind in TASK_FILTERS else ""
+    grid: dict[str, dict] = {}
+    for position, campaign in enumerate(campaigns):
+        frame = reports.filter_frame(frames[campaign.pk], domain=query.get("domain", ""))
+        for task_id, domain, n, c in zip(frame["task_id"], frame["domain"], frame["n"], frame["c"]):
+            entry = grid.setdefault(task_id, {"task_id": task_id, "domain": domain, "cells": [None] * len(campaigns)})
+            entry["cells"][position] = {"c": int(c), "n": int(n), "dependable": bool(c == n == campaign.n_attempts)}
+    columns = [Column("task_id", "task"), Column("domain", "domain")]
+    for position, campaign in enumerate(campaigns):
+        columns += [Column(f"c{position}", f"{campaign.name} · passes", "int"), Column(f"n{position}", f"{campaign.name} · done", "int")]
+    rows = []
+    for key in sorted(grid):
+        entry = grid[key]
+        if not _task_matches(entry["cells"], kind):
+            continue
+        row = {"task_id": entry["task_id"], "domain": entry["domain"]}
+        for position, cell in enumerate(entry["cells"]):
+            row[f"c{position}"], row[f"n{position}"] = (cell["c"], cell["n"]) if cell else (None, None)
+        rows.append(row)
+    return Table("tasks", "Tasks", columns, rows)
+
+
+def compare_table(user, query: QueryDict) -> Table:
+    """Per-task rows of the paired comparison ?a=&b= (empty when either is missing or not visible)."""
+    by_id = {c.pk: c for c in dashboard_campaigns(user)}
+    a = by_id.get(int(query["a"])) if query.get("a", "").isdigit() else None
+    b = by_id.get(int(query["b"])) if query.get("b", "").isdigit() else None
+    columns = [Column("task_id", "task"), Column("c_a", "A passes", "int"), Column("n_a", "A done", "int"), Column("c_b", "B passes", "int"),
+               Column("n_b", "B done", "int"), Column("delta_pass_at_1", "Δ pass@1", "share"), Column("dependable_a", "dependable in A", "bool"),
+               Column("dependable_b", "dependable in B", "bool"), Column("p_a_better", "P(A better)", "share")]  # fmt: skip
+    rows = []
+    if a and b and a.n_attempts == b.n_attempts:
+        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a])
+        rows = reports.comparison(a, b, frames, stamps)["per_task"]
+    return Table("compare", "Compare", columns, rows)
+
+
+def triage_queue_table(user, query: QueryDict) -> Table:
+    from apps.triage.selectors import QueueFilters, queue_queryset, queue_rows
+
+    attempts = queue_rows(queue_queryset(user=user, filters=QueueFilters.from_query(query)))
+    rows = [{
+        "attempt": a.pk, "campaign": a.campaign.name, "task_id": a.task.task_id, "domain": a.task.domain.name, "index": a.index,
+        "termination": a.termination, "categories": ", ".join(a.categories or []),
+        "labels": ", ".join(label.name for label in a.review.labels.all()) if hasattr(a, "review") else "",
+        "assignee": a.review.assignee.get_username() if hasattr(a, "review") and a.review.assignee else "",
+        "status": a.review.status if hasattr(a, "review") else "open",
+    } for a in attempts]  # fmt: skip
+    columns = [Column("attempt", "attempt id", "int"), Column("campaign", "campaign"), Column("task_id", "task"), Column("domain", "domain"),
+               Column("index", "index", "int"), Column("termination", "termination"), Column("categories", "categories"),
+               Column("labels", "labels"), Column("assignee", "assignee"), Column("status", "status")]  # fmt: skip
+    return Table("triage-queue", "Triage queue", columns, rows)
+
+
+def triage_summary_table(user, query: QueryDict) -> Table:
+    from apps.triage.selectors import CATEGORIES, campaign_triage_summary
+
+    summary = campaign_triage_summary(campaigns=dashboard_campaigns(user, ids=_ids(query)))
+    rows = [{"campaign": r["campaign"].name, "clean_failures": r["clean_failures"], **{f"share_{k}": v for k, v in r["shares"].items()},
+             "labels": "; ".join(f"{name}: {count}" for name, count in r["labels"])} for r in summary]  # fmt: skip
+    columns = [Column("campaign", "campaign"), Column("clean_failures", "clean-looking failures", "int")]
+    columns += [Column(f"share_{name}", f"share with {name}", "share") for name in CATEGORIES]
+    columns.append(Column("labels", "labels"))
+    return Table("triage-summary", "Clean-looking failures", columns, rows)
+
+
+BUILDERS: dict[str, Callable[[Any, QueryDict], Table]] = {
+    "leaderboard": leaderboard_table, "gap": gap_table, "cost": cost_table, "domains": domains_table, "tasks": tasks_table,
+    "compare": compare_table, "triage-queue": triage_queue_table, "triage-summary": triage_summary_table,
+}  # fmt: skip

@@ -1,0 +1,82 @@
+"""Tables to CSV and XLSX. XLSX keeps numbers as numbers with percent/money formats, a frozen bold header and fitted widths."""
+
+from __future__ import annotations
+
+import csv
+import io
+from decimal import Decimal
+
+from openpyxl import Workbook
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
+
+from apps.exports.tables import Column, Table
+
+NUMBER_FORMATS = {
+    "int": "#,##0",
+    "float": "#,##0.00",
+    "share": "0.0%",
+    "points": '+0.0" pp";-0.0" pp";0.0" pp"',
+    "money": '"$"#,##0.0000',
+}
+MAX_WIDTH = 60
+
+
+def _plain(value):
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(item) for item in value)
+    return value
+
+
+def table_csv(table: Table) -> str:
+    """CSV text: a header of column titles, then raw values (shares as 0..1, empty for undefined)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([column.title for column in table.columns])
+    for row in table.values():
+        writer.writerow(["" if value is None else _plain(value) for value in row])
+    return buffer.getvalue()
+
+
+def write_sheet(sheet: Worksheet, columns: list[Column], rows: list[list]) -> None:
+    """Header + rows into `sheet` with number formats by column kind, frozen header and widths."""
+    sheet.append([column.title for column in columns])
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    for row in rows:
+        sheet.append([_plain(value) for value in row])
+    for position, column in enumerate(columns, start=1):
+        fmt = NUMBER_FORMATS.get(column.kind)
+        letter = get_column_letter(position)
+        if fmt:
+            for (cell,) in sheet.iter_rows(min_row=2, min_col=position, max_col=position):
+                cell.number_format = fmt
+        longest = max([len(column.title)] + [len(_display(row[position - 1], column.kind)) for row in rows])
+        sheet.column_dimensions[letter].width = min(MAX_WIDTH, longest + 2)
+    sheet.freeze_panes = "A2"
+
+
+def _display(value, kind: str) -> str:
+    if value is None:
+        return ""
+    if kind == "share":
+        return "100.0%"
+    if kind == "money":
+        return f"${float(value):,.4f}"
+    if kind in ("int", "float", "points") and isinstance(value, (int, float, Decimal)):
+        return f"{float(value):,.2f} pp"
+    return str(_plain(value))
+
+
+def table_xlsx(table: Table) -> bytes:
+    """One-sheet workbook of the table."""
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = table.title[:31]
+    write_sheet(sheet, table.columns, table.values())
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()

@@ -1,0 +1,127 @@
+"""Triage of failed attempts: a label taxonomy, one review per attempt, an audit trail, task health."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.campaigns.models import Attempt
+from apps.suites.models import Task
+
+# Names of the seeded labels whose use puts the task on the task-health list.
+GRADER_BUG = "grader bug"
+TASK_AMBIGUOUS = "task ambiguous"
+
+
+class Label(models.Model):
+    """One entry of the editable failure taxonomy; `shortcut` is the digit key in the drilldown."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.CharField(max_length=300, blank=True)
+    shortcut = models.PositiveSmallIntegerField(
+        null=True, blank=True, unique=True, help_text="Digit 1-9 that toggles this label in the drilldown."
+    )
+    flags_task_health = models.BooleanField(
+        default=False, help_text="Using this label puts the task on the task-health list (e.g. grader bug)."
+    )
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(shortcut__isnull=True) | Q(shortcut__gte=1, shortcut__lte=9), name="label_shortcut_digit"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AttemptReview(models.Model):
+    """The triage state of one attempt: labels, note, assignee and open/reviewed."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        REVIEWED = "reviewed", "Reviewed"
+
+    attempt = models.OneToOneField(Attempt, on_delete=models.CASCADE, related_name="review")
+    labels = models.ManyToManyField(Label, blank=True, related_name="reviews")
+    note = models.TextField(blank=True)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_reviews"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"review of {self.attempt_id} ({self.status})"
+
+
+class AuditEntry(models.Model):
+    """One change (who, when, field, before -> after) to an attempt's review or to the taxonomy."""
+
+    attempt = models.ForeignKey(Attempt, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_entries")
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_entries")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(default=timezone.now)
+    field = models.CharField(max_length=50)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["attempt", "-at"], name="audit_attempt_at")]
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.before_text} -> {self.after_text}"
+
+    @staticmethod
+    def _text(value) -> str:
+        if value in (None, "", []):
+            return "—"
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        if isinstance(value, dict):
+            return ", ".join(f"{key}={item}" for key, item in value.items())
+        return str(value)
+
+    @property
+    def before_text(self) -> str:
+        return self._text(self.before)
+
+    @property
+    def after_text(self) -> str:
+        return self._text(self.after)
+
+
+class TaskHealthIssue(models.Model):
+    """A task suspected broken (grader bug, ambiguous) because a triager labelled one of its attempts."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="health_issues")
+    label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="health_issues")
+    attempt = models.ForeignKey(Attempt, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    opened_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    opened_at = models.DateTimeField(default=timezone.now)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "label"], condition=Q(resolved_at__isnull=True), name="health_one_open_per_task_label"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.label_id} ({'open' if self.is_open else 'resolved'})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None

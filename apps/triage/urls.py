@@ -1,0 +1,20 @@
+from django.urls import path
+
+from apps.triage import views
+
+app_name = "triage"
+
+urlpatterns = [
+    path("triage/", views.queue, name="queue"),
+    path("triage/bulk/", views.bulk_label, name="bulk"),
+    path("triage/summary/", views.summary, name="summary"),
+    path("triage/health/", views.health, name="health"),
+    path("triage/health/<int:pk>/resolve/", views.health_resolve, name="health_resolve"),
+    path("triage/labels/", views.taxonomy, name="taxonomy"),
+    path("triage/attempts/<int:pk>/panel/", views.attempt_panel, name="attempt_panel"),
+    path("triage/tasks/<int:pk>/health/", views.task_health, name="task_health"),
+    path("triage/attempts/<int:pk>/label/", views.attempt_label, name="attempt_label"),
+    path("triage/attempts/<int:pk>/note/", views.attempt_note, name="attempt_note"),
+    path("triage/attempts/<int:pk>/assign/", views.attempt_assign, name="attempt_assign"),
+    path("triage/attempts/<int:pk>/status/", views.attempt_status, name="attempt_status"),
+]

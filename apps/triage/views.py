@@ -1,0 +1,212 @@
+"""Triage pages: the queue (htmx filters, paging, bulk labels), panel actions, summary, health, taxonomy.
+
+Reads need the viewer role and only ever touch the user's teams' campaigns (404 otherwise);
+writes need the triager role, enforced here and again in the services.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponseBadRequest, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.campaigns.models import Attempt
+from apps.campaigns.selectors import campaigns_visible_to
+from apps.core.access import require_role, user_has_role
+from apps.core.roles import Role
+from apps.dashboard.selectors import dashboard_campaigns, filter_options
+from apps.dashboard.views import get_visible_or_404
+from apps.triage import selectors, services
+from apps.triage.forms import LabelForm
+from apps.triage.models import AttemptReview, Label, TaskHealthIssue
+from apps.triage.panel import panel_context
+from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
+from apps.suites.models import Task
+
+PER_PAGE = 50
+
+
+def _queue_context(request, filters: QueueFilters) -> dict:
+    rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
+    page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
+    return {"page": page, "filters": filters, "query": filters.querystring(), "labels": selectors.labels(),
+            "can_edit": user_has_role(request.user, Role.TRIAGER)}  # fmt: skip
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def queue(request):
+    """Clean-looking failures of the chosen campaigns (all failures with scope=failed), filtered and paged."""
+    filters = QueueFilters.from_query(request.GET)
+    context = _queue_context(request, filters)
+    if request.htmx:
+        return render(request, "triage/queue.html#triage-rows", context)
+    campaigns = dashboard_campaigns(request.user)
+    domains, _ = filter_options(campaigns)
+    context.update({
+        "campaigns": campaigns, "domains": domains, "categories": CATEGORIES, "scopes": SCOPES,
+        "statuses": AttemptReview.Status.choices, "assignees": _assignees(campaigns),
+    })  # fmt: skip
+    return render(request, "triage/queue.html", context)
+
+
+def _assignees(campaigns) -> list:
+    people = {}
+    for campaign in {c.team_id: c for c in campaigns}.values():
+        for user in selectors.triagers_of(campaign):
+            people[user.pk] = user
+    return sorted(people.values(), key=lambda user: user.get_username())
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def bulk_label(request):
+    """Add or remove one label on the ticked queue rows; re-renders the rows fragment."""
+    filters = QueueFilters.from_query(QueryDict(request.POST.get("query", "")))
+    label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
+    ids = [int(value) for value in request.POST.getlist("a") if value.isdigit()]
+    # Only rows of the user's queue can be labelled: a forged id of another team's attempt is ignored.
+    attempts = selectors.queue_queryset(user=request.user, filters=QueueFilters(scope="failed")).filter(pk__in=ids).select_related("task")
+    services.attempts_bulk_label(attempts=list(attempts), label=label, actor=request.user, add=request.POST.get("action") != "remove")
+    if request.htmx:
+        return render(request, "triage/queue.html#triage-rows", _queue_context(request, filters))
+    return redirect(f"{reverse('triage:queue')}?{filters.querystring()}")
+
+
+def _attempt_for_edit(request, pk: int) -> Attempt:
+    return get_visible_or_404(Attempt.objects.select_related("campaign__team", "task"), request.user, pk=pk)
+
+
+def _panel_response(request, attempt: Attempt):
+    if request.htmx:
+        return render(request, "triage/_panel.html", panel_context(request=request, attempt=attempt))
+    queue = request.POST.get("queue", "")
+    url = reverse("dashboard:attempt", args=[attempt.pk])
+    return redirect(f"{url}?{_queue_param(queue)}" if queue else url)
+
+
+def _queue_param(queue: str) -> str:
+    params = QueryDict(mutable=True)
+    params["queue"] = queue
+    return params.urlencode()
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def attempt_panel(request, pk: int):
+    """The drilldown's triage panel for one visible attempt (fetched by htmx after the page loads)."""
+    attempt = get_visible_or_404(Attempt.objects.select_related("campaign__team", "task").defer("result"), request.user, pk=pk)
+    return render(request, "triage/_panel.html", panel_context(request=request, attempt=attempt))
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def task_health(request, pk: int):
+    """Open health issues of one task of the user's campaigns, as the task page's badge fragment."""
+    visible_tasks = campaigns_visible_to(request.user).values("tasks")
+    issues = selectors.open_health_issues(task_pks=[pk]) if Task.objects.filter(pk=pk, pk__in=visible_tasks).exists() else None
+    if issues is None:
+        raise Http404("no such task in your campaigns")
+    return render(request, "triage/_task_health.html", {"issues": issues})
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def attempt_label(request, pk: int):
+    """Toggle one label on the attempt (the digit keys); ?set=1 with label=... replaces all labels."""
+    attempt = _attempt_for_edit(request, pk)
+    if request.POST.get("replace"):
+        chosen = Label.objects.filter(pk__in=[v for v in request.POST.getlist("label") if v.isdigit()])
+        services.attempt_set_labels(attempt=attempt, labels=chosen, actor=request.user)
+    else:
+        label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
+        services.attempt_toggle_label(attempt=attempt, label=label, actor=request.user)
+    return _panel_response(request, attempt)
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def attempt_note(request, pk: int):
+    attempt = _attempt_for_edit(request, pk)
+    services.attempt_set_note(attempt=attempt, note=request.POST.get("note", ""), actor=request.user)
+    return _panel_response(request, attempt)
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def attempt_assign(request, pk: int):
+    attempt = _attempt_for_edit(request, pk)
+    value = request.POST.get("assignee", "")
+    assignee = None
+    if value:
+        assignee = next((user for user in selectors.triagers_of(attempt.campaign) if str(user.pk) == value), None)
+        if assignee is None:
+            return HttpResponseBadRequest(f"assignee: user {value} is not a triager of team {attempt.campaign.team}")
+    services.attempt_assign(attempt=attempt, assignee=assignee, actor=request.user)
+    return _panel_response(request, attempt)
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def attempt_status(request, pk: int):
+    attempt = _attempt_for_edit(request, pk)
+    try:
+        services.attempt_set_status(attempt=attempt, status=request.POST.get("status", ""), actor=request.user)
+    except ValidationError as error:
+        return HttpResponseBadRequest("; ".join(error.messages))
+    return _panel_response(request, attempt)
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def summary(request):
+    """Per campaign, among clean-looking failures: shares with wrong values, extra and missing effects; labels."""
+    ids = [int(v) for v in request.GET.getlist("c") if v.isdigit()] or None
+    campaigns = dashboard_campaigns(request.user, ids=ids)
+    context = {"rows": selectors.campaign_triage_summary(campaigns=campaigns), "categories": CATEGORIES,
+               "all_campaigns": dashboard_campaigns(request.user), "selected": {c.pk for c in campaigns}}  # fmt: skip
+    return render(request, "triage/summary.html", context)
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def health(request):
+    """Tasks with open health issues (grader bug, task ambiguous) in the user's campaigns."""
+    campaigns = dashboard_campaigns(request.user)
+    task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
+    context = {"issues": selectors.open_health_issues(task_pks=task_pks), "can_edit": user_has_role(request.user, Role.TRIAGER)}
+    return render(request, "triage/health.html", context)
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def health_resolve(request, pk: int):
+    visible_tasks = campaigns_visible_to(request.user).values("tasks")
+    issue = get_object_or_404(TaskHealthIssue.objects.select_related("task", "label"), pk=pk, task__in=visible_tasks)
+    services.health_issue_resolve(issue=issue, actor=request.user, resolution=request.POST.get("resolution", ""))
+    return redirect(request.POST.get("next") or reverse("triage:health"))
+
+
+@require_http_methods(["GET", "POST"])
+@require_role(Role.VIEWER)
+def taxonomy(request):
+    """The label taxonomy; triagers add labels or edit one (?edit=<pk>)."""
+    editing = Label.objects.filter(pk=request.GET.get("edit") or request.POST.get("pk") or 0).first()
+    can_edit = user_has_role(request.user, Role.TRIAGER)
+    form = LabelForm(instance=editing)
+    if request.method == "POST":
+        if not can_edit:
+            return render(request, "403.html", status=403)
+        form = LabelForm(request.POST, instance=editing)
+        if form.is_valid():
+            try:
+                services.label_save(actor=request.user, label=editing, **form.service_arguments())
+                return redirect("triage:taxonomy")
+            except ValidationError as error:
+                for name, messages in error.message_dict.items():
+                    form.add_error(name if name in form.fields else None, messages)
+    context = {"labels": selectors.labels(), "form": form, "editing": editing, "can_edit": can_edit}
+    return render(request, "triage/taxonomy.html", context)
