@@ -200,6 +200,7 @@ SPECTACULAR_SETTINGS = {
         "CampaignStatusEnum": "apps.campaigns.models.Campaign.Status",
         "AttemptStatusEnum": "apps.campaigns.models.Attempt.Status",
         "AgentKindEnum": "apps.campaigns.models.AgentConfig.Kind",
+        "ReviewStatusEnum": "apps.triage.models.AttemptReview.Status",
         "DiffKindEnum": "apps.api.views_attempts.DIFF_KINDS",
     },
 }

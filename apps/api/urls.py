@@ -2,7 +2,9 @@
 
 from django.urls import path, re_path
 
-from apps.api import views_attempts, views_campaigns, views_catalog, views_config, views_meta, views_metrics
+from apps.api import (
+    views_attempts, views_campaigns, views_catalog, views_config, views_exports, views_meta, views_metrics, views_triage,
+)
 
 app_name = "api"
 
@@ -30,5 +32,10 @@ urlpatterns = [
     path("api/metrics/cost/", views_metrics.CostView.as_view(), name="cost"),
     path("api/metrics/domains/", views_metrics.DomainsView.as_view(), name="domains"),
     path("api/metrics/compare/", views_metrics.CompareView.as_view(), name="compare"),
+    path("api/attempts/<int:pk>/review/", views_triage.AttemptReviewView.as_view(), name="attempt_review"),
+    path("api/triage/labels/", views_triage.LabelListView.as_view(), name="labels"),
+    path("api/exports/tables/<slug:name>/", views_exports.TableExportView.as_view(), name="export_table"),
+    path("api/exports/procurement/", views_exports.ProcurementExportView.as_view(), name="export_procurement"),
+    path("api/exports/attempts/", views_exports.AttemptExportView.as_view(), name="export_attempts"),
     re_path(r"^api(?:/.*)?$", views_meta.UnknownEndpointView.as_view(), name="unknown"),
 ]
