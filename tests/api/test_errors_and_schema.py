@@ -57,12 +57,13 @@ def test_schema_is_public_openapi_3_and_lists_every_endpoint(client):
     schema = response.json()
     assert schema["openapi"].startswith("3.")
     assert sorted(schema["paths"]) == [
-        "/api/agents/", "/api/agents/{id}/", "/api/attempts/", "/api/attempts/{id}/",
+        "/api/agents/", "/api/agents/{id}/", "/api/attempts/", "/api/attempts/{id}/", "/api/attempts/{id}/review/",
         "/api/campaigns/", "/api/campaigns/{id}/", "/api/campaigns/{id}/cancel/", "/api/campaigns/{id}/launch/",
         "/api/campaigns/{id}/progress/", "/api/campaigns/{id}/resume/",
+        "/api/exports/attempts/", "/api/exports/procurement/", "/api/exports/tables/{name}/",
         "/api/metrics/compare/", "/api/metrics/cost/", "/api/metrics/domains/", "/api/metrics/gap/",
         "/api/metrics/leaderboard/", "/api/price-sheets/", "/api/price-sheets/{id}/",
-        "/api/suites/", "/api/suites/{id}/", "/api/suites/{id}/tasks/", "/api/tasks/{id}/",
+        "/api/suites/", "/api/suites/{id}/", "/api/suites/{id}/tasks/", "/api/tasks/{id}/", "/api/triage/labels/",
     ]  # fmt: skip
     assert sorted(schema["components"]["securitySchemes"]) == ["cookieAuth", "tokenAuth"]
 
