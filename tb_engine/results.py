@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tb_engine.transcript import Transcript
+from tb_engine.transcript import Transcript, shallow_fields
 
 DiffKind = Literal["missing_effect", "extra_effect", "wrong_value"]
 Status = Literal["queued", "running", "done", "infra_error", "cancelled"]
@@ -34,7 +34,7 @@ class DiffItem:
     written_by: tuple[int, ...] = ()  # indexes of the attempt's tool calls that wrote this cell/row
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = shallow_fields(self)
         data["written_by"] = list(self.written_by)
         return data
 
@@ -56,7 +56,7 @@ class Effect:
     written_by: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = shallow_fields(self)
         data["written_by"] = list(self.written_by)
         return data
 
@@ -70,7 +70,7 @@ class CheckResult:
     forbidden: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return shallow_fields(self)
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class RubricResult:
     explanation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return shallow_fields(self)
 
 
 @dataclass

@@ -6,7 +6,13 @@ import time
 from datetime import date
 
 from apps.campaigns.bootstrap import agent_config_for
-from apps.campaigns.embedded import broker_is_embedded, start_embedded_worker, stop_worker, wait_for_campaigns
+from apps.campaigns.embedded import (
+    broker_is_embedded,
+    start_embedded_worker,
+    stop_worker,
+    tasks_run_inline,
+    wait_for_campaigns,
+)
 from apps.campaigns.models import Campaign, PriceSheet
 from apps.campaigns.pricing import price_sheet_load_starter
 from apps.campaigns.selectors import campaign_progress
@@ -15,7 +21,7 @@ from apps.core.demo import DemoContext, demo_step
 from apps.suites.services import suite_load_builtin
 
 DEMO_AGENTS = ("golden", "sim:steady", "sim:explorer", "sim:careless", "sim:cautious")
-DEMO_N = 20
+DEMO_N = 20  # the norm; `demo --repeat N` changes it
 # Simulated personas cost nothing to run; for cost pages to read naturally the demo prices their
 # synthetic tokens like real models of similar profile. The sheet says so wherever it is shown.
 DEMO_PERSONA_PRICES = {
@@ -54,8 +60,12 @@ def load_price_sheets(context: DemoContext) -> None:
     context.shared["demo_price_sheet"] = demo_sheet
 
 
-@demo_step(order=40, name=f"run the demo campaigns (golden + 4 simulated personas, N={DEMO_N}) on the worker pool")
+@demo_step(order=40, name="run the demo campaigns (golden + 4 simulated personas) on the worker pool")
 def run_demo_campaigns(context: DemoContext) -> None:
+    if context.options.get("no_campaigns"):
+        context.notes.append("Demo campaigns: skipped (--no-campaigns)")
+        return
+    repeat = context.options.get("repeat") or DEMO_N
     user, team, suite = context.shared["demo_user"], context.shared["demo_team"], context.shared["suite"]
     to_wait = []
     for spec in DEMO_AGENTS:
@@ -65,7 +75,7 @@ def run_demo_campaigns(context: DemoContext) -> None:
         if existing is not None and existing.status == Campaign.Status.DONE:
             continue
         campaign = existing or campaign_create(
-            name=name, team=team, owner=user, agent=agent, suite=suite, n_attempts=DEMO_N, seed=7,
+            name=name, team=team, owner=user, agent=agent, suite=suite, n_attempts=repeat, seed=7,
             price_sheet=context.shared["demo_price_sheet"],
         )
         campaign_start(campaign=campaign)
@@ -73,7 +83,7 @@ def run_demo_campaigns(context: DemoContext) -> None:
     if not to_wait:
         context.notes.append("Demo campaigns: already complete")
         return
-    worker = start_embedded_worker() if broker_is_embedded() else None
+    worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None
     started = time.monotonic()
     try:
         finished = wait_for_campaigns(

@@ -19,6 +19,13 @@ def broker_is_embedded() -> bool:
     return str(settings.CELERY_BROKER_URL).startswith("filesystem://")
 
 
+def tasks_run_inline() -> bool:
+    """Celery's eager mode runs each task inside .delay(): no worker is needed (or useful)."""
+    from thinkingbox_web.celery import app
+
+    return bool(app.conf.task_always_eager)
+
+
 def start_embedded_worker(*, concurrency: int = 2, log_file: Path | None = None) -> subprocess.Popen:
     """Start a Celery worker subprocess with this process's settings; the caller stops it."""
     base_dir = Path(settings.BASE_DIR)

@@ -7,6 +7,7 @@ attempt. Engine objects that are immutable (built-in suite specs) are cached per
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -129,20 +130,69 @@ def attempt_seed(campaign: Campaign, task_id: str, index: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+_SUITE_LOAD_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=16)
-def _builtin_suite(name: str, content_hash: str):
+def _load_builtin_suite(name: str, content_hash: str):
     from tb_engine.loader import load_builtin_suite
 
     return load_builtin_suite(name)
+
+
+def _builtin_suite(name: str, content_hash: str):
+    # One loader at a time: without the lock, every thread of a fresh worker parses the suite at
+    # once (seconds of duplicated work under the GIL before the first attempts can start).
+    with _SUITE_LOAD_LOCK:
+        return _load_builtin_suite(name, content_hash)
+
+
+def warm_builtin_suites() -> int:
+    """Load every built-in suite the database uses, so a worker's first attempts start at once."""
+    from apps.suites.models import Domain
+
+    count = 0
+    pairs = Domain.objects.filter(suite__source=Suite.Source.BUILTIN).values_list("suite__name", "suite__content_hash", "spec")
+    for suite_name, content_hash, spec in pairs.distinct():
+        name = (spec or {}).get("builtin_suite", suite_name)
+        try:
+            _builtin_suite(name, content_hash)
+            count += 1
+        except Exception:  # a suite that no longer loads fails its attempts with a clear error later
+            continue
+    return count
+
+
+@lru_cache(maxsize=4096)
+def _task_spec(task_pk: int, content_hash: str) -> TaskSpec:
+    # Keyed by content hash: a re-imported task gets a new entry, never a stale spec.
+    from apps.suites.models import Task
+
+    return task_from_dict(Task.objects.values_list("spec", flat=True).get(pk=task_pk))
+
+
+@lru_cache(maxsize=256)
+def _domain_spec_json(domain_pk: int, suite_hash: str) -> dict:
+    from apps.suites.models import Domain
+
+    return Domain.objects.values_list("spec", flat=True).get(pk=domain_pk)
+
+
+def task_spec(attempt: Attempt) -> TaskSpec:
+    """The attempt's task spec, parsed once per worker process and task version."""
+    return _task_spec(attempt.task_id, attempt.task.content_hash)
 
 
 def runnable_domain(attempt: Attempt) -> DomainSpec:
     """The domain with tool implementations (built-in) or its MCP launch config (imported)."""
     suite = attempt.task.suite
     domain_row = attempt.task.domain
+    spec = _domain_spec_json(domain_row.pk, suite.content_hash)
     if suite.source == Suite.Source.BUILTIN:
-        return _builtin_suite(suite.name, suite.content_hash).domains[domain_row.name]
-    return domain_from_dict(domain_row.spec)
+        # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
+        builtin = spec.get("builtin_suite", suite.name)
+        return _builtin_suite(builtin, suite.content_hash).domains[domain_row.name]
+    return domain_from_dict(spec)
 
 
 def build_backend(domain: DomainSpec, task: TaskSpec):
@@ -233,7 +283,7 @@ def _cost(usage: Usage, model: str, sheet: EnginePriceSheet | None) -> Decimal |
 def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> AttemptOutcome:
     """Run one stored attempt through the engine and price it (raises AttemptCancelled)."""
     campaign = attempt.campaign
-    task = task_from_dict(attempt.task.spec)
+    task = task_spec(attempt)
     domain = runnable_domain(attempt)
     seed = attempt_seed(campaign, task.id, attempt.index)
     agent = HeartbeatAgent(build_agent(campaign.agent, task=task, domain=domain, seed=seed), heartbeat)

@@ -152,6 +152,8 @@ class Attempt(models.Model):
         ]
         indexes = [
             models.Index(fields=["campaign", "status"], name="attempt_campaign_status"),
+            # Dispatch walks a campaign's queued attempts in (index, task) order.
+            models.Index(fields=["campaign", "status", "index", "task"], name="attempt_dispatch_order"),
             models.Index(fields=["status", "lease_expires_at"], name="attempt_status_lease"),
             models.Index(fields=["campaign", "clean_looking"], name="attempt_campaign_clean"),
         ]

@@ -22,7 +22,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet
-from apps.campaigns.summaries import summary_refresh
+from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,7 @@ def campaign_start(*, campaign: Campaign) -> int:
             if (task_id, index) not in existing
         ]
         Attempt.objects.bulk_create(new, batch_size=2000)
+        summaries_create(campaign_id=locked.pk, task_ids=task_ids)
         locked.status = Campaign.Status.RUNNING
         locked.started_at = locked.started_at or timezone.now()
         locked.finished_at = None
@@ -204,9 +205,12 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     worker = worker or worker_identity()
     if not attempt_claim(attempt_id=attempt_id, worker=worker):
         return "not-claimed"
-    attempt = Attempt.objects.select_related(
-        "campaign__agent", "campaign__price_sheet", "task__domain", "task__suite"
-    ).get(id=attempt_id)
+    # Big JSON stays in the database: specs are parsed once per process (execution caches them).
+    attempt = (
+        Attempt.objects.select_related("campaign__agent", "campaign__price_sheet", "task__domain", "task__suite")
+        .defer("result", "task__spec", "task__domain__spec", "task__domain__policy", "task__suite__description")
+        .get(id=attempt_id)
+    )
     try:
         outcome = run_engine_attempt(attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker))
     except AttemptCancelled:
@@ -214,23 +218,30 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
         log.exception("attempt %s crashed", attempt_id)
         outcome = _crash_outcome(attempt, exc)
-    if outcome is None or _campaign_cancelled(attempt.campaign_id):
-        recorded = _record_cancelled(attempt_id=attempt_id, worker=worker)
-        what = "cancelled"
-    elif outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < settings.ATTEMPT_MAX_RETRIES:
-        recorded = _requeue_after_infra_error(attempt=attempt, worker=worker, error=outcome.error_detail)
-        what = "retry"
-    else:
-        recorded = _record_outcome(attempt_id=attempt_id, worker=worker, outcome=outcome)
-        what = outcome.status
-    if not recorded:
-        return "lost-lease"
-    summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
-    campaign = attempt.campaign
-    if what != "retry":
-        campaign_dispatch(campaign=campaign, limit=1)
-    campaign_finish_if_complete(campaign_id=campaign.pk)
+    # Record, summarise and hand the slot to the campaign's next attempt in one transaction.
+    with transaction.atomic():
+        what, recorded = _record(attempt=attempt, worker=worker, outcome=outcome)
+        if not recorded:
+            return "lost-lease"
+        summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
+        if what == "retry" or campaign_dispatch(campaign=attempt.campaign, limit=1) == 0:
+            campaign_finish_if_complete(campaign_id=attempt.campaign_id)
     return what
+
+
+def _record(*, attempt: Attempt, worker: str, outcome) -> tuple[str, bool]:
+    """Write the attempt's end state; (what happened, whether this worker still owned it)."""
+    if outcome is None:
+        return "cancelled", _record_cancelled(attempt_id=attempt.id, worker=worker)
+    if outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < settings.ATTEMPT_MAX_RETRIES:
+        return "retry", _requeue_after_infra_error(attempt=attempt, worker=worker, error=outcome.error_detail)
+    if _record_outcome(attempt_id=attempt.id, worker=worker, outcome=outcome):
+        return outcome.status, True
+    # Not recorded: the campaign was cancelled meanwhile (the attempt ends cancelled) or the
+    # lease passed to another worker (its result wins).
+    if _campaign_cancelled(attempt.campaign_id):
+        return "cancelled", _record_cancelled(attempt_id=attempt.id, worker=worker)
+    return "lost-lease", False
 
 
 def _campaign_cancelled(campaign_id: int) -> bool:
@@ -244,11 +255,13 @@ def _crash_outcome(attempt: Attempt, exc: Exception):
 
 
 def _record_outcome(*, attempt_id: int, worker: str, outcome) -> bool:
+    """Only the owning worker of a still-running campaign may record a result."""
     fields = outcome.as_fields()
     fields.update(finished_at=timezone.now(), lease_expires_at=None)
-    return (
-        Attempt.objects.filter(id=attempt_id, status=Attempt.Status.RUNNING, worker=worker).update(**fields) == 1
+    owned = Attempt.objects.filter(
+        id=attempt_id, status=Attempt.Status.RUNNING, worker=worker, campaign__status=Campaign.Status.RUNNING
     )
+    return owned.update(**fields) == 1
 
 
 def _record_cancelled(*, attempt_id: int, worker: str) -> bool:

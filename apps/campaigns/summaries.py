@@ -1,71 +1,74 @@
-"""Per-(campaign, task) summaries, recomputed from attempts so they always equal a recount."""
+"""Per-(campaign, task) summaries, recomputed from attempts so they always equal a recount.
+
+Recomputing (rather than incrementing) keeps the summary right whatever happened before: a
+re-run attempt, a resume, an attempt recorded twice by a confused worker. It stays cheap because a
+pair has at most N attempts and the recount is one statement over the (campaign, task, index) index.
+"""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
-from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.campaigns.models import Attempt, TaskSummary
 
-_DONE = Q(status=Attempt.Status.DONE)
+_DONE = "status = 'done'"
+# Summary column -> SQL aggregate over the pair's attempts. Tokens and cost cover every billed
+# attempt (infra errors included, SPEC §5), not only finished ones.
+_COLUMNS = {
+    "n_done": f"COUNT(*) FILTER (WHERE {_DONE})",
+    "n_pass": f"COUNT(*) FILTER (WHERE {_DONE} AND verdict = 'pass')",
+    "n_infra_error": "COUNT(*) FILTER (WHERE status = 'infra_error')",
+    "n_cancelled": "COUNT(*) FILTER (WHERE status = 'cancelled')",
+    "n_clean_looking": f"COUNT(*) FILTER (WHERE {_DONE} AND clean_looking)",
+    "input_tokens": "COALESCE(SUM(input_tokens), 0)",
+    "cached_input_tokens": "COALESCE(SUM(cached_input_tokens), 0)",
+    "output_tokens": "COALESCE(SUM(output_tokens), 0)",
+    "reasoning_tokens": "COALESCE(SUM(reasoning_tokens), 0)",
+    "eval_tokens": "COALESCE(SUM(eval_tokens), 0)",
+    "agent_cost": "COALESCE(SUM(agent_cost), 0)",
+    "eval_cost": "COALESCE(SUM(eval_cost), 0)",
+    "unpriced_attempts": "COUNT(*) FILTER (WHERE agent_cost IS NULL AND (input_tokens > 0 OR output_tokens > 0))",
+}
 
 
-def _aggregates():
-    # Tokens and cost cover every billed attempt (infra errors included, SPEC §5), not only done ones.
-    return {
-        "n_done": Count("id", filter=_DONE),
-        "n_pass": Count("id", filter=_DONE & Q(verdict=Attempt.Verdict.PASS)),
-        "n_infra_error": Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
-        "n_cancelled": Count("id", filter=Q(status=Attempt.Status.CANCELLED)),
-        "n_clean_looking": Count("id", filter=_DONE & Q(clean_looking=True)),
-        "input_tokens": Sum("input_tokens"),
-        "cached_input_tokens": Sum("cached_input_tokens"),
-        "output_tokens": Sum("output_tokens"),
-        "reasoning_tokens": Sum("reasoning_tokens"),
-        "eval_tokens": Sum("eval_tokens"),
-        "agent_cost": Sum("agent_cost"),
-        "eval_cost": Sum("eval_cost"),
-        "unpriced_attempts": Count(
-            "id", filter=Q(agent_cost__isnull=True) & (Q(input_tokens__gt=0) | Q(output_tokens__gt=0))
-        ),
-    }
+def _recount_sql(where: str) -> str:
+    summary, attempt = TaskSummary._meta.db_table, Attempt._meta.db_table
+    columns = ", ".join(_COLUMNS)
+    aggregates = ", ".join(_COLUMNS.values())
+    return (
+        f"UPDATE {summary} SET ({columns}, updated_at) = ("
+        f"SELECT {aggregates}, %s FROM {attempt} a "
+        f"WHERE a.campaign_id = {summary}.campaign_id AND a.task_id = {summary}.task_id) "
+        f"WHERE {where}"
+    )
+
+
+def summaries_create(*, campaign_id: int, task_ids: list[int]) -> None:
+    """Zero summaries for a campaign's tasks (missing ones only), so refreshes only ever update."""
+    TaskSummary.objects.bulk_create(
+        [TaskSummary(campaign_id=campaign_id, task_id=task_id) for task_id in task_ids], ignore_conflicts=True
+    )
 
 
 def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
     """Recompute the summaries of a campaign (or of one of its tasks) from its attempts.
 
-    Side effects: upserts TaskSummary rows. The row lock serialises concurrent refreshes of the
-    same pair, and each refresh runs after its own attempt committed, so the last one to take
-    the lock sees every finished attempt.
+    Side effects: updates TaskSummary rows (creating missing ones). The row lock taken first
+    serialises concurrent refreshes of a pair, and the recount statement that follows reads
+    after the lock is held, so the last refresh always sees every committed attempt.
     """
-    attempts = Attempt.objects.filter(campaign_id=campaign_id)
-    if task_id is not None:
-        attempts = attempts.filter(task_id=task_id)
     with transaction.atomic():
-        if task_id is not None:
-            TaskSummary.objects.get_or_create(campaign_id=campaign_id, task_id=task_id)
-            list(TaskSummary.objects.select_for_update().filter(campaign_id=campaign_id, task_id=task_id))
-        # Annotations get a prefix: an aggregate may not share its name with a model field.
-        rows = attempts.order_by().values("task_id").annotate(**{f"agg_{k}": v for k, v in _aggregates().items()})
-        existing = {s.task_id: s for s in TaskSummary.objects.filter(campaign_id=campaign_id, **({"task_id": task_id} if task_id else {}))}
-        to_create, to_update = [], []
-        for row in rows:
-            values = {
-                k.removeprefix("agg_"): (v if v is not None else (Decimal(0) if k.endswith("cost") else 0))
-                for k, v in row.items()
-                if k != "task_id"
-            }
-            values["updated_at"] = timezone.now()  # bulk_update skips auto_now; caches key on it
-            summary = existing.get(row["task_id"])
-            if summary is None:
-                to_create.append(TaskSummary(campaign_id=campaign_id, task_id=row["task_id"], **values))
-            else:
-                for key, value in values.items():
-                    setattr(summary, key, value)
-                to_update.append(summary)
-        TaskSummary.objects.bulk_create(to_create)
-        if to_update:
-            TaskSummary.objects.bulk_update(to_update, [*_aggregates(), "updated_at"])
+        if task_id is None:
+            task_ids = list(Attempt.objects.filter(campaign_id=campaign_id).values_list("task_id", flat=True).distinct())
+            summaries_create(campaign_id=campaign_id, task_ids=task_ids)
+            where, params = "campaign_id = %s", [campaign_id]
+        else:
+            locked = list(
+                TaskSummary.objects.select_for_update().filter(campaign_id=campaign_id, task_id=task_id).values_list("id", flat=True)
+            )
+            if not locked:
+                summaries_create(campaign_id=campaign_id, task_ids=[task_id])
+            where, params = "campaign_id = %s AND task_id = %s", [campaign_id, task_id]
+        with connection.cursor() as cursor:
+            cursor.execute(_recount_sql(where), [timezone.now(), *params])

@@ -32,6 +32,7 @@ class DemoContext:
 
     out: TextIO
     notes: list[str] = field(default_factory=list)
+    options: dict = field(default_factory=dict)  # command-line options steps may read (e.g. repeat)
     shared: dict = field(default_factory=dict)  # steps may pass objects on (e.g. the demo team)
 
 

@@ -199,3 +199,17 @@ def test_dispatch_window_bounds_messages_in_flight(make_campaign):
     campaign_start(campaign=campaign)
 
     assert Attempt.objects.filter(campaign=campaign, dispatched_at__isnull=False).count() == 3
+
+
+def test_small_campaign_is_dispatched_at_once_beside_a_huge_one(make_campaign):
+    huge_agent = AgentConfig.objects.create(name="huge golden", kind=AgentConfig.Kind.GOLDEN, max_concurrency=4)
+    huge = make_campaign(huge_agent, tasks=6, n=10)
+    campaign_start(campaign=huge)
+    small = make_campaign(tasks=2, n=1)
+
+    campaign_start(campaign=small)
+
+    # Each campaign has its own window at the broker, so the small one never queues behind the
+    # huge one's 60 attempts: both its attempts are in flight, and the huge one holds only 4.
+    assert Attempt.objects.filter(campaign=small, dispatched_at__isnull=False).count() == 2
+    assert Attempt.objects.filter(campaign=huge, dispatched_at__isnull=False).count() == 4

@@ -23,26 +23,31 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 def test_demo_no_serve_creates_working_login(client, settings):
     settings.DEBUG = True
     out = io.StringIO()
-    call_command("demo", "--no-serve", stdout=out)
+    call_command("demo", "--no-serve", "--no-campaigns", stdout=out)
     lines = out.getvalue().splitlines()
     assert lines == [
-        "[1/2] create the demo login",
-        "[2/2] load the personas (alice, bob, trish, charlie, erin)",
+        "[1/5] create the demo login",
+        "[2/5] load the personas (alice, bob, trish, charlie, erin)",
+        "[3/5] load the built-in five-domain suite",
+        "[4/5] load price sheets",
+        "[5/5] run the demo campaigns (golden + 4 simulated personas) on the worker pool",
         "Demo ready.",
         "URL: http://127.0.0.1:8000/",
         "Login: demo / demo (admin role, team 'Demo team')",
         "Personas (password <name>-pw): alice operator, bob viewer, trish triager in Team A; "
         "erin viewer in Team B; charlie no role",
+        "Suite: starter v1.0, 56 tasks in 5 domains (56 valid)",
+        "Demo campaigns: skipped (--no-campaigns)",
     ]
     assert client.login(username="demo", password="demo") is True
-    assert client.get("/").status_code == 200
+    assert client.get("/", follow=True).status_code == 200
 
 
 @pytest.mark.django_db
 def test_demo_twice_keeps_one_user_with_admin_role(settings, django_user_model):
     settings.DEBUG = True
-    call_command("demo", "--no-serve", stdout=io.StringIO())
-    call_command("demo", "--no-serve", stdout=io.StringIO())
+    call_command("demo", "--no-serve", "--no-campaigns", stdout=io.StringIO())
+    call_command("demo", "--no-serve", "--no-campaigns", stdout=io.StringIO())
     user = django_user_model.objects.get(username="demo")
     assert django_user_model.objects.count() == 6  # demo + five personas, none duplicated
     assert user_has_role(user, "admin") is True
@@ -59,20 +64,20 @@ def test_demo_refuses_without_debug(settings):
 def test_demo_step_registration_orders_by_order(monkeypatch):
     monkeypatch.setattr(demo_module, "_STEPS", dict(demo_module._STEPS))
 
-    @demo_step(order=30, name="later step")
+    @demo_step(order=99, name="later step")
     def later(context: DemoContext) -> None:
         context.notes.append("later")
 
-    @demo_step(order=20, name="middle step")
+    @demo_step(order=12, name="middle step")
     def middle(context: DemoContext) -> None:
         context.notes.append("middle")
 
-    assert [step.name for step in demo_steps()] == [
+    assert [step.name for step in demo_steps()][:3] == [
         "create the demo login",
-        "load the personas (alice, bob, trish, charlie, erin)",
         "middle step",
-        "later step",
+        "load the personas (alice, bob, trish, charlie, erin)",
     ]
+    assert [step.name for step in demo_steps()][-1] == "later step"
 
 
 def test_plotly_js_is_found_in_installed_package():

@@ -13,14 +13,10 @@ pytestmark = pytest.mark.django_db
 NAV_LABELS = ["Leaderboard", "Gap", "Cost", "Domains", "Tasks", "Compare", "Triage", "Campaigns", "Training"]
 
 
-def test_home_shows_dashboard_with_own_teams_and_roles(client, alice, team_a, team_b):
+def test_home_sends_users_with_a_role_to_the_leaderboard(client, alice):
     client.force_login(alice)
     response = client.get("/")
-    assert response.status_code == 200
-    assert list(response.context["teams"]) == [team_a]
-    assert [role.value for role in response.context["roles"]] == ["viewer", "triager", "operator"]
-    assert b"<h1>Dashboard</h1>" in response.content
-    assert b"Team B" not in response.content
+    assert (response.status_code, response.url) == (302, "/leaderboard/")
 
 
 def test_home_without_role_explains_what_to_do(client, charlie):
@@ -30,14 +26,13 @@ def test_home_without_role_explains_what_to_do(client, charlie):
     assert b"Your account has no role yet" in response.content
 
 
-def test_navigation_lists_all_sections_in_order_with_leaderboard_on_home(client, bob):
+def test_navigation_lists_all_sections_in_order_with_leaderboard_first(client, bob):
     client.force_login(bob)
-    response = client.get("/")
+    response = client.get("/leaderboard/")
     entries = response.context["nav_entries"]
     assert [entry["label"] for entry in entries] == NAV_LABELS
-    assert entries[0] == {"key": "leaderboard", "label": "Leaderboard", "url": "/", "active": True}
-    # Sections whose app is not installed yet render as "coming soon", not as broken links.
-    assert [entry["url"] for entry in entries[1:]] == [None] * 8
+    assert entries[0] == {"key": "leaderboard", "label": "Leaderboard", "url": "/leaderboard/", "active": True}
+    assert [entry["active"] for entry in entries[1:]] == [False] * 8
 
 
 def test_register_nav_item_points_entry_at_existing_url(monkeypatch):
@@ -56,7 +51,7 @@ def test_register_nav_item_new_key_goes_last(monkeypatch):
 
 def test_base_template_loads_vendored_htmx_and_sends_csrf_header(client, bob):
     client.force_login(bob)
-    content = client.get("/").content.decode()
+    content = client.get("/", follow=True).content.decode()
     assert '<script src="/static/vendor/htmx/htmx.min.js" defer></script>' in content
     assert "hx-headers='{\"X-CSRFToken\": \"" in content
     assert '<link rel="stylesheet" href="/static/css/app.css">' in content

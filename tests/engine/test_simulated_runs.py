@@ -39,9 +39,13 @@ def test_simulated_attempts_all_complete_without_infra_errors(eight_seeds):
     assert statuses == {"done"}
 
 
-def test_steady_and_cautious_only_ever_miss_effects(eight_seeds):
-    assert diff_kinds(eight_seeds["steady"]) == {"missing_effect"}
-    assert diff_kinds(eight_seeds["cautious"]) == {"missing_effect"}
+def test_steady_and_cautious_only_skip_writes_never_add_effects(eight_seeds):
+    # Skipping one of two writes to the same cell (two credits to one balance) leaves a partial
+    # value: a wrong value by SPEC §3. What these personas never do is write something extra.
+    for persona in ("steady", "cautious"):
+        kinds = diff_kinds(eight_seeds[persona])
+        assert "missing_effect" in kinds
+        assert kinds - {"missing_effect", "wrong_value"} == set()
 
 
 def test_careless_and_explorer_produce_every_diff_class(eight_seeds):

@@ -6,7 +6,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.campaigns.bootstrap import agent_config_for, default_price_sheet, default_team
-from apps.campaigns.embedded import broker_is_embedded, start_embedded_worker, stop_worker, wait_for_campaigns
+from apps.campaigns.embedded import (
+    broker_is_embedded,
+    start_embedded_worker,
+    stop_worker,
+    tasks_run_inline,
+    wait_for_campaigns,
+)
 from apps.campaigns.selectors import campaign_progress
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite
@@ -54,7 +60,7 @@ class Command(BaseCommand):
         self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
         if not options["wait"]:
             return
-        worker = start_embedded_worker() if broker_is_embedded() else None
+        worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None
         try:
             finished = wait_for_campaigns([campaign.pk], timeout=options["timeout"])
         finally:

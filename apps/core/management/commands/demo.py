@@ -22,11 +22,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-worker", action="store_true", help="do not start a Celery worker beside the web server"
         )
+        parser.add_argument("--repeat", type=int, default=20, help="attempts per task in the demo campaigns (N)")
+        parser.add_argument("--no-campaigns", action="store_true", help="skip running the demo campaigns")
 
-    def handle(self, *args, no_serve: bool, addrport: str, no_worker: bool, **options):
+    def handle(self, *args, no_serve: bool, addrport: str, no_worker: bool, repeat: int, no_campaigns: bool, **options):
         if not settings.DEBUG:
             raise CommandError("demo creates a well-known login; refusing to run with DEBUG=0")
-        context = DemoContext(out=self.stdout)
+        context = DemoContext(out=self.stdout, options={"repeat": repeat, "no_campaigns": no_campaigns})
         steps = demo_steps()
         for number, step in enumerate(steps, start=1):
             self.stdout.write(f"[{number}/{len(steps)}] {step.name}")

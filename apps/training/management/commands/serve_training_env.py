@@ -1,0 +1,59 @@
+"""manage.py serve_training_env --pool FILE [--host --port --ttl --allow-evaluation-only]"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.suites.models import Suite
+from tb_engine.envserver.episodes import DEFAULT_MAX_EPISODES, DEFAULT_TTL_S, Environment, EvaluationOnlyError
+from tb_engine.envserver.pool import PoolFileError, read_pool
+from tb_engine.envserver.server import EnvServer
+from tb_engine.loader import load_builtin_suite
+
+
+def environment_for_pool(path: str, *, allow_evaluation_only: bool, ttl_s: float = DEFAULT_TTL_S,
+                         max_episodes: int = DEFAULT_MAX_EPISODES) -> Environment:
+    """The Environment serving a pool file's tasks; the stored Suite's evaluation_only flag decides (not the file)."""
+    pool = read_pool(path)
+    suite_row = Suite.objects.filter(name=pool.suite).first()
+    if suite_row is None:
+        raise CommandError(f"{path}: suite.name: no suite {pool.suite!r} in the database")
+    if (suite_row.evaluation_only or pool.evaluation_only) and not allow_evaluation_only:
+        raise CommandError(
+            f"suite {suite_row.name} v{suite_row.version} is evaluation-only: its licence forbids training on its tasks. "
+            "Pass --allow-evaluation-only to override."
+        )
+    if suite_row.source != Suite.Source.BUILTIN:
+        raise CommandError(f"suite {suite_row.name}: the environment server runs SQLite sandboxes of built-in suites only")
+    spec = load_builtin_suite(suite_row.name)
+    try:
+        return Environment(spec, task_ids=list(pool.task_ids), allow_evaluation_only=allow_evaluation_only,
+                           ttl_s=ttl_s, max_episodes=max_episodes)  # fmt: skip
+    except (EvaluationOnlyError, ValueError) as exc:
+        raise CommandError(f"{path}: {exc}") from exc
+
+
+class Command(BaseCommand):
+    help = "Serve a training pool's tasks over the OpenEnv-style HTTP API (tb_engine.envserver)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--pool", required=True, help="pool JSON written by select_training_pool")
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8765)
+        parser.add_argument("--ttl", type=float, default=DEFAULT_TTL_S, help="seconds an idle episode lives")
+        parser.add_argument("--allow-evaluation-only", action="store_true")
+
+    def handle(self, *args, **options):
+        try:
+            env = environment_for_pool(options["pool"], allow_evaluation_only=options["allow_evaluation_only"], ttl_s=options["ttl"])
+        except PoolFileError as exc:
+            raise CommandError(str(exc)) from exc
+        server = EnvServer(env, options["host"], options["port"])
+        self.stdout.write(f"serving {len(env.pool)} pool task(s) of suite {env.suite.name} on {server.url}")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+            env.close()

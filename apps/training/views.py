@@ -1,0 +1,93 @@
+"""Training pages: the pool explorer (posteriors, zone, threshold controls) and the before/after report.
+
+Each view starts with the viewer-role check and reads only campaigns the user may see; for htmx
+requests it renders only the named partial (its DOM id).
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from apps.core.access import require_role
+from apps.core.roles import Role
+from apps.dashboard import reports
+from apps.dashboard.charts import CONFIG
+from apps.dashboard.selectors import attempt_strip, dashboard_campaigns
+from apps.suites.models import Task
+from apps.training import charts
+from apps.training.pools import Thresholds, pool_sizes_by_q, posterior_table
+from apps.training.report import before_after, strip_rows
+from tb_engine.metrics import MetricsInputError
+
+Q_GRID = [round(0.5 + 0.05 * i, 2) for i in range(10)] + [0.99]
+
+
+def _render(request, template: str, partial: str, context: dict):
+    return render(request, f"{template}#{partial}" if request.htmx else template, context)
+
+
+def _pick(request, name: str, by_id: dict):
+    value = request.GET.get(name, "")
+    return by_id.get(int(value)) if value.isdigit() else None
+
+
+def _float(request, name: str, default: float) -> tuple[float, str]:
+    raw = request.GET.get(name, "").strip()
+    if not raw:
+        return default, ""
+    try:
+        return float(raw), ""
+    except ValueError:
+        return default, f"{name}: {raw!r} is not a number; using {default:g}"
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def pools(request):
+    """Per-task posteriors of a base campaign, learning-zone membership, and the pool as thresholds move."""
+    campaigns = dashboard_campaigns(request.user)
+    campaign = _pick(request, "campaign", {c.pk: c for c in campaigns})
+    errors = []
+    values = {}
+    for name, default in (("lo", Thresholds.lo), ("hi", Thresholds.hi), ("q", Thresholds.q)):
+        values[name], problem = _float(request, name, default)
+        errors += [problem] if problem else []
+    thresholds = Thresholds(**values)
+    context = {"campaigns": campaigns, "campaign": campaign, "thresholds": thresholds, "errors": errors, "rows": None}
+    if campaign is not None:
+        try:
+            table = posterior_table(campaign, thresholds)
+        except MetricsInputError as exc:
+            context["errors"] = errors + [str(exc)]
+        else:
+            context.update(
+                rows=table.to_dict("records"),
+                pool_size=int(table["in_zone"].sum()),
+                zone_chart={"figure": charts.zone_probability_figure(table, q=thresholds.q), "config": CONFIG},
+                size_chart={"figure": charts.pool_size_figure(Q_GRID, pool_sizes_by_q(table, Q_GRID)), "config": CONFIG},
+                evaluation_only=campaign.suite.evaluation_only,
+            )
+    return _render(request, "training/pools.html", "pool-body", context)
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def report(request):
+    """Before/after training: the article's table for both, per-domain deltas, tasks gained/lost, attempt strips."""
+    campaigns = dashboard_campaigns(request.user)
+    by_id = {c.pk: c for c in campaigns}
+    base, trained = _pick(request, "base", by_id), _pick(request, "trained", by_id)
+    context = {"campaigns": campaigns, "base": base, "trained": trained, "result": None, "error": "", "strip_task": None}
+    if base and trained:
+        try:
+            context["result"] = before_after(base=base, trained=trained)
+        except ValueError as exc:
+            context["error"] = str(exc)
+        task_pk = request.GET.get("task", "")
+        if context["result"] and task_pk.isdigit():
+            task = Task.objects.filter(pk=int(task_pk), campaigns=base).filter(campaigns=trained).first()
+            if task is not None:
+                strips = attempt_strip(task=task, campaigns=[base, trained])
+                context.update(strip_task=task, strips=strip_rows(strips, [base, trained]))
+    return _render(request, "training/report.html", "report-body", context)

@@ -1,0 +1,275 @@
+"""Campaign throughput on PostgreSQL + Redis with real Celery worker processes (issue: campaigns).
+
+Part 1 — golden agent, 507 tasks x 20 = 10,140 attempts (built-in tasks repeated to reach 507),
+one Celery worker with 2 prefork processes: sustained attempts/s end to end (dispatch, claim,
+engine, storage, summaries), p50/p95 attempt latency (claim -> recorded), database bytes per
+attempt.
+Part 2 — the OpenAI-compatible agent against a scripted endpoint on 127.0.0.1 answering after
+300 ms, 8 model calls per attempt, at 8, 32 and 64 concurrent attempts (threads pool): throughput
+as a fraction of the ideal (concurrency / 2.4 s).
+
+Run:  python3 bench/campaign_throughput.py                 # throwaway PostgreSQL + Redis (needs the Debian packages)
+      DATABASE_URL=postgres://... CELERY_BROKER_URL=redis://... python3 bench/campaign_throughput.py
+      --tasks 507 --repeat 20 --levels 8,32,64 --rounds 5   (defaults)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import run as project_runner  # noqa: E402  (throwaway PostgreSQL / Redis helpers)
+
+CALL_DELAY_S = 0.3
+CALLS_PER_ATTEMPT = 8
+
+
+def services(stack: list) -> tuple[str, str]:
+    database_url = os.environ.get("DATABASE_URL", "")
+    broker_url = os.environ.get("CELERY_BROKER_URL", "")
+    if not database_url.startswith("postgres"):
+        postgres = project_runner.ThrowawayPostgres()
+        stack.append(postgres)
+        database_url = postgres.start()
+    if not broker_url.startswith("redis"):
+        redis = project_runner.ThrowawayRedis()
+        stack.append(redis)
+        broker_url = redis.start()
+    return database_url, broker_url
+
+
+def start_worker(env: dict, log: Path, *, pool: str, concurrency: int) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker", "--pool", pool,
+        "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
+    ]  # fmt: skip
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def wait_done(campaign, timeout: float) -> float:
+    from apps.campaigns.models import Campaign
+    from apps.campaigns.services import attempts_sweep
+
+    started = time.monotonic()
+    last_sweep = started
+    while time.monotonic() - started < timeout:
+        if Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.DONE).exists():
+            return time.monotonic() - started
+        if time.monotonic() - last_sweep > 15:
+            attempts_sweep()
+            last_sweep = time.monotonic()
+        time.sleep(0.2)
+    raise SystemExit(f"campaign {campaign.pk} did not finish within {timeout:.0f} s")
+
+
+def bench_suite(n_tasks: int):
+    """A suite of n_tasks built-in tasks (repeated with suffixed ids) that runs on the built-in domains."""
+    from apps.suites.models import Domain, Suite, Task
+    from apps.suites.services import suite_load_builtin
+
+    starter = suite_load_builtin(name="starter", validate=False)
+    suite, _ = Suite.objects.update_or_create(
+        name=f"bench-{n_tasks}",
+        defaults={"version": starter.version, "source": Suite.Source.BUILTIN, "content_hash": starter.content_hash},
+    )
+    domains = {}
+    for domain in starter.domains.all():
+        domains[domain.pk], _ = Domain.objects.update_or_create(
+            suite=suite, name=domain.name,
+            defaults={"title": domain.title, "policy": domain.policy, "spec": {**domain.spec, "builtin_suite": starter.name}},
+        )  # fmt: skip
+    Task.objects.filter(suite=suite).delete()
+    originals = list(starter.tasks.order_by("task_id"))
+    rows = []
+    for number in range(n_tasks):
+        original = originals[number % len(originals)]
+        copy = number // len(originals)
+        rows.append(
+            Task(
+                suite=suite, domain=domains[original.domain_id], task_id=f"{original.task_id}~{copy}",
+                title=original.title, tags=original.tags, content_hash=original.content_hash,
+                spec=original.spec, validation=original.validation,
+            )
+        )  # fmt: skip
+    Task.objects.bulk_create(rows)
+    return suite
+
+
+def attempt_latencies_ms(campaign) -> list[float]:
+    from apps.campaigns.models import Attempt
+
+    pairs = Attempt.objects.filter(campaign=campaign, status="done").values_list("started_at", "finished_at")
+    return sorted((end - start).total_seconds() * 1000.0 for start, end in pairs)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def db_bytes_per_attempt() -> float:
+    from django.db import connection
+
+    from apps.campaigns.models import Attempt
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_total_relation_size('campaigns_attempt')")
+        total = cursor.fetchone()[0]
+    return total / max(Attempt.objects.count(), 1)
+
+
+def part_golden(args, env, owner, team, log_dir: Path) -> dict:
+    from apps.campaigns.models import AgentConfig
+    from apps.campaigns.services import campaign_create, campaign_start
+
+    suite = bench_suite(args.tasks)
+    agent, _ = AgentConfig.objects.update_or_create(
+        name="bench golden", defaults={"kind": AgentConfig.Kind.GOLDEN, "max_concurrency": 64}
+    )
+    worker = start_worker(env, log_dir / "golden-worker.log", pool="prefork", concurrency=2)
+    try:
+        time.sleep(4)  # worker start-up is not part of the sustained rate
+        campaign = campaign_create(
+            name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat
+        )
+        started = time.monotonic()
+        campaign_start(campaign=campaign)
+        elapsed = time.monotonic() - started + wait_done(campaign, timeout=args.timeout)
+    finally:
+        stop(worker)
+    total = args.tasks * args.repeat
+    latencies = attempt_latencies_ms(campaign)
+    figures = {
+        "attempts": total,
+        "attempts_per_s": total / elapsed,
+        "p50_attempt_ms": percentile(latencies, 0.5),
+        "p95_attempt_ms": percentile(latencies, 0.95),
+        "db_bytes_per_attempt": db_bytes_per_attempt(),
+    }
+    print(
+        f"golden: {total} attempts in {elapsed:.1f} s = {figures['attempts_per_s']:.1f} attempts/s; "
+        f"attempt latency p50 {figures['p50_attempt_ms']:.1f} ms, p95 {figures['p95_attempt_ms']:.1f} ms; "
+        f"{figures['db_bytes_per_attempt']:.0f} database bytes per attempt",
+        flush=True,
+    )
+    return figures
+
+
+def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
+    from apps.campaigns.models import AgentConfig
+    from apps.campaigns.services import campaign_create, campaign_start
+    from apps.suites.models import Suite
+
+    server_port = project_runner.free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/support/scripted_openai_server.py"), "--port", str(server_port),
+         "--delay-ms", str(int(CALL_DELAY_S * 1000)), "--tool-calls", str(CALLS_PER_ATTEMPT - 1), "--max-seconds", "1800"],
+        stdout=(log_dir / "scripted-server.log").open("ab"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    suite = Suite.objects.get(name="starter")
+    tasks = list(suite.tasks.order_by("task_id"))
+    ideal_latency = CALL_DELAY_S * CALLS_PER_ATTEMPT
+    scaling = {}
+    try:
+        time.sleep(1.0)
+        for level in args.levels:
+            agent, _ = AgentConfig.objects.update_or_create(
+                name=f"bench endpoint x{level}",
+                defaults={
+                    "kind": AgentConfig.Kind.OPENAI, "model": "bench-model", "max_concurrency": level,
+                    "base_url": f"http://127.0.0.1:{server_port}/v1",
+                    "parameters": {"max_concurrency": level, "retry": {"timeout_s": 30}},
+                },
+            )  # fmt: skip
+            attempts = level * args.rounds
+            per_task = -(-attempts // len(tasks))
+            selected = tasks[: -(-attempts // per_task)]
+            worker = start_worker(env, log_dir / f"llm-worker-{level}.log", pool="threads", concurrency=level)
+            try:
+                time.sleep(4)
+                campaign = campaign_create(
+                    name=f"bench endpoint x{level}", team=team, owner=owner, agent=agent, suite=suite,
+                    tasks=selected, n_attempts=per_task,
+                )  # fmt: skip
+                total = len(selected) * per_task
+                started = time.monotonic()
+                campaign_start(campaign=campaign)
+                elapsed = time.monotonic() - started + wait_done(campaign, timeout=args.timeout)
+            finally:
+                stop(worker)
+            rate = total / elapsed
+            ideal = level / ideal_latency
+            scaling[level] = rate / ideal
+            latencies = attempt_latencies_ms(campaign)
+            print(
+                f"endpoint x{level}: {total} attempts in {elapsed:.1f} s = {rate:.2f}/s, ideal {ideal:.2f}/s "
+                f"-> {100 * scaling[level]:.0f}% of ideal; attempt latency p50 {percentile(latencies, 0.5):.0f} ms",
+                flush=True,
+            )
+    finally:
+        server.terminate()
+    return scaling
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=507)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--levels", default="8,32,64")
+    parser.add_argument("--rounds", type=int, default=5, help="attempts per level = level x rounds")
+    parser.add_argument("--timeout", type=float, default=1200.0)
+    args = parser.parse_args()
+    args.levels = [int(v) for v in args.levels.split(",")]
+    stack: list = []
+    scratch = Path(tempfile.mkdtemp(prefix="tb-bench-"))
+    try:
+        database_url, broker_url = services(stack)
+        env = {
+            **os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url, "DEBUG": "1",
+            "TB_DATA_DIR": str(scratch), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT),
+        }  # fmt: skip
+        os.environ.update(env)
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        from django.contrib.auth import get_user_model
+
+        from apps.core.models import Team
+
+        owner, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_superuser": True})
+        team, _ = Team.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
+        golden = part_golden(args, env, owner, team, scratch)
+        scaling = part_llm(args, env, owner, team, scratch)
+    finally:
+        for service in reversed(stack):
+            service.stop()
+    top = max(args.levels)
+    print(
+        f"RESULT attempts_per_s={golden['attempts_per_s']:.1f} p50_attempt_ms={golden['p50_attempt_ms']:.1f} "
+        f"p95_attempt_ms={golden['p95_attempt_ms']:.1f} db_bytes_per_attempt={golden['db_bytes_per_attempt']:.0f} "
+        f"scaling_at_{top}={scaling[top]:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
