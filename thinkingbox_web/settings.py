@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "rest_framework",
+    "rest_framework.authtoken",
     "drf_spectacular",
     *LOCAL_APPS,
 ]
@@ -190,4 +191,16 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "ThinkingBox Web API", "VERSION": "0.1.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ThinkingBox Web API",
+    "VERSION": "0.1.0",
+    "DESCRIPTION": "Token (`Authorization: Token <key>`) or session auth; roles as in the UI. See docs/api.md.",
+    # Campaigns and attempts both have a `status` choice set; name each enum after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "CampaignStatusEnum": "apps.campaigns.models.Campaign.Status",
+        "AttemptStatusEnum": "apps.campaigns.models.Attempt.Status",
+        "AgentKindEnum": "apps.campaigns.models.AgentConfig.Kind",
+        "ReviewStatusEnum": "apps.triage.models.AttemptReview.Status",
+        "DiffKindEnum": "apps.api.views_attempts.DIFF_KINDS",
+    },
+}

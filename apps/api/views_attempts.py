@@ -1,0 +1,184 @@
+"""Attempts of visible campaigns: a filterable list (no result JSON) and the full detail.
+
+The list never loads the result JSON (transcript, diff), which is where an attempt's bytes
+are; the detail returns it split into transcript, diff, effects, checks and rubrics.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.http import Http404
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from apps.api.base import ApiView, api_schema, id_field, paginated
+from apps.campaigns.models import Attempt
+from apps.campaigns.selectors import campaigns_visible_to
+
+TAGS = ["attempts"]
+# SPEC §3: the classes of diff items plus the two non-state failure kinds.
+DIFF_KINDS = ("missing_effect", "extra_effect", "wrong_value")
+CATEGORIES = ("missing_effect", "extra_effect", "wrong_value", "rubric_failed", "check_failed")
+LIST_FIELDS = (
+    "id", "campaign_id", "task_id", "task__task_id", "task__domain__name", "index", "status", "termination",
+    "verdict", "categories", "clean_looking", "task_hash", "input_tokens", "cached_input_tokens", "output_tokens",
+    "reasoning_tokens", "eval_tokens", "agent_cost", "eval_cost", "tool_calls", "diff_items", "duration_ms",
+    "retries", "error_detail", "started_at", "finished_at",
+)  # fmt: skip
+
+
+class AttemptOutput(serializers.ModelSerializer):
+    campaign = serializers.IntegerField(source="campaign_id", read_only=True)
+    task = serializers.IntegerField(source="task_id", read_only=True)
+    task_id = serializers.CharField(source="task.task_id", read_only=True, help_text="The task's stable id.")
+    domain = serializers.CharField(source="task.domain.name", read_only=True)
+    categories = serializers.ListField(child=serializers.ChoiceField(choices=CATEGORIES), read_only=True)
+    agent_cost = serializers.DecimalField(max_digits=14, decimal_places=8, coerce_to_string=False, read_only=True, allow_null=True)
+    eval_cost = serializers.DecimalField(max_digits=14, decimal_places=8, coerce_to_string=False, read_only=True, allow_null=True)
+
+    class Meta:
+        model = Attempt
+        fields = ["id", "campaign", "task", "task_id", "domain", "index", "status", "termination", "verdict",
+                  "categories", "clean_looking", "task_hash", "input_tokens", "cached_input_tokens", "output_tokens",
+                  "reasoning_tokens", "eval_tokens", "agent_cost", "eval_cost", "tool_calls", "diff_items",
+                  "duration_ms", "retries", "error_detail", "started_at", "finished_at"]  # fmt: skip
+
+
+class DiffItemOutput(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=DIFF_KINDS)
+    table = serializers.CharField()
+    key = serializers.CharField()
+    field = serializers.CharField(allow_null=True, help_text="null for a whole-row difference.")
+    initial = serializers.JSONField(allow_null=True)
+    result = serializers.JSONField(allow_null=True)
+    golden = serializers.JSONField(allow_null=True)
+    written_by = serializers.ListField(child=serializers.IntegerField(), help_text="Tool-call indexes that wrote it.")
+
+
+class CheckOutput(serializers.Serializer):
+    kind = serializers.CharField()
+    description = serializers.CharField()
+    passed = serializers.BooleanField()
+    detail = serializers.CharField(allow_blank=True)
+    forbidden = serializers.BooleanField()
+
+
+class RubricOutput(serializers.Serializer):
+    question = serializers.CharField()
+    answer = serializers.BooleanField(allow_null=True)
+    explanation = serializers.CharField(allow_blank=True)
+
+
+class EffectOutput(serializers.Serializer):
+    op = serializers.ChoiceField(choices=["insert", "update", "delete"])
+    table = serializers.CharField()
+    key = serializers.CharField()
+    field = serializers.CharField(allow_null=True)
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    written_by = serializers.ListField(child=serializers.IntegerField())
+
+
+class TranscriptOutput(serializers.Serializer):
+    """tb_engine.transcript.Transcript.to_dict(); its inner records are documented in docs/engine.md."""
+
+    messages = serializers.ListField(child=serializers.DictField(), help_text="role, content, turn, at_ms, tool_calls…")
+    tool_calls = serializers.ListField(child=serializers.DictField(), help_text="Executed calls: index, name, arguments, result, error…")
+    agent_usage = serializers.DictField(help_text="Token usage of the agent.")
+    user_usage = serializers.DictField(help_text="Token usage of the user simulator.")
+    judge_usage = serializers.DictField(help_text="Token usage of the judge.")
+
+
+class AttemptDetailOutput(AttemptOutput):
+    transcript = serializers.SerializerMethodField()
+    diff = serializers.SerializerMethodField()
+    effects = serializers.SerializerMethodField()
+    checks = serializers.SerializerMethodField()
+    rubrics = serializers.SerializerMethodField()
+
+    class Meta(AttemptOutput.Meta):
+        fields = [*AttemptOutput.Meta.fields, "transcript", "diff", "effects", "checks", "rubrics"]
+
+    def _part(self, attempt: Attempt, name: str, empty):
+        return (attempt.result or {}).get(name) or empty
+
+    @extend_schema_field(TranscriptOutput)
+    def get_transcript(self, attempt: Attempt) -> dict:
+        """Messages, executed tool calls (index, name, arguments, result, error) and usage."""
+        return self._part(attempt, "transcript", {})
+
+    @extend_schema_field(DiffItemOutput(many=True))
+    def get_diff(self, attempt: Attempt) -> list[DiffItemOutput]:
+        return self._part(attempt, "diff", [])
+
+    @extend_schema_field(EffectOutput(many=True))
+    def get_effects(self, attempt: Attempt) -> list[dict]:
+        """S0 -> SR changes: op, table, key, field, before, after, written_by."""
+        return self._part(attempt, "effects", [])
+
+    @extend_schema_field(CheckOutput(many=True))
+    def get_checks(self, attempt: Attempt) -> list[CheckOutput]:
+        return self._part(attempt, "checks", [])
+
+    @extend_schema_field(RubricOutput(many=True))
+    def get_rubrics(self, attempt: Attempt) -> list[RubricOutput]:
+        return self._part(attempt, "rubrics", [])
+
+
+class AttemptFilter(serializers.Serializer):
+    campaign = id_field(required=False)
+    task = serializers.CharField(required=False, max_length=300, help_text="Stable task id (e.g. retail/…) or task pk.")
+    status = serializers.ChoiceField(choices=Attempt.Status.choices, required=False)
+    verdict = serializers.ChoiceField(choices=Attempt.Verdict.choices, required=False)
+    category = serializers.ChoiceField(choices=CATEGORIES, required=False, help_text="Attempts whose failure categories include it.")
+    clean_looking = serializers.BooleanField(required=False, allow_null=True, default=None,
+                                             help_text="SPEC §4 clean-looking failures only (true) or none of them (false).")  # fmt: skip
+    page = id_field(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+def visible_attempts():
+    return Attempt.objects.select_related("task__domain")
+
+
+def filter_attempts(queryset, query: dict):
+    """Apply an AttemptFilter's validated values to an attempt queryset."""
+    if "campaign" in query:
+        queryset = queryset.filter(campaign_id=query["campaign"])
+    if query.get("task"):
+        task = query["task"]
+        queryset = queryset.filter(task_id=int(task)) if task.isdigit() and len(task) < 18 else queryset.filter(task__task_id=task)
+    for field in ("status", "verdict"):
+        if query.get(field):
+            queryset = queryset.filter(**{field: query[field]})
+    if query.get("category"):
+        category = query["category"]
+        if connection.features.supports_json_field_contains:
+            queryset = queryset.filter(categories__contains=[category])
+        else:
+            # SQLite has no JSON containment; the JSON text of a list of known names is matched exactly quoted.
+            queryset = queryset.filter(categories__icontains=f'"{category}"')
+    if query.get("clean_looking") is not None:
+        queryset = queryset.filter(clean_looking=query["clean_looking"])
+    return queryset
+
+
+class AttemptListView(ApiView):
+    @api_schema(summary="List attempts of your teams' campaigns", operation_id="attempts_list", tags=TAGS, parameters=[AttemptFilter],
+                responses={200: paginated(AttemptOutput)})  # fmt: skip
+    def get(self, request):
+        query = self.validated_query(AttemptFilter)
+        attempts = visible_attempts().filter(campaign__in=campaigns_visible_to(request.user).values("pk"))
+        attempts = filter_attempts(attempts, query).only(*LIST_FIELDS).order_by("campaign_id", "task__task_id", "index")
+        return self.paginate(attempts, AttemptOutput)
+
+
+class AttemptDetailView(ApiView):
+    @api_schema(summary="One attempt with transcript, diff, effects, checks and rubrics", tags=TAGS,
+                responses={200: AttemptDetailOutput}, errors=(401, 403, 404))  # fmt: skip
+    def get(self, request, pk: int):
+        attempt = visible_attempts().filter(pk=pk, campaign__in=campaigns_visible_to(request.user).values("pk")).first()
+        if attempt is None:
+            raise Http404("no such attempt")
+        return Response(AttemptDetailOutput(attempt).data)

@@ -1,0 +1,229 @@
+"""Campaigns: list and read (viewer), create, launch, cancel, resume (operator), live progress.
+
+Every lookup goes through campaigns_visible_to, so another team's campaign is a 404 for
+everyone but admins. Writes call the campaigns app's services, exactly as the launch page does.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count
+from django.http import Http404
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from apps.api.base import ApiView, api_schema, id_field, paginated
+from apps.api.errors import Conflict
+from apps.campaigns.models import AgentConfig, Campaign, PriceSheet
+from apps.campaigns.selectors import campaign_progress, campaigns_visible_to
+from apps.campaigns.services import campaign_cancel, campaign_create, campaign_resume, campaign_start
+from apps.core.access import teams_for
+from apps.core.roles import Role
+from apps.suites.models import Suite
+
+TAGS = ["campaigns"]
+
+
+class CampaignOutput(serializers.ModelSerializer):
+    team = serializers.IntegerField(source="team_id", read_only=True)
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    agent = serializers.IntegerField(source="agent_id", read_only=True)
+    agent_name = serializers.CharField(source="agent.name", read_only=True)
+    is_simulation = serializers.BooleanField(source="agent.is_simulation", read_only=True,
+                                             help_text="Golden or simulated agent: a simulation, not a model.")  # fmt: skip
+    suite = serializers.IntegerField(source="suite_id", read_only=True)
+    price_sheet = serializers.IntegerField(source="price_sheet_id", read_only=True, allow_null=True)
+    task_count = serializers.IntegerField(read_only=True)
+    user_simulator = serializers.DictField(read_only=True)
+    judge = serializers.DictField(read_only=True)
+
+    class Meta:
+        model = Campaign
+        fields = ["id", "name", "status", "team", "team_name", "owner", "agent", "agent_name", "is_simulation",
+                  "suite", "suite_version", "suite_hash", "harness_version", "task_count", "n_attempts", "seed",
+                  "user_simulator", "judge", "price_sheet", "created_at", "started_at", "finished_at"]  # fmt: skip
+
+
+class CampaignFilter(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Campaign.Status.choices, required=False)
+    team = id_field(required=False)
+    agent = id_field(required=False)
+    suite = id_field(required=False)
+    page = id_field(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class CampaignInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    team = id_field(help_text="One of your teams.")
+    agent = serializers.PrimaryKeyRelatedField(queryset=AgentConfig.objects.all())
+    suite = serializers.PrimaryKeyRelatedField(queryset=Suite.objects.all())
+    task_ids = serializers.ListField(
+        child=serializers.CharField(max_length=300), required=False,
+        help_text="Stable task ids of the suite; default every gradable task (or every task of `domains`).",
+    )  # fmt: skip
+    domains = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
+    n_attempts = serializers.IntegerField(min_value=1, max_value=200, default=20)
+    seed = serializers.IntegerField(default=0, min_value=-(2**63), max_value=2**63 - 1)
+    price_sheet = serializers.PrimaryKeyRelatedField(queryset=PriceSheet.objects.all(), required=False, allow_null=True)
+    launch = serializers.BooleanField(default=False, help_text="Start at once (same as POST …/launch/ afterwards).")
+
+    def validate_team(self, value: int):
+        team = teams_for(self.context["request"].user).filter(pk=value).first()
+        if team is None:
+            raise serializers.ValidationError("not one of your teams")
+        return team
+
+    def validate(self, data: dict) -> dict:
+        tasks = data["suite"].tasks.all()
+        if data.get("domains"):
+            tasks = tasks.filter(domain__name__in=data["domains"])
+        if data.get("task_ids"):
+            wanted = set(data["task_ids"])
+            tasks = list(tasks.filter(task_id__in=wanted))
+            unknown = sorted(wanted - {task.task_id for task in tasks})
+            if unknown:
+                raise serializers.ValidationError({"task_ids": [f"not in suite {data['suite'].name}: {', '.join(unknown[:10])}"]})
+        data["tasks"] = list(tasks)
+        return data
+
+
+def visible_campaigns(user):
+    return campaigns_visible_to(user).annotate(task_count=Count("tasks", distinct=True))
+
+
+def get_campaign_for_user(user, pk: int) -> Campaign:
+    """The campaign if the user's teams may see it; 404 otherwise (outsiders learn nothing)."""
+    campaign = visible_campaigns(user).filter(pk=pk).first()
+    if campaign is None:
+        raise Http404("no such campaign")
+    return campaign
+
+
+class CampaignListView(ApiView):
+    roles = {"POST": Role.OPERATOR}
+
+    @api_schema(summary="List campaigns your teams may see", operation_id="campaigns_list", tags=TAGS, parameters=[CampaignFilter],
+                responses={200: paginated(CampaignOutput)})  # fmt: skip
+    def get(self, request):
+        query = self.validated_query(CampaignFilter)
+        campaigns = visible_campaigns(request.user).order_by("-created_at", "-pk")
+        for field in ("status", "team", "agent", "suite"):
+            if field in query:
+                campaigns = campaigns.filter(**{field: query[field]})
+        return self.paginate(campaigns, CampaignOutput)
+
+    @api_schema(summary="Create a campaign (operator), optionally launching it", tags=TAGS, request=CampaignInput,
+                responses={201: CampaignOutput}, errors=(400, 401, 403))  # fmt: skip
+    def post(self, request):
+        data = self.validated_body(CampaignInput)
+        try:
+            campaign = campaign_create(
+                name=data["name"], team=data["team"], owner=request.user, agent=data["agent"], suite=data["suite"],
+                tasks=data["tasks"], n_attempts=data["n_attempts"], seed=data["seed"], price_sheet=data.get("price_sheet"),
+            )  # fmt: skip
+        except ValueError as exc:  # e.g. no gradable task selected
+            raise serializers.ValidationError({"task_ids": [str(exc)]})
+        if data["launch"]:
+            campaign_start(campaign=campaign)
+        return Response(CampaignOutput(get_campaign_for_user(request.user, campaign.pk)).data, status=status.HTTP_201_CREATED)
+
+
+class CampaignDetailView(ApiView):
+    @api_schema(summary="One campaign", tags=TAGS, responses={200: CampaignOutput}, errors=(401, 403, 404))
+    def get(self, request, pk: int):
+        return Response(CampaignOutput(get_campaign_for_user(request.user, pk)).data)
+
+
+class ProgressOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Campaign.Status.choices)
+    total = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    done = serializers.IntegerField()
+    infra_error = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    passed = serializers.IntegerField()
+    finished = serializers.IntegerField()
+    percent = serializers.FloatField()
+    pass_rate = serializers.FloatField(allow_null=True, help_text="Passes among done attempts so far.")
+    throughput_per_min = serializers.FloatField(help_text="Attempts finished over the last minute.")
+    eta_seconds = serializers.FloatField(allow_null=True)
+
+
+def progress_data(campaign: Campaign) -> dict:
+    progress = campaign_progress(campaign=campaign)
+    fields = ("total", "queued", "running", "done", "infra_error", "cancelled", "passed", "finished", "percent",
+              "pass_rate", "throughput_per_min", "eta_seconds")  # fmt: skip
+    return {"status": campaign.status, **{name: getattr(progress, name) for name in fields}}
+
+
+class CampaignProgressView(ApiView):
+    @api_schema(summary="Status and progress of a campaign", tags=TAGS, responses={200: ProgressOutput}, errors=(401, 403, 404))
+    def get(self, request, pk: int):
+        return Response(ProgressOutput(progress_data(get_campaign_for_user(request.user, pk))).data)
+
+
+class ActionOutput(serializers.Serializer):
+    campaign = CampaignOutput()
+    attempts = serializers.IntegerField(help_text="Attempts created (launch), cancelled (cancel) or re-queued (resume).")
+
+
+class _CampaignAction(ApiView):
+    """POST to a campaign: check the state, call the service, answer with the campaign and a count."""
+
+    roles = {"POST": Role.OPERATOR}
+    allowed_from: tuple[str, ...] = ()
+    verb = ""
+
+    def act(self, campaign: Campaign) -> int:
+        raise NotImplementedError
+
+    def post(self, request, pk: int):
+        campaign = get_campaign_for_user(request.user, pk)
+        if campaign.status not in self.allowed_from:
+            allowed = ", ".join(self.allowed_from)
+            raise Conflict(f"cannot {self.verb} a campaign that is {campaign.status} (only when {allowed})")
+        count = self.act(campaign)
+        campaign = get_campaign_for_user(request.user, pk)
+        return Response(ActionOutput({"campaign": campaign, "attempts": count}).data)
+
+
+def _action_schema(summary: str):
+    return api_schema(summary=summary, tags=TAGS, request=None, responses={200: ActionOutput}, errors=(401, 403, 404, 409))
+
+
+class CampaignLaunchView(_CampaignAction):
+    allowed_from = (Campaign.Status.DRAFT,)
+    verb = "launch"
+
+    def act(self, campaign: Campaign) -> int:
+        return campaign_start(campaign=campaign)
+
+    @_action_schema("Launch a draft campaign (operator): create its attempts and dispatch them")
+    def post(self, request, pk: int):
+        return super().post(request, pk)
+
+
+class CampaignCancelView(_CampaignAction):
+    allowed_from = (Campaign.Status.DRAFT, Campaign.Status.RUNNING)
+    verb = "cancel"
+
+    def act(self, campaign: Campaign) -> int:
+        return campaign_cancel(campaign=campaign)
+
+    @_action_schema("Cancel a campaign (operator): queued attempts are cancelled, running ones end cancelled")
+    def post(self, request, pk: int):
+        return super().post(request, pk)
+
+
+class CampaignResumeView(_CampaignAction):
+    allowed_from = (Campaign.Status.CANCELLED, Campaign.Status.DONE)
+    verb = "resume"
+
+    def act(self, campaign: Campaign) -> int:
+        return campaign_resume(campaign=campaign)
+
+    @_action_schema("Resume a campaign (operator): re-queue cancelled and infra-error attempts")
+    def post(self, request, pk: int):
+        return super().post(request, pk)

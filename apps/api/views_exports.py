@@ -1,0 +1,126 @@
+"""Downloads over the API: any dashboard table as CSV/XLSX, the procurement workbook, attempt rows.
+
+Each calls the exports app's builders, so a file from the API equals the one the page offers.
+Only parameters validated here reach a builder: ids are bounded, choices are checked.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone as dt_timezone
+
+from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
+
+from apps.api.base import ApiView, api_schema, id_field
+from apps.campaigns.models import Attempt
+from apps.campaigns.selectors import campaigns_visible_to
+from apps.dashboard import reports
+from apps.dashboard.selectors import dashboard_campaigns
+from apps.exports import procurement, stream
+from apps.exports.tables import BUILDERS
+from apps.exports.writers import table_csv, table_xlsx
+
+TAGS = ["exports"]
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+FILE = OpenApiResponse(OpenApiTypes.BINARY, description="The file, as an attachment.")
+
+
+class FirstRendererNegotiation(BaseContentNegotiation):
+    """Files are not chosen by Accept: a client asking for text/csv must not get a 406. Errors stay JSON."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def _attachment(response, filename: str):
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+class TableExportFilter(serializers.Serializer):
+    file = serializers.ChoiceField(choices=["csv", "xlsx"], default="csv", help_text="File format.")
+    campaign = serializers.ListField(child=id_field(), required=False, help_text="Campaign ids (repeat), where the table takes them.")
+    domain = serializers.CharField(required=False, max_length=100)
+    sort = serializers.ChoiceField(choices=sorted(reports.LEADERBOARD_SORTS), required=False)
+    dir = serializers.ChoiceField(choices=["asc", "desc"], required=False)
+    a = id_field(required=False, help_text="compare: campaign A.")
+    b = id_field(required=False, help_text="compare: campaign B.")
+    filter = serializers.ChoiceField(choices=["", "unreliable", "never", "flaky"], required=False, help_text="tasks table filter.")
+    healthy = serializers.ChoiceField(choices=["exclude"], required=False, help_text="leaderboard: leave out tasks with open health issues.")
+
+
+def _builder_query(query: dict) -> QueryDict:
+    """The page-style query string the table builders read (campaign ids are `c` there)."""
+    built = QueryDict(mutable=True)
+    built.setlist("c", [str(pk) for pk in query.get("campaign", [])])
+    for name in ("domain", "sort", "dir", "a", "b", "filter", "healthy"):
+        if query.get(name) not in (None, ""):
+            built[name] = str(query[name])
+    return built
+
+
+class TableExportView(ApiView):
+    content_negotiation_class = FirstRendererNegotiation
+
+    @api_schema(
+        summary="A dashboard table as CSV or XLSX", tags=TAGS, parameters=[
+            TableExportFilter, OpenApiParameter("name", str, OpenApiParameter.PATH, enum=sorted(BUILDERS)),
+        ], responses={(200, "text/csv"): FILE, (200, XLSX): FILE}, errors=(400, 401, 403, 404),
+    )  # fmt: skip
+    def get(self, request, name: str):
+        builder = BUILDERS.get(name)
+        if builder is None:
+            raise Http404(f"no exportable table {name!r}; tables: {', '.join(sorted(BUILDERS))}")
+        query = self.validated_query(TableExportFilter)
+        table = builder(request.user, _builder_query(query))
+        if query["file"] == "csv":
+            return _attachment(HttpResponse(table_csv(table), content_type="text/csv; charset=utf-8"), f"{name}.csv")
+        return _attachment(HttpResponse(table_xlsx(table), content_type=XLSX), f"{name}.xlsx")
+
+
+class CampaignChoice(serializers.Serializer):
+    campaign = serializers.ListField(child=id_field(), allow_empty=False, help_text="Campaign ids (repeat the parameter).")
+
+
+class ProcurementExportView(ApiView):
+    content_negotiation_class = FirstRendererNegotiation
+
+    @api_schema(summary="The procurement workbook for chosen campaigns (XLSX, SHA-256 in X-Content-SHA256)", tags=TAGS,
+                parameters=[CampaignChoice], responses={(200, XLSX): FILE}, errors=(400, 401, 403, 404))  # fmt: skip
+    def get(self, request):
+        campaigns = dashboard_campaigns(request.user, ids=self.validated_query(CampaignChoice)["campaign"])
+        if not campaigns:
+            raise Http404("none of these campaigns is visible to you")
+        content, digest = procurement.build_workbook(campaigns=campaigns)
+        response = _attachment(HttpResponse(content, content_type=XLSX), f"procurement-{datetime.now(dt_timezone.utc):%Y%m%d}.xlsx")
+        response["X-Content-SHA256"] = digest
+        return response
+
+
+class AttemptExportFilter(CampaignChoice):
+    file = serializers.ChoiceField(choices=["csv", "jsonl"], default="jsonl")
+    result = serializers.BooleanField(default=False, help_text="Add each attempt's full result JSON (transcript, diff).")
+
+
+class AttemptExportView(ApiView):
+    content_negotiation_class = FirstRendererNegotiation
+
+    @api_schema(summary="Every attempt of chosen campaigns, streamed as JSON lines or CSV", tags=TAGS,
+                parameters=[AttemptExportFilter], responses={(200, "application/x-ndjson"): FILE, (200, "text/csv"): FILE},
+                errors=(400, 401, 403, 404))  # fmt: skip
+    def get(self, request):
+        query = self.validated_query(AttemptExportFilter)
+        visible = list(campaigns_visible_to(request.user).filter(pk__in=query["campaign"]).values_list("pk", flat=True))
+        if not visible:
+            raise Http404("none of these campaigns is visible to you")
+        names, rows = stream.attempt_rows(Attempt.objects.filter(campaign_id__in=visible), with_result=query["result"])
+        csv = query["file"] == "csv"
+        body = stream.stream_csv(names, rows) if csv else stream.stream_jsonl(names, rows)
+        response = StreamingHttpResponse(body, content_type="text/csv; charset=utf-8" if csv else "application/x-ndjson")
+        return _attachment(response, f"attempts-{'-'.join(map(str, visible))}.{query['file']}")

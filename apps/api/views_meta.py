@@ -1,0 +1,37 @@
+"""The OpenAPI schema and its browsable docs (public), and a JSON 404 for unknown /api/ paths."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import AllowAny
+
+from apps.api.base import ApiView
+from apps.api.errors import api_exception_handler
+
+
+@extend_schema(exclude=True)
+class SchemaView(SpectacularAPIView):
+    """The schema is public: clients and the fuzzer read it before they hold a token."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    def get_exception_handler(self):
+        return api_exception_handler
+
+
+class DocsView(SpectacularSwaggerView):
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+
+@extend_schema(exclude=True)
+class UnknownEndpointView(ApiView):
+    """Any path under /api/ that names no endpoint: 401 without credentials, else a JSON 404."""
+
+    def _not_found(self, request, *args, **kwargs):
+        raise NotFound(f"no API endpoint at {request.path}")
+
+    get = post = put = patch = delete = _not_found
