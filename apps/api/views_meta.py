@@ -1,11 +1,11 @@
-"""The OpenAPI schema and its browsable docs (public), and a JSON 404 for unknown /api/ paths."""
+"""The OpenAPI schema and its browsable docs (signed-in users and tokens only), and a JSON 404 for unknown /api/ paths."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import IsAuthenticated
 
 from apps.api.base import ApiView
 from apps.api.errors import api_exception_handler
@@ -13,18 +13,18 @@ from apps.api.errors import api_exception_handler
 
 @extend_schema(exclude=True)
 class SchemaView(SpectacularAPIView):
-    """The schema is public: clients and the fuzzer read it before they hold a token."""
+    """Login is required everywhere but /healthz, the schema included: clients fetch it with their token."""
 
-    authentication_classes = []
-    permission_classes = [AllowAny]
+    authentication_classes = ApiView.authentication_classes  # token first: anonymous gets 401, not 403
+    permission_classes = [IsAuthenticated]
 
     def get_exception_handler(self):
         return api_exception_handler
 
 
 class DocsView(SpectacularSwaggerView):
-    authentication_classes = []
-    permission_classes = [AllowAny]
+    authentication_classes = ApiView.authentication_classes  # token first: anonymous gets 401, not 403
+    permission_classes = [IsAuthenticated]
 
 
 @extend_schema(exclude=True)

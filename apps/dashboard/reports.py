@@ -51,7 +51,9 @@ def filter_frame(frame: pd.DataFrame, *, domain: str = "", tag: str = "", exclud
     if domain:
         frame = frame[frame["domain"] == domain]
     if tag:
-        frame = frame[frame["tags"].apply(lambda tags: tag in tags)]
+        # astype(bool): on an empty frame apply() yields an object Series, which pandas would
+        # read as a column selection and drop every column.
+        frame = frame[frame["tags"].apply(lambda tags: tag in tags).astype(bool)]
     return frame.reset_index(drop=True)
 
 

@@ -50,7 +50,14 @@ def test_unexpected_error_is_500_in_error_shape_without_internals(api_for, bob, 
     assert "hunter2" not in response.content.decode()
 
 
-def test_schema_is_public_openapi_3_and_lists_every_endpoint(client):
+def test_schema_needs_login(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+
+    assert response.status_code == 401
+
+
+def test_schema_is_openapi_3_and_lists_every_endpoint(client, bob):
+    client.force_login(bob)
     response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
 
     assert response.status_code == 200
@@ -68,7 +75,8 @@ def test_schema_is_public_openapi_3_and_lists_every_endpoint(client):
     assert sorted(schema["components"]["securitySchemes"]) == ["cookieAuth", "tokenAuth"]
 
 
-def test_schema_documents_the_error_shape_on_every_operation(client):
+def test_schema_documents_the_error_shape_on_every_operation(client, bob):
+    client.force_login(bob)
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
 
     for path, operations in schema["paths"].items():
@@ -83,7 +91,8 @@ def test_schema_generation_has_no_warnings():
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
 
 
-def test_docs_page_is_served(client):
+def test_docs_page_is_served(client, bob):
+    client.force_login(bob)
     response = client.get("/api/docs/")
 
     assert response.status_code == 200

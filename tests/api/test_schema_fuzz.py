@@ -60,8 +60,9 @@ def test_fuzz_finds_no_server_error(seeded_api, tmp_path):
     assert generated >= 200  # every operation was really exercised, not skipped
 
 
-def _operations(base: str) -> list[tuple[str, str]]:
-    schema = requests.get(f"{base}/api/schema/", headers=SCHEMA_ACCEPT, timeout=30).json()
+def _operations(base: str, token: str) -> list[tuple[str, str]]:
+    headers = {**SCHEMA_ACCEPT, "Authorization": f"Token {token}"}
+    schema = requests.get(f"{base}/api/schema/", headers=headers, timeout=30).json()
     return [
         (method.upper(), path.replace("{id}", "1").replace("{name}", "leaderboard"))
         for path, ops in schema["paths"].items() for method in ops
@@ -69,8 +70,8 @@ def _operations(base: str) -> list[tuple[str, str]]:
 
 
 def test_every_operation_refuses_requests_without_credentials(seeded_api):
-    base, _ = seeded_api
-    operations = _operations(base)
+    base, token = seeded_api
+    operations = _operations(base, token)
 
     answers = {(method, path): requests.request(method, base + path, json={}, timeout=30).status_code for method, path in operations}
 
@@ -78,9 +79,11 @@ def test_every_operation_refuses_requests_without_credentials(seeded_api):
     assert {key: code for key, code in answers.items() if code != 401} == {}
 
 
-def test_schema_needs_no_credentials_on_the_live_server(seeded_api):
-    base, _ = seeded_api
+def test_schema_needs_credentials_on_the_live_server(seeded_api):
+    base, token = seeded_api
 
-    response = requests.get(f"{base}/api/schema/", headers=SCHEMA_ACCEPT, timeout=30)
+    anonymous = requests.get(f"{base}/api/schema/", headers=SCHEMA_ACCEPT, timeout=30)
+    with_token = requests.get(f"{base}/api/schema/", headers={**SCHEMA_ACCEPT, "Authorization": f"Token {token}"}, timeout=30)
 
-    assert (response.status_code, response.json()["info"]["title"]) == (200, "ThinkingBox Web API")
+    assert anonymous.status_code == 401
+    assert (with_token.status_code, with_token.json()["info"]["title"]) == (200, "ThinkingBox Web API")

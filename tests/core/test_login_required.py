@@ -31,11 +31,16 @@ def all_patterns():
     return list(iter_patterns(get_resolver().url_patterns))
 
 
+def is_api(name: str | None) -> bool:
+    """REST API views authenticate themselves (token or session) and answer 401, never a redirect."""
+    return bool(name) and name.startswith("api:")
+
+
 def test_every_url_pattern_requires_login_unless_listed_public():
     opted_out = {
         name or route
         for name, route, callback in all_patterns()
-        if getattr(callback, "login_required", True) is False
+        if getattr(callback, "login_required", True) is False and not is_api(name)
     }
     assert opted_out == PUBLIC_URL_NAMES
 
@@ -57,6 +62,8 @@ def test_anonymous_request_redirects_to_login_except_public(client, name, path):
     response = client.get(path)
     if name in PUBLIC_URL_NAMES:
         assert response.status_code in (200, 503)
+    elif is_api(name):
+        assert response.status_code == 401
     else:
         assert response.status_code == 302
         # Admin site views send people to the admin's login form, everything else to ours.
