@@ -150,6 +150,17 @@ def database_url_for(settings_dict: dict) -> str:
     return f"postgres://{credentials}{host}:{port}/{quote(settings_dict['NAME'], safe='')}"
 
 
+def reset_broker_connections() -> None:
+    """Drop this process's pooled broker connections (after a broker restart) so new ones are made."""
+    from kombu import pools
+
+    from thinkingbox_web.celery import app
+
+    pools.reset()  # closes every pooled connection and forgets the pools (kombu keeps them globally)
+    app._pool = None  # the app then builds fresh pools on demand
+    app.amqp._producer_pool = None
+
+
 class CeleryWorkerProcess:
     """A real `celery -A thinkingbox_web worker` subprocess that a test can kill and restart."""
 
@@ -191,7 +202,7 @@ class CeleryWorkerProcess:
                 if app.control.ping(destination=[self.nodename], timeout=1.0):
                     return
             except app.connection().connection_errors:  # a pooled connection to a restarted broker
-                app.pool.force_close_all()
+                reset_broker_connections()
         raise RuntimeError(f"celery worker not ready after {timeout:.0f}s:\n{self.log_tail()}")
 
     def kill(self) -> None:

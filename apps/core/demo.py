@@ -15,6 +15,7 @@ from typing import Callable, TextIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management import call_command
 
 from apps.core.models import Team
@@ -83,6 +84,10 @@ PERSONAS_FIXTURE = settings.BASE_DIR / "fixtures" / "personas.json"
 @demo_step(order=15, name="load the personas (alice, bob, trish, charlie, erin)")
 def load_personas(context: DemoContext) -> None:
     """Users for trying roles and team visibility; loading twice updates instead of duplicating."""
+    # The fixture names role groups by natural key; make sure they exist even on a database whose
+    # data-migration rows were flushed (transactional tests do that).
+    for role in Role:
+        Group.objects.get_or_create(name=role.value)
     call_command("loaddata", str(PERSONAS_FIXTURE), verbosity=0)
     context.notes.append(
         "Personas (password <name>-pw): alice operator, bob viewer, trish triager in Team A; "

@@ -10,8 +10,7 @@ from django.core.management.base import CommandError
 
 from apps.campaigns.models import Attempt, Campaign, PriceSheet, TaskSummary
 
-# serialized_rollback: the role groups come from a data migration, which a flush would erase.
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_demo_runs_five_campaigns_over_the_whole_suite(settings):

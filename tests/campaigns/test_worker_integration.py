@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 
 from apps.campaigns.models import AgentConfig, Attempt, Campaign, TaskSummary
 from apps.campaigns.services import attempts_sweep, campaign_cancel, campaign_resume, campaign_start
+from tests.conftest import reset_broker_connections
 from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -121,9 +122,7 @@ def test_campaign_survives_redis_restart(celery_worker_process, make_campaign, s
     try:
         _wait(lambda: _campaign_status(campaign) == "done", timeout=180, sweep=True, what="campaign done after Redis restart")
     finally:
-        from thinkingbox_web.celery import app
-
-        app.pool.force_close_all()  # this process's pooled connections died with the old server
+        reset_broker_connections()  # this process's pooled connections died with the old server
 
     attempts = Attempt.objects.filter(campaign=campaign)
     assert attempts.count() == 50

@@ -11,6 +11,7 @@ from apps.campaigns.bootstrap import agent_config_for
 from apps.campaigns.models import Attempt, TaskSummary
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite, Task
+from tb_engine.specio import task_from_dict
 from tests.campaigns.conftest import drain
 from tests.thinkingbox.conftest import MCP_COMMAND, ROOT, tb_test_source, write_dataset
 
@@ -60,7 +61,8 @@ def test_imported_suite_campaign_flags_disagreement_between_verdicts(shop_suite,
     # (no unstable declaration for this server) does not — the attempt must say they disagree.
     task = Task.objects.get(suite=shop_suite, task_id="shop.py:test_open_and_close")
     task.spec["golden"][0]["arguments"]["subject"] = "Different words"
-    task.save(update_fields=["spec"])
+    task.content_hash = task_from_dict(task.spec).content_hash()  # a changed task is a new version
+    task.save(update_fields=["spec", "content_hash"])
     campaign = _run(shop_suite, alice, team_a, n=1)
     attempt = Attempt.objects.get(campaign=campaign)
     evidence = attempt.result["extra"]["thinkingbox"]
