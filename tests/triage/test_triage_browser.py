@@ -2,41 +2,21 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
 
 from apps.triage.models import AuditEntry, Label
 from tests.triage.conftest import T1, T3
 
+from tests.support.browser import signed_in_page
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
-
 
 @pytest.fixture
 def triager_page(live_server, client, trish):
     """A Chromium page signed in as trish (triager, team A); collects console and page errors."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed")
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    client.force_login(trish)
-    session = client.cookies["sessionid"].value
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        host = live_server.url.split("//")[1].split(":")[0]
-        context.add_cookies([{"name": "sessionid", "value": session, "domain": host, "path": "/"}])
-        page = context.new_page()
-        page.errors = []
-        page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: page.errors.append(str(error)))
+    with signed_in_page(live_server, client, trish) as page:
         yield page
-        browser.close()
 
 
 def test_keyboard_walks_the_queue_and_digits_toggle_labels(triager_page, live_server, attempts_campaign, trish):

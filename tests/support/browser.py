@@ -1,0 +1,39 @@
+"""Headless Chromium for UI tests: Debian's /usr/bin/chromium driven by Playwright (never downloaded)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+@contextmanager
+def signed_in_page(live_server, client, user) -> Iterator:
+    """A Chromium page carrying `user`'s session cookie; `page.errors` collects console and page errors."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed")
+    # Playwright's sync API runs an event loop; Django must allow ORM calls from this thread.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    client.force_login(user)
+    session = client.cookies["sessionid"].value
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        host = live_server.url.split("//")[1].split(":")[0]
+        context.add_cookies([{"name": "sessionid", "value": session, "domain": host, "path": "/"}])
+        page = context.new_page()
+        page.errors = []
+        page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: page.errors.append(str(error)))
+        try:
+            yield page
+        finally:
+            browser.close()
