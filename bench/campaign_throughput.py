@@ -51,6 +51,7 @@ def start_worker(env: dict, log: Path, *, pool: str, concurrency: int) -> subpro
     command = [
         sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker", "--pool", pool,
         "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
+        *os.environ.get("BENCH_WORKER_ARGS", "").split(),
     ]  # fmt: skip
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 

@@ -50,7 +50,7 @@ def read_list(environ: Mapping[str, str], name: str, default: list[str]) -> list
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def database_config(url: str | None, data_dir: Path) -> dict:
+def database_config(url: str | None, data_dir: Path, *, conn_max_age: int = 60) -> dict:
     """Return a Django DATABASES['default'] dict for DATABASE_URL, or the embedded SQLite file."""
     import dj_database_url  # imported here so read_bool & co. stay usable without it
 
@@ -72,7 +72,9 @@ def database_config(url: str | None, data_dir: Path) -> dict:
         raise ImproperlyConfigured(
             f"environment variable DATABASE_URL: unsupported scheme {scheme!r} (use postgres://... or sqlite:///...)"
         )
-    config = dj_database_url.parse(url, conn_max_age=0)
+    # Persistent connections: Celery's Django fixup closes a connection after every task when
+    # CONN_MAX_AGE is 0, and a new PostgreSQL connection per attempt cost half a worker's time.
+    config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
     if config["ENGINE"] == "django.db.backends.postgresql" and not config.get("NAME"):
         raise ImproperlyConfigured("environment variable DATABASE_URL: the PostgreSQL URL names no database")
     return config

@@ -85,7 +85,11 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_config(env.get("DATABASE_URL"), DATA_DIR)}
+DATABASES = {
+    "default": database_config(
+        env.get("DATABASE_URL"), DATA_DIR, conn_max_age=read_int(env, "DATABASE_CONN_MAX_AGE", 60)
+    )
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
