@@ -203,10 +203,11 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
             # that divides the total and needs no more tasks than the suite has.
             per_task = next(p for p in range(1, attempts + 1) if attempts % p == 0 and attempts // p <= len(tasks))
             selected = tasks[: attempts // per_task]
-            # Two worker processes (one per core), each a thread pool: one process would be GIL-bound.
+            # Several worker processes, each a thread pool: a single process would be GIL-bound.
+            processes = min(args.llm_workers, level)
             workers = [
-                start_worker(env, log_dir / f"llm-worker-{level}-{n}.log", pool="threads", concurrency=level // 2)
-                for n in range(2)
+                start_worker(env, log_dir / f"llm-worker-{level}-{n}.log", pool="threads", concurrency=level // processes)
+                for n in range(processes)
             ]
             try:
                 time.sleep(4)
@@ -243,6 +244,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="attempts per level = level x rounds")
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--skip-golden", action="store_true", help="only the endpoint scaling part")
+    parser.add_argument("--llm-workers", type=int, default=2, help="worker processes for the endpoint part")
     args = parser.parse_args()
     args.levels = [int(v) for v in args.levels.split(",")]
     stack: list = []
