@@ -6,6 +6,8 @@ cache, same fixed bootstrap seed), so the API and the pages show the same number
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import math
 
 from django.http import Http404
@@ -148,6 +150,16 @@ def _selected_campaigns(user, query: dict) -> list[Campaign]:
     return dashboard_campaigns(user, ids=query.get("campaign") or None)
 
 
+def per_campaign(row: Callable[[Campaign, Any, str], dict]) -> Callable[[list[Campaign]], list[dict]]:
+    """A page transform: one frame load for the page, then `row(campaign, frame, stamp)` per campaign."""
+
+    def rows(page: list[Campaign]) -> list[dict]:
+        frames, stamps = reports.load_frames(page)
+        return [row(campaign, frames[campaign.pk], stamps[campaign.pk]) for campaign in page]
+
+    return rows
+
+
 class GapRowOutput(serializers.Serializer):
     campaign = CampaignRefOutput()
     pass_at_n_observed = serializers.FloatField(allow_null=True)
@@ -165,18 +177,14 @@ class GapView(ApiView):
     def get(self, request):
         campaigns = _selected_campaigns(request.user, self.validated_query(CampaignsFilter))
 
-        def rows(page: list[Campaign]) -> list[dict]:
-            frames, stamps = reports.load_frames(page)
-            out = []
-            for campaign in page:
-                m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
-                out.append({
-                    "campaign": campaign, "pass_at_n_observed": m["pass_at_n_observed"]["value"], "all_n": m["all_n"]["value"],
-                    "gap_pp": m["gap_pp"], "pass_hat_curves": reports.pass_hat_curves(campaign, frames[campaign.pk], stamps[campaign.pk]),
-                })  # fmt: skip
-            return out
+        def row(campaign: Campaign, frame, stamp) -> dict:
+            m = reports.campaign_figures(campaign, frame, stamp)
+            return {
+                "campaign": campaign, "pass_at_n_observed": m["pass_at_n_observed"]["value"], "all_n": m["all_n"]["value"],
+                "gap_pp": m["gap_pp"], "pass_hat_curves": reports.pass_hat_curves(campaign, frame, stamp),
+            }  # fmt: skip
 
-        return self.paginate(campaigns, GapRowOutput, transform=rows)
+        return self.paginate(campaigns, GapRowOutput, transform=per_campaign(row))
 
 
 class PriceSheetRefOutput(serializers.Serializer):
@@ -201,16 +209,12 @@ class CostView(ApiView):
     def get(self, request):
         campaigns = _selected_campaigns(request.user, self.validated_query(CampaignsFilter))
 
-        def rows(page: list[Campaign]) -> list[dict]:
-            frames, stamps = reports.load_frames(page)
-            out = []
-            for campaign in page:
-                m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
-                out.append({"campaign": campaign, "price_sheet": campaign.price_sheet, "cost": m["cost"],
-                            "mean_tokens": m["mean_tokens"], "eval_tokens": m["tokens_eval"], "unpriced": m["unpriced"]})  # fmt: skip
-            return out
+        def row(campaign: Campaign, frame, stamp) -> dict:
+            m = reports.campaign_figures(campaign, frame, stamp)
+            return {"campaign": campaign, "price_sheet": campaign.price_sheet, "cost": m["cost"],
+                    "mean_tokens": m["mean_tokens"], "eval_tokens": m["tokens_eval"], "unpriced": m["unpriced"]}  # fmt: skip
 
-        return self.paginate(campaigns, CostRowOutput, transform=rows)
+        return self.paginate(campaigns, CostRowOutput, transform=per_campaign(row))
 
 
 class DomainFiguresOutput(serializers.Serializer):
@@ -232,16 +236,11 @@ class DomainsView(ApiView):
     def get(self, request):
         campaigns = _selected_campaigns(request.user, self.validated_query(CampaignsFilter))
 
-        def rows(page: list[Campaign]) -> list[dict]:
-            frames, stamps = reports.load_frames(page)
-            out = []
-            for campaign in page:
-                table = reports.domain_table(campaign, frames[campaign.pk], stamps[campaign.pk])
-                domains = [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]
-                out.append({"campaign": campaign, "domains": domains})
-            return out
+        def row(campaign: Campaign, frame, stamp) -> dict:
+            table = reports.domain_table(campaign, frame, stamp)
+            return {"campaign": campaign, "domains": [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]}
 
-        return self.paginate(campaigns, DomainsRowOutput, transform=rows)
+        return self.paginate(campaigns, DomainsRowOutput, transform=per_campaign(row))
 
 
 class CompareFilter(serializers.Serializer):
