@@ -9,7 +9,7 @@ import io
 import json
 from datetime import datetime
 from decimal import Decimal
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from django.db.models import QuerySet
 
@@ -36,16 +36,19 @@ def attempt_rows(queryset: QuerySet[Attempt], *, with_result: bool = False) -> t
     return names, rows
 
 
-def _scalar(value):
-    if value is None:
-        return ""
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return value
+def _json_text(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _csv_converters(names: list[str]) -> list[tuple[int, Callable]]:
+    """(column, converter) for the columns csv.writer cannot write as they come.
+
+    Chosen once per export instead of type-testing every value: ints, floats, bools and strings
+    are written as they are, and csv.writer already writes None as an empty cell.
+    """
+    by_name = {"categories": _json_text, "result": _json_text, "agent_cost": str, "eval_cost": str,
+               "started_at": datetime.isoformat, "finished_at": datetime.isoformat}  # fmt: skip
+    return [(index, by_name[name]) for index, name in enumerate(names) if name in by_name]
 
 
 def stream_csv(names: list[str], rows: Iterable[tuple], *, batch: int = 1000) -> Iterator[str]:
@@ -53,9 +56,14 @@ def stream_csv(names: list[str], rows: Iterable[tuple], *, batch: int = 1000) ->
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(names)
+    converters = _csv_converters(names)
     count = 0
     for row in rows:
-        writer.writerow([_scalar(value) for value in row])
+        row = list(row)
+        for index, convert in converters:
+            if row[index] is not None:
+                row[index] = convert(row[index])
+        writer.writerow(row)
         count += 1
         if count % batch == 0:
             yield buffer.getvalue()
