@@ -48,10 +48,11 @@ def services(stack: list) -> tuple[str, str]:
 
 
 def start_worker(env: dict, log: Path, *, pool: str, concurrency: int) -> subprocess.Popen:
+    # A unique node name per process: several workers run on this one host.
     command = [
         sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker", "--pool", pool,
         "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-        *os.environ.get("BENCH_WORKER_ARGS", "").split(),
+        "--hostname", f"bench-{log.stem}@%h", *os.environ.get("BENCH_WORKER_ARGS", "").split(),
     ]  # fmt: skip
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 
@@ -143,7 +144,11 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
     agent, _ = AgentConfig.objects.update_or_create(
         name="bench golden", defaults={"kind": AgentConfig.Kind.GOLDEN, "max_concurrency": 64}
     )
-    worker = start_worker(env, log_dir / "golden-worker.log", pool="prefork", concurrency=2)
+    # Two worker processes: one prefork worker with 2 children, or two solo workers (no parent<->child IPC).
+    if args.golden_pool == "solo":
+        workers = [start_worker(env, log_dir / f"golden-worker-{n}.log", pool="solo", concurrency=1) for n in range(2)]
+    else:
+        workers = [start_worker(env, log_dir / "golden-worker.log", pool="prefork", concurrency=2)]
     try:
         time.sleep(4)  # worker start-up is not part of the sustained rate
         campaign = campaign_create(
@@ -153,7 +158,8 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
         campaign_start(campaign=campaign)
         elapsed = time.monotonic() - started + wait_done(campaign, timeout=args.timeout)
     finally:
-        stop(worker)
+        for worker in workers:
+            stop(worker)
     total = args.tasks * args.repeat
     latencies = attempt_latencies_ms(campaign)
     figures = {
@@ -245,6 +251,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--skip-golden", action="store_true", help="only the endpoint scaling part")
     parser.add_argument("--llm-workers", type=int, default=2, help="worker processes for the endpoint part")
+    parser.add_argument("--golden-pool", choices=["prefork", "solo"], default="prefork", help="how the 2 golden worker processes run")
     args = parser.parse_args()
     args.levels = [int(v) for v in args.levels.split(",")]
     stack: list = []
