@@ -14,7 +14,7 @@ from typing import Any
 
 from tb_engine.agents.base import InfraError, JudgeVerdict
 from tb_engine.llm.client import ChatClient
-from tb_engine.llm.config import EndpointConfig
+from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import truncate_text
 from tb_engine.transcript import Usage
 
@@ -77,14 +77,9 @@ class LLMJudge:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LLMJudge":
         """Build from stored settings: ``endpoint`` (EndpointConfig fields) plus the judge options."""
-        options = dict(data)
-        endpoint = options.pop("endpoint", None)
-        if not isinstance(endpoint, dict):
-            raise ValueError("judge config: endpoint: must be a mapping of endpoint fields")
-        unknown = sorted(set(options) - {"instructions", "max_reply_chars", "parse_retries"})
-        if unknown:
-            raise ValueError(f"judge config: unknown field(s): {', '.join(unknown)}")
-        return cls(EndpointConfig.from_dict(endpoint, label="judge"), **options)
+        allowed = {"instructions", "max_reply_chars", "parse_retries"}
+        config, options = endpoint_and_options(data, what="judge", label="judge", allowed=allowed)
+        return cls(config, **options)
 
     def build_messages(self, question: str, final_reply: str) -> list[dict[str, Any]]:
         """The judge's request: instructions, the question and the (truncated) final reply."""

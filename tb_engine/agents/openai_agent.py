@@ -27,7 +27,7 @@ from typing import Any
 from tb_engine.agents.base import AgentOutputError, AgentStep, AgentView
 from tb_engine.llm.budget import TokenBudget
 from tb_engine.llm.client import ChatClient, ChatResult, RawToolCall
-from tb_engine.llm.config import EndpointConfig
+from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import strip_marker, truncate_text
 from tb_engine.transcript import Message, ToolCallRequest, Usage
 
@@ -72,15 +72,9 @@ class OpenAIAgent:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "OpenAIAgent":
         """Build from stored agent settings: ``endpoint`` (EndpointConfig fields) plus the agent options."""
-        options = dict(data)
-        endpoint = options.pop("endpoint", None)
-        if not isinstance(endpoint, dict):
-            raise ValueError("agent config: endpoint: must be a mapping of endpoint fields")
         allowed = {"end_marker", "max_reply_chars", "max_tool_result_chars", "max_attempt_tokens", "name"}
-        unknown = sorted(set(options) - allowed)
-        if unknown:
-            raise ValueError(f"agent config: unknown field(s): {', '.join(unknown)}")
-        return cls(EndpointConfig.from_dict(endpoint, label="agent"), **options)
+        config, options = endpoint_and_options(data, what="agent", label="agent", allowed=allowed)
+        return cls(config, **options)
 
     def build_request(self, view: AgentView) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The chat messages and tool schemas sent for ``view`` — nothing else enters the request."""

@@ -143,3 +143,20 @@ class EndpointConfig:
             elif not isinstance(values[name], dict):
                 raise LLMConfigError(f"{label} endpoint config: {name}: must be a mapping")
         return cls(**values)
+
+
+def endpoint_and_options(
+    data: Any, *, what: str, label: str, allowed: set[str]
+) -> tuple["EndpointConfig", dict[str, Any]]:
+    """Split stored settings ``{"endpoint": {...}, **options}`` into an EndpointConfig and checked options.
+
+    One reading for the agent, the user simulator and the judge, so their errors name the place alike.
+    """
+    options = dict(data)
+    endpoint = options.pop("endpoint", None)
+    if not isinstance(endpoint, dict):
+        raise ValueError(f"{what} config: endpoint: must be a mapping of endpoint fields")
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ValueError(f"{what} config: unknown field(s): {', '.join(unknown)}")
+    return EndpointConfig.from_dict(endpoint, label=label), options

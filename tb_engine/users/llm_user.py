@@ -14,7 +14,7 @@ from typing import Any
 
 from tb_engine.agents.base import UserStep, UserView
 from tb_engine.llm.client import ChatClient
-from tb_engine.llm.config import EndpointConfig
+from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import strip_marker, truncate_text
 
 STOP_TOKEN = "###STOP###"
@@ -59,14 +59,9 @@ class LLMUser:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LLMUser":
         """Build from stored settings: ``endpoint`` (EndpointConfig fields) plus the simulator options."""
-        options = dict(data)
-        endpoint = options.pop("endpoint", None)
-        if not isinstance(endpoint, dict):
-            raise ValueError("user simulator config: endpoint: must be a mapping of endpoint fields")
-        unknown = sorted(set(options) - {"stop_token", "instructions", "max_reply_chars"})
-        if unknown:
-            raise ValueError(f"user simulator config: unknown field(s): {', '.join(unknown)}")
-        return cls(EndpointConfig.from_dict(endpoint, label="user"), **options)
+        allowed = {"stop_token", "instructions", "max_reply_chars"}
+        config, options = endpoint_and_options(data, what="user simulator", label="user", allowed=allowed)
+        return cls(config, **options)
 
     def build_messages(self, view: UserView) -> list[dict[str, Any]]:
         """The simulator's request: its instructions plus the visible dialogue with roles flipped."""
