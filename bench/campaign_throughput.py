@@ -65,19 +65,13 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def wait_done(campaign, timeout: float) -> float:
-    from apps.campaigns.models import Campaign
-    from apps.campaigns.services import attempts_sweep
+    """Seconds until the campaign finished (the same wait, with sweeps, that run_campaign --wait uses)."""
+    from apps.campaigns.embedded import wait_for_campaigns
 
     started = time.monotonic()
-    last_sweep = started
-    while time.monotonic() - started < timeout:
-        if Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.DONE).exists():
-            return time.monotonic() - started
-        if time.monotonic() - last_sweep > 15:
-            attempts_sweep()
-            last_sweep = time.monotonic()
-        time.sleep(0.2)
-    raise SystemExit(f"campaign {campaign.pk} did not finish within {timeout:.0f} s")
+    if not wait_for_campaigns([campaign.pk], timeout=timeout, sweep_every=15, poll_s=0.2):
+        raise SystemExit(f"campaign {campaign.pk} did not finish within {timeout:.0f} s")
+    return time.monotonic() - started
 
 
 def bench_suite(n_tasks: int):

@@ -52,7 +52,9 @@ def stop_worker(process: subprocess.Popen, *, timeout: float = 20.0) -> None:
         process.wait()
 
 
-def wait_for_campaigns(campaign_ids: list[int], *, timeout: float, on_progress=None, sweep_every: float = 5.0) -> bool:
+def wait_for_campaigns(
+    campaign_ids: list[int], *, timeout: float, on_progress=None, sweep_every: float = 5.0, poll_s: float = 0.5
+) -> bool:
     """Block until the campaigns are no longer running, sweeping stale attempts meanwhile."""
     from apps.campaigns.models import Campaign
     from apps.campaigns.services import attempts_sweep
@@ -68,5 +70,5 @@ def wait_for_campaigns(campaign_ids: list[int], *, timeout: float, on_progress=N
         if time.monotonic() - last_sweep > sweep_every:
             attempts_sweep()
             last_sweep = time.monotonic()
-        time.sleep(0.5)
+        time.sleep(poll_s)
     return False
