@@ -217,7 +217,7 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
         outcome = None
     except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
         log.exception("attempt %s crashed", attempt_id)
-        outcome = _crash_outcome(attempt, exc)
+        outcome = _crash_outcome(exc)
     # Record, summarise and hand the slot to the campaign's next attempt in one transaction.
     with transaction.atomic():
         what, recorded = _record(attempt=attempt, worker=worker, outcome=outcome)
@@ -248,7 +248,7 @@ def _campaign_cancelled(campaign_id: int) -> bool:
     return Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.CANCELLED).exists()
 
 
-def _crash_outcome(attempt: Attempt, exc: Exception):
+def _crash_outcome(exc: Exception):
     from apps.campaigns.execution import AttemptOutcome
 
     return AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")

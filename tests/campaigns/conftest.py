@@ -39,3 +39,25 @@ def drain(campaign, *, worker: str = "test-worker:1") -> list[str]:
             return outcomes
         for attempt_id in ids:
             outcomes.append(attempt_execute(attempt_id=attempt_id, worker=worker))
+
+
+def recount(campaign) -> dict:
+    """(n done, c passed) per task counted straight from the attempts: what summaries must equal."""
+    from django.db.models import Count, Q
+
+    from apps.campaigns.models import Attempt
+
+    return {
+        row["task_id"]: (row["n"], row["c"])
+        for row in Attempt.objects.filter(campaign=campaign)
+        .order_by()
+        .values("task_id")
+        .annotate(n=Count("id", filter=Q(status="done")), c=Count("id", filter=Q(status="done", verdict="pass")))
+    }
+
+
+def summaries(campaign) -> dict:
+    """(n done, c passed) per task as the stored TaskSummary rows say."""
+    from apps.campaigns.models import TaskSummary
+
+    return {s.task_id: (s.n_done, s.n_pass) for s in TaskSummary.objects.filter(campaign=campaign)}

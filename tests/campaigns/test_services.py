@@ -6,7 +6,6 @@ import socket
 from datetime import timedelta
 
 import pytest
-from django.db.models import Count, Q
 from django.utils import timezone
 
 from apps.campaigns.models import AgentConfig, Attempt, Campaign, TaskSummary
@@ -17,18 +16,9 @@ from apps.campaigns.services import (
     campaign_resume,
     campaign_start,
 )
-from tests.campaigns.conftest import drain
+from tests.campaigns.conftest import drain, recount, summaries
 
 pytestmark = pytest.mark.django_db
-
-
-def _recount(campaign):
-    return {
-        row["task_id"]: (row["n"], row["c"])
-        for row in Attempt.objects.filter(campaign=campaign)
-        .values("task_id")
-        .annotate(n=Count("id", filter=Q(status="done")), c=Count("id", filter=Q(status="done", verdict="pass")))
-    }
 
 
 def test_campaign_start_creates_n_attempts_per_task(make_campaign):
@@ -57,9 +47,8 @@ def test_golden_campaign_completes_and_summaries_equal_recount(make_campaign):
 
     assert outcomes == ["done"] * 6
     assert Campaign.objects.get(pk=campaign.pk).status == "done"
-    summaries = {s.task_id: (s.n_done, s.n_pass) for s in TaskSummary.objects.filter(campaign=campaign)}
-    assert summaries == _recount(campaign)
-    assert set(summaries.values()) == {(2, 2)}
+    assert summaries(campaign) == recount(campaign)
+    assert set(summaries(campaign).values()) == {(2, 2)}
 
 
 def test_simulated_campaign_stores_failures_with_categories(make_campaign):
@@ -74,8 +63,7 @@ def test_simulated_campaign_stores_failures_with_categories(make_campaign):
         kinds = {item["kind"] for item in attempt.result["diff"]}
         assert set(attempt.categories) >= kinds
         assert attempt.diff_items == len(attempt.result["diff"])
-    summaries = {s.task_id: (s.n_done, s.n_pass) for s in TaskSummary.objects.filter(campaign=campaign)}
-    assert summaries == _recount(campaign)
+    assert summaries(campaign) == recount(campaign)
 
 
 def test_attempt_execute_twice_records_once(make_campaign):

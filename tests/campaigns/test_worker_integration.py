@@ -12,11 +12,10 @@ import time
 from urllib.parse import urlparse
 
 import pytest
-from django.conf import settings
-from django.db.models import Count, Q
 
 from apps.campaigns.models import AgentConfig, Attempt, Campaign, TaskSummary
 from apps.campaigns.services import attempts_sweep, campaign_cancel, campaign_resume, campaign_start
+from tests.campaigns.conftest import recount, summaries
 from tests.conftest import reset_broker_connections
 from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServer
 
@@ -57,20 +56,6 @@ def _campaign_status(campaign) -> str:
     return Campaign.objects.values_list("status", flat=True).get(pk=campaign.pk)
 
 
-def _recount(campaign) -> dict:
-    return {
-        row["task_id"]: (row["n"], row["c"])
-        for row in Attempt.objects.filter(campaign=campaign)
-        .order_by()
-        .values("task_id")
-        .annotate(n=Count("id", filter=Q(status="done")), c=Count("id", filter=Q(status="done", verdict="pass")))
-    }
-
-
-def _summaries(campaign) -> dict:
-    return {s.task_id: (s.n_done, s.n_pass) for s in TaskSummary.objects.filter(campaign=campaign)}
-
-
 def test_campaign_of_50_attempts_completes_through_live_worker(celery_worker_process, make_campaign):
     campaign = make_campaign("sim:explorer", tasks=10, n=5)
 
@@ -80,8 +65,8 @@ def test_campaign_of_50_attempts_completes_through_live_worker(celery_worker_pro
     attempts = Attempt.objects.filter(campaign=campaign)
     assert attempts.count() == 50
     assert set(attempts.values_list("status", flat=True)) == {"done"}
-    assert _summaries(campaign) == _recount(campaign)
-    assert sum(n for n, _ in _summaries(campaign).values()) == 50
+    assert summaries(campaign) == recount(campaign)
+    assert sum(n for n, _ in summaries(campaign).values()) == 50
 
 
 def test_sigkilled_worker_loses_and_duplicates_nothing(celery_worker_process, make_campaign, slow_endpoint, settings):
@@ -101,7 +86,7 @@ def test_sigkilled_worker_loses_and_duplicates_nothing(celery_worker_process, ma
     assert len(set(triples)) == 50
     assert set(attempts.values_list("status", flat=True)) == {"done"}
     assert running_when_killed >= 1
-    assert _summaries(campaign) == _recount(campaign)
+    assert summaries(campaign) == recount(campaign)
 
 
 def test_campaign_survives_redis_restart(celery_worker_process, make_campaign, slow_endpoint, settings):
