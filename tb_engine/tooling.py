@@ -53,3 +53,8 @@ def row_or_error(db: sqlite3.Connection, sql: str, params: tuple, what: str) -> 
     if row is None:
         raise ToolError(f"{what} not found")
     return dict(row)
+
+
+def row_by_id(db: sqlite3.Connection, table: str, key_value: Any, label: str) -> dict[str, Any]:
+    """The row of ``table`` whose ``id`` is ``key_value``, or ToolError('<label> <key> not found')."""
+    return row_or_error(db, f"SELECT * FROM {table} WHERE id = ?", (key_value,), f"{label} {key_value}")

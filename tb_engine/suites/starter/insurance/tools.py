@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from tb_engine.tooling import ToolError, next_id, now
+from tb_engine.tooling import ToolError, next_id, now, row_by_id
 
 # Monthly premium = base premium x deductible factor + optional covers (pricing sheet 2025-Q3).
 DEDUCTIBLE_FACTORS = {250: 1.12, 500: 1.0, 1000: 0.9}
 COVER_PRICES = {"rental": 4.5, "glass": 3.0}
-
-
-def _row(db, table, key_value, label):
-    row = db.execute(f"SELECT * FROM {table} WHERE id = ?", (key_value,)).fetchone()
-    if row is None:
-        raise ToolError(f"{label} {key_value} not found")
-    return dict(row)
 
 
 def _premium(policy):
@@ -46,7 +39,7 @@ def find_policyholder(db, email):
 
 def get_policy(db, policy_id):
     """A policy with its covers, vehicles and the ids and statuses of its claims."""
-    policy = _as_bool_flags(_row(db, "policies", policy_id, "policy"))
+    policy = _as_bool_flags(row_by_id(db, "policies", policy_id, "policy"))
     policy["vehicles"] = [
         dict(r) for r in db.execute("SELECT * FROM vehicles WHERE policy_id = ? ORDER BY id", (policy_id,))
     ]
@@ -61,8 +54,8 @@ def get_policy(db, policy_id):
 
 def get_claim(db, claim_id):
     """A claim with its repair shop, payouts and adjuster notes."""
-    claim = _row(db, "claims", claim_id, "claim")
-    claim["repair_shop"] = _row(db, "repair_shops", claim["repair_shop_id"], "repair shop") if claim["repair_shop_id"] else None
+    claim = row_by_id(db, "claims", claim_id, "claim")
+    claim["repair_shop"] = row_by_id(db, "repair_shops", claim["repair_shop_id"], "repair shop") if claim["repair_shop_id"] else None
     claim["payouts"] = [dict(r) for r in db.execute("SELECT * FROM payouts WHERE claim_id = ? ORDER BY id", (claim_id,))]
     claim["notes"] = [
         dict(r) for r in db.execute("SELECT * FROM adjuster_notes WHERE claim_id = ? ORDER BY id", (claim_id,))
@@ -72,7 +65,7 @@ def get_claim(db, claim_id):
 
 def update_claim_status(db, claim_id, status):
     """Move a claim to a new status."""
-    claim = _row(db, "claims", claim_id, "claim")
+    claim = row_by_id(db, "claims", claim_id, "claim")
     if claim["status"] in ("denied", "closed"):
         raise ToolError(f"claim {claim_id} is {claim['status']} and cannot change status")
     db.execute("UPDATE claims SET status = ?, updated_at = ? WHERE id = ?", (status, now(db), claim_id))
@@ -81,7 +74,7 @@ def update_claim_status(db, claim_id, status):
 
 def issue_payout(db, claim_id, payee, amount):
     """Pay an amount (GBP) on a claim to the policyholder, the repair shop or a rental company."""
-    claim = _row(db, "claims", claim_id, "claim")
+    claim = row_by_id(db, "claims", claim_id, "claim")
     if claim["status"] in ("denied", "closed"):
         raise ToolError(f"claim {claim_id} is {claim['status']}; nothing can be paid on it")
     if payee == "repair_shop" and not claim["repair_shop_id"]:
@@ -104,7 +97,7 @@ def issue_payout(db, claim_id, payee, amount):
 
 def add_adjuster_note(db, claim_id, category, text):
     """Add a categorised adjuster note to a claim's file."""
-    _row(db, "claims", claim_id, "claim")
+    row_by_id(db, "claims", claim_id, "claim")
     note = {
         "id": next_id(db, "adjuster_notes", "NT-"),
         "claim_id": claim_id,
@@ -122,7 +115,7 @@ def add_adjuster_note(db, claim_id, category, text):
 
 def change_deductible(db, policy_id, deductible):
     """Set a policy's deductible (GBP) and reprice its monthly premium."""
-    policy = _row(db, "policies", policy_id, "policy")
+    policy = row_by_id(db, "policies", policy_id, "policy")
     if policy["status"] != "active":
         raise ToolError(f"policy {policy_id} is {policy['status']}; only active policies can be changed")
     if deductible == policy["deductible"]:
@@ -138,7 +131,7 @@ def change_deductible(db, policy_id, deductible):
 
 def add_cover(db, policy_id, cover):
     """Add an optional cover (rental car or glass) to a comprehensive policy and reprice it."""
-    policy = _row(db, "policies", policy_id, "policy")
+    policy = row_by_id(db, "policies", policy_id, "policy")
     if policy["status"] != "active":
         raise ToolError(f"policy {policy_id} is {policy['status']}; only active policies can be changed")
     if policy["product"] != "comprehensive":

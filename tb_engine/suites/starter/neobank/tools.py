@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_engine.tooling import ToolError, next_id, now
+from tb_engine.tooling import ToolError, next_id, now, row_by_id
 
 # Express card delivery is free on paid plans (price list 2025).
 EXPRESS_DELIVERY_FEE = {"standard": 6.9, "plus": 0.0, "metal": 0.0}
@@ -10,15 +10,8 @@ EXPRESS_DELIVERY_FEE = {"standard": 6.9, "plus": 0.0, "metal": 0.0}
 REVERSING_STATUSES = {"resolved_merchant_refund", "withdrawn", "rejected"}
 
 
-def _row(db, table, key_value, label):
-    row = db.execute(f"SELECT * FROM {table} WHERE id = ?", (key_value,)).fetchone()
-    if row is None:
-        raise ToolError(f"{label} {key_value} not found")
-    return dict(row)
-
-
 def _card(db, card_id):
-    card = _row(db, "cards", card_id, "card")
+    card = row_by_id(db, "cards", card_id, "card")
     card["online_enabled"] = bool(card["online_enabled"])
     return card
 
@@ -44,7 +37,7 @@ def find_customer(db, email):
 
 def get_account(db, account_id):
     """An account with its balance, cards and disputes."""
-    account = _row(db, "accounts", account_id, "account")
+    account = row_by_id(db, "accounts", account_id, "account")
     account["cards"] = [
         _card(db, r["id"]) for r in db.execute("SELECT id FROM cards WHERE account_id = ? ORDER BY id", (account_id,))
     ]
@@ -56,7 +49,7 @@ def get_account(db, account_id):
 
 def list_transactions(db, account_id):
     """The account's transactions, newest first (debits are negative)."""
-    _row(db, "accounts", account_id, "account")
+    row_by_id(db, "accounts", account_id, "account")
     rows = db.execute(
         "SELECT * FROM transactions WHERE account_id = ? ORDER BY posted_at DESC, id DESC", (account_id,)
     ).fetchall()
@@ -93,7 +86,7 @@ def order_replacement_card(db, card_id, delivery):
     card = _card(db, card_id)
     if card["status"] != "blocked":
         raise ToolError(f"card {card_id} is {card['status']}; block it before ordering a replacement")
-    plan = _row(db, "customers", card["customer_id"], "customer")["plan"]
+    plan = row_by_id(db, "customers", card["customer_id"], "customer")["plan"]
     fee = EXPRESS_DELIVERY_FEE[plan] if delivery == "express" else 0.0
     order = {
         "id": next_id(db, "card_orders", "ORD-"),
@@ -115,14 +108,14 @@ def order_replacement_card(db, card_id, delivery):
 
 def open_dispute(db, transaction_id, reason, amount, provisional_credit):
     """Open a dispute on a posted card transaction, optionally crediting the amount provisionally."""
-    tx = _row(db, "transactions", transaction_id, "transaction")
+    tx = row_by_id(db, "transactions", transaction_id, "transaction")
     if tx["status"] != "posted":
         raise ToolError(f"transaction {transaction_id} is {tx['status']}; only posted transactions can be disputed")
     if tx["amount"] >= 0:
         raise ToolError(f"transaction {transaction_id} is a credit; only debits can be disputed")
     if amount > -tx["amount"]:
         raise ToolError(f"dispute amount {amount} exceeds the transaction amount {-tx['amount']}")
-    account = _row(db, "accounts", tx["account_id"], "account")
+    account = row_by_id(db, "accounts", tx["account_id"], "account")
     dispute = {
         "id": next_id(db, "disputes", "DSP-"),
         "transaction_id": transaction_id,
@@ -148,7 +141,7 @@ def open_dispute(db, transaction_id, reason, amount, provisional_credit):
 
 def update_dispute(db, dispute_id, status):
     """Move a dispute to a new status; closing it without a win takes back any provisional credit."""
-    dispute = _row(db, "disputes", dispute_id, "dispute")
+    dispute = row_by_id(db, "disputes", dispute_id, "dispute")
     if dispute["status"] in REVERSING_STATUSES | {"won"}:
         raise ToolError(f"dispute {dispute_id} is already closed ({dispute['status']})")
     db.execute("UPDATE disputes SET status = ? WHERE id = ?", (status, dispute_id))
@@ -161,8 +154,8 @@ def update_dispute(db, dispute_id, status):
 
 def internal_transfer(db, from_account_id, to_account_id, amount):
     """Move money (EUR) instantly between two Fernway accounts."""
-    source = _row(db, "accounts", from_account_id, "account")
-    target = _row(db, "accounts", to_account_id, "account")
+    source = row_by_id(db, "accounts", from_account_id, "account")
+    target = row_by_id(db, "accounts", to_account_id, "account")
     if from_account_id == to_account_id:
         raise ToolError("source and target account are the same")
     for account in (source, target):

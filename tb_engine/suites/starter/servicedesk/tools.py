@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from tb_engine.tooling import ToolError, now
+from tb_engine.tooling import ToolError, now, row_by_id
 
 # A returned asset's new status by the condition it came back in.
 RETURN_STATUS = {"working": "in_stock", "damaged": "in_repair", "lost": "lost"}
 
 
-def _row(db, table, key_value, label):
-    row = db.execute(f"SELECT * FROM {table} WHERE id = ?", (key_value,)).fetchone()
-    if row is None:
-        raise ToolError(f"{label} {key_value} not found")
-    return dict(row)
-
-
 def _employee(db, employee_id):
-    employee = _row(db, "employees", employee_id, "employee")
+    employee = row_by_id(db, "employees", employee_id, "employee")
     employee["photo_on_file"] = bool(employee["photo_on_file"])
     return employee
 
@@ -60,7 +53,7 @@ def list_stock(db, kind):
 
 def decide_access_request(db, request_id, decision, approver_id):
     """Record a manager's approval or rejection of a pending access request (does not grant access)."""
-    request = _row(db, "access_requests", request_id, "access request")
+    request = row_by_id(db, "access_requests", request_id, "access request")
     if request["status"] != "pending":
         raise ToolError(f"access request {request_id} is already {request['status']}")
     _employee(db, approver_id)
@@ -76,7 +69,7 @@ def grant_access(db, employee_id, system_id, role):
     employee = _employee(db, employee_id)
     if employee["status"] == "left":
         raise ToolError(f"employee {employee_id} has left the company")
-    _row(db, "systems", system_id, "system")
+    row_by_id(db, "systems", system_id, "system")
     existing = db.execute(
         "SELECT * FROM access_grants WHERE employee_id = ? AND system_id = ?", (employee_id, system_id)
     ).fetchone()
@@ -111,7 +104,7 @@ def revoke_access(db, employee_id, system_id):
 
 def assign_asset(db, asset_id, employee_id):
     """Hand an in-stock asset to an employee."""
-    asset = _row(db, "assets", asset_id, "asset")
+    asset = row_by_id(db, "assets", asset_id, "asset")
     _employee(db, employee_id)
     if asset["status"] != "in_stock":
         raise ToolError(f"asset {asset_id} is {asset['status']}, not in stock")
@@ -121,7 +114,7 @@ def assign_asset(db, asset_id, employee_id):
 
 def return_asset(db, asset_id, condition):
     """Take an asset back from its holder: working -> in stock, damaged -> in repair, lost -> lost."""
-    asset = _row(db, "assets", asset_id, "asset")
+    asset = row_by_id(db, "assets", asset_id, "asset")
     if asset["status"] != "assigned":
         raise ToolError(f"asset {asset_id} is {asset['status']}, not assigned to anyone")
     status = RETURN_STATUS[condition]
@@ -131,14 +124,14 @@ def return_asset(db, asset_id, condition):
 
 def update_onboarding_task(db, task_id, status):
     """Set the status of an onboarding checklist task."""
-    _row(db, "onboarding_tasks", task_id, "onboarding task")
+    row_by_id(db, "onboarding_tasks", task_id, "onboarding task")
     db.execute("UPDATE onboarding_tasks SET status = ?, updated_at = ? WHERE id = ?", (status, now(db), task_id))
     return {"task_id": task_id, "status": status}
 
 
 def update_ticket(db, ticket_id, status, note):
     """Set a ticket's status and record a working note."""
-    ticket = _row(db, "tickets", ticket_id, "ticket")
+    ticket = row_by_id(db, "tickets", ticket_id, "ticket")
     if ticket["status"] == "resolved" and status != "resolved":
         raise ToolError(f"ticket {ticket_id} is resolved; open a new ticket instead")
     db.execute("UPDATE tickets SET status = ?, note = ?, updated_at = ? WHERE id = ?", (status, note, now(db), ticket_id))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from tb_engine.tooling import ToolError, next_id, now
+from tb_engine.tooling import ToolError, next_id, now, row_by_id
 
 # A downgrade refund up to this amount is approved on the spot by the duty manager;
 # anything larger waits for the regional manager (the approval stays pending).
@@ -12,19 +12,12 @@ DUTY_MANAGER_LIMIT = 300.0
 DUTY_MANAGER_ID = "MGR-DUTY-07"
 
 
-def _row(db, table, key_field, key_value, label):
-    row = db.execute(f"SELECT * FROM {table} WHERE {key_field} = ?", (key_value,)).fetchone()
-    if row is None:
-        raise ToolError(f"{label} {key_value} not found")
-    return dict(row)
-
-
 def _booking(db, booking_id):
-    return _row(db, "bookings", "id", booking_id, "booking")
+    return row_by_id(db, "bookings", booking_id, "booking")
 
 
 def _room_type(db, room_type_id):
-    return _row(db, "room_types", "id", room_type_id, "room type")
+    return row_by_id(db, "room_types", room_type_id, "room type")
 
 
 def _nights(check_in, check_out):
@@ -65,7 +58,7 @@ def find_traveller(db, email):
 def get_booking(db, booking_id):
     """A booking with its hotel, room type, payments and open support cases."""
     booking = _booking(db, booking_id)
-    booking["hotel"] = _row(db, "hotels", "id", booking["hotel_id"], "hotel")
+    booking["hotel"] = row_by_id(db, "hotels", booking["hotel_id"], "hotel")
     booking["room_type"] = _room_type(db, booking["room_type_id"])
     booking["payments"] = [
         dict(r) for r in db.execute("SELECT * FROM payments WHERE booking_id = ? ORDER BY id", (booking_id,))
@@ -81,7 +74,7 @@ def get_booking(db, booking_id):
 
 def list_room_types(db, hotel_id):
     """All room types of a hotel, best category first."""
-    _row(db, "hotels", "id", hotel_id, "hotel")
+    row_by_id(db, "hotels", hotel_id, "hotel")
     rows = db.execute(
         "SELECT * FROM room_types WHERE hotel_id = ? ORDER BY category_rank DESC, id", (hotel_id,)
     ).fetchall()
@@ -209,7 +202,7 @@ def issue_refund(db, booking_id, amount, reason):
 
 def update_case(db, case_id, status, note):
     """Set the status of a support case and add a working note."""
-    _row(db, "support_cases", "id", case_id, "support case")
+    row_by_id(db, "support_cases", case_id, "support case")
     db.execute(
         "UPDATE support_cases SET status = ?, note = ?, updated_at = ? WHERE id = ?",
         (status, note, now(db), case_id),
