@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.campaigns.models import Campaign
 from apps.dashboard import reports
+from apps.dashboard.health import health_scope
 from apps.dashboard.selectors import dashboard_campaigns
 
 TAGS = ["metrics"]
@@ -100,11 +101,19 @@ class LeaderboardRowOutput(serializers.Serializer):
     reversed_with = serializers.ListField(child=serializers.CharField(), help_text="Campaigns ordered the other way by all-N.")
 
 
+def healthy_field():
+    return serializers.ChoiceField(
+        choices=["exclude"], required=False,
+        help_text="exclude: leave out tasks with open health issues (triage labels grader bug, task ambiguous).",
+    )  # fmt: skip
+
+
 class LeaderboardFilter(serializers.Serializer):
     domain = serializers.CharField(required=False, allow_blank=True, max_length=100)
     tag = serializers.CharField(required=False, allow_blank=True, max_length=100)
     sort = serializers.ChoiceField(choices=sorted(reports.LEADERBOARD_SORTS), default="pass1")
     dir = serializers.ChoiceField(choices=["asc", "desc"], required=False)
+    healthy = healthy_field()
     page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
@@ -112,6 +121,7 @@ class LeaderboardFilter(serializers.Serializer):
 class CampaignsFilter(serializers.Serializer):
     campaign = serializers.ListField(child=id_field(), required=False,
                                      help_text="Only these campaigns (repeat the parameter); default every visible one.")  # fmt: skip
+    healthy = healthy_field()
     page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
@@ -140,7 +150,7 @@ class LeaderboardView(ApiView):
             campaigns = [c for c in campaigns if _has_tasks_in_slice(frames[c.pk], domain=domain, tag=tag)]
         sort = query["sort"]
         descending = query.get("dir", "asc" if sort == "name" else "desc") == "desc"
-        rows = reports.leaderboard_rows(campaigns, domain=domain, tag=tag)
+        rows = reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health_scope(query, campaigns).exclude)
         rows = reports.sort_rows(rows, key=sort, descending=descending)
         items = [{"campaign": r["campaign"], "figures": _figures(r["m"]), "reversed_with": r["reversed_with"]} for r in rows]
         return self.paginate(items, LeaderboardRowOutput)
@@ -150,11 +160,11 @@ def _selected_campaigns(user, query: dict) -> list[Campaign]:
     return dashboard_campaigns(user, ids=query.get("campaign") or None)
 
 
-def per_campaign(row: Callable[[Campaign, Any, str], dict]) -> Callable[[list[Campaign]], list[dict]]:
-    """A page transform: one frame load for the page, then `row(campaign, frame, stamp)` per campaign."""
+def per_campaign(row: Callable[[Campaign, Any, str], dict], *, query: dict) -> Callable[[list[Campaign]], list[dict]]:
+    """A page transform: one frame load for the page (health toggle applied), then `row(campaign, frame, stamp)` per campaign."""
 
     def rows(page: list[Campaign]) -> list[dict]:
-        frames, stamps = reports.load_frames(page)
+        frames, stamps = reports.load_frames(page, exclude=health_scope(query, page).exclude)
         return [row(campaign, frames[campaign.pk], stamps[campaign.pk]) for campaign in page]
 
     return rows
@@ -175,7 +185,8 @@ class GapView(ApiView):
     @api_schema(summary="Discovery-reliability gap and pass^k curves per campaign", tags=TAGS,
                 parameters=[CampaignsFilter], responses={200: paginated(GapRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
     def get(self, request):
-        campaigns = _selected_campaigns(request.user, self.validated_query(CampaignsFilter))
+        query = self.validated_query(CampaignsFilter)
+        campaigns = _selected_campaigns(request.user, query)
 
         def row(campaign: Campaign, frame, stamp) -> dict:
             m = reports.campaign_figures(campaign, frame, stamp)
@@ -184,7 +195,7 @@ class GapView(ApiView):
                 "gap_pp": m["gap_pp"], "pass_hat_curves": reports.pass_hat_curves(campaign, frame, stamp),
             }  # fmt: skip
 
-        return self.paginate(campaigns, GapRowOutput, transform=per_campaign(row))
+        return self.paginate(campaigns, GapRowOutput, transform=per_campaign(row, query=query))
 
 
 class PriceSheetRefOutput(serializers.Serializer):
@@ -207,14 +218,15 @@ class CostView(ApiView):
     @api_schema(summary="Cost per attempt, success and dependable task, with the price sheet used", tags=TAGS,
                 parameters=[CampaignsFilter], responses={200: paginated(CostRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
     def get(self, request):
-        campaigns = _selected_campaigns(request.user, self.validated_query(CampaignsFilter))
+        query = self.validated_query(CampaignsFilter)
+        campaigns = _selected_campaigns(request.user, query)
 
         def row(campaign: Campaign, frame, stamp) -> dict:
             m = reports.campaign_figures(campaign, frame, stamp)
             return {"campaign": campaign, "price_sheet": campaign.price_sheet, "cost": m["cost"],
                     "mean_tokens": m["mean_tokens"], "eval_tokens": m["tokens_eval"], "unpriced": m["unpriced"]}  # fmt: skip
 
-        return self.paginate(campaigns, CostRowOutput, transform=per_campaign(row))
+        return self.paginate(campaigns, CostRowOutput, transform=per_campaign(row, query=query))
 
 
 class DomainFiguresOutput(serializers.Serializer):
@@ -234,18 +246,20 @@ class DomainsView(ApiView):
     @api_schema(summary="Per-domain pass@1, pass@N observed and all-N share per campaign", tags=TAGS,
                 parameters=[CampaignsFilter], responses={200: paginated(DomainsRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
     def get(self, request):
-        campaigns = _selected_campaigns(request.user, self.validated_query(CampaignsFilter))
+        query = self.validated_query(CampaignsFilter)
+        campaigns = _selected_campaigns(request.user, query)
 
         def row(campaign: Campaign, frame, stamp) -> dict:
             table = reports.domain_table(campaign, frame, stamp)
             return {"campaign": campaign, "domains": [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]}
 
-        return self.paginate(campaigns, DomainsRowOutput, transform=per_campaign(row))
+        return self.paginate(campaigns, DomainsRowOutput, transform=per_campaign(row, query=query))
 
 
 class CompareFilter(serializers.Serializer):
     a = id_field(help_text="Campaign A (the figures are A minus B).")
     b = id_field(help_text="Campaign B; same N as A.")
+    healthy = healthy_field()
 
 
 class PairOutput(serializers.Serializer):
@@ -291,7 +305,7 @@ class CompareView(ApiView):
         if missing:
             raise Http404(f"no such campaign: {', '.join(missing)}")
         a, b = by_id[query["a"]], by_id[query["b"]]
-        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a])
+        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude)
         try:
             result = reports.comparison(a, b, frames, stamps)
         except ValueError as exc:  # different N: all-N is not comparable

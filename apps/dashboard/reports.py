@@ -30,8 +30,22 @@ def _key(kind: str, campaign_id: int, stamp: str, *parts: Any) -> str:
     return f"dash:v{CACHE_VERSION}:{kind}:{campaign_id}:" + hashlib.sha1(raw.encode()).hexdigest()
 
 
-def load_frames(campaigns: list[Campaign]) -> tuple[dict[int, pd.DataFrame], dict[int, str]]:
-    """Per-task tables of the campaigns (cached) and their stamps: one query warm, three cold."""
+def load_frames(
+    campaigns: list[Campaign], *, exclude: frozenset[int] = frozenset()
+) -> tuple[dict[int, pd.DataFrame], dict[int, str]]:
+    """Per-task tables of the campaigns (cached) and their stamps: one query warm, three cold.
+
+    `exclude` drops tasks by pk (the health toggle) from every frame; the stamps then name the
+    dropped tasks too, so each figure cached from these frames is keyed by the task set it used.
+    """
+    frames, stamps = _stored_frames(campaigns)
+    if not exclude:
+        return frames, stamps
+    marker = "|without:" + ",".join(str(pk) for pk in sorted(exclude))
+    return {pk: filter_frame(frame, exclude=exclude) for pk, frame in frames.items()}, {pk: stamp + marker for pk, stamp in stamps.items()}
+
+
+def _stored_frames(campaigns: list[Campaign]) -> tuple[dict[int, pd.DataFrame], dict[int, str]]:
     stamps = summary_stamps(c.pk for c in campaigns)
     keys = {c.pk: _key("frame", c.pk, stamps[c.pk]) for c in campaigns}
     found = cache.get_many(list(keys.values()))

@@ -17,11 +17,11 @@ from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.access import require_role, user_has_role
 from apps.core.roles import Role
 from apps.dashboard import charts, reports
+from apps.dashboard.health import health_scope
 from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.models import ExternalScore
 from apps.dashboard.selectors import attempt_strip, dashboard_campaigns, filter_options
 from apps.suites.models import Task
-from apps.triage.selectors import unhealthy_task_pks
 from tb_engine.metrics import spearman
 
 TASKS_PER_PAGE = 50
@@ -50,16 +50,14 @@ def leaderboard(request):
     sort = sort if sort in reports.LEADERBOARD_SORTS else "pass1"
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
     # Triage: tasks with open health issues (grader bug, ambiguous) can be left out of every figure.
-    unhealthy = unhealthy_task_pks(campaigns=campaigns)
-    healthy = "exclude" if request.GET.get("healthy") == "exclude" else ""
-    exclude = unhealthy if healthy else frozenset()
-    rows = reports.sort_rows(reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude), key=sort, descending=descending)
+    health = health_scope(request.GET, campaigns)
+    healthy = health.context()["healthy"]
+    rows = reports.sort_rows(reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude), key=sort, descending=descending)
     benchmarks, correlations = _external_scores(rows)
     domains, tags = filter_options(campaigns)
     filter_query = urlencode({key: value for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy)) if value})
     context = {
-        "rows": rows, "domain": domain, "tag": tag, "sort": sort, "descending": descending, "healthy": healthy,
-        "unhealthy_count": len(unhealthy), "excluded_count": len(exclude),
+        "rows": rows, "domain": domain, "tag": tag, "sort": sort, "descending": descending, **health.context(),
         "export_query": f"{filter_query}&sort={sort}&dir={'desc' if descending else 'asc'}".lstrip("&"),
         "base_query": filter_query,
         "domains": domains, "tags": tags, "benchmarks": benchmarks, "correlations": correlations,
@@ -101,7 +99,8 @@ def external_score_add(request):
 def gap(request):
     """pass@N against all-N per campaign, and pass^k curves for k = 1..N overall and per domain."""
     campaigns = dashboard_campaigns(request.user, ids=_selected_ids(request))
-    frames, stamps = reports.load_frames(campaigns)
+    health = health_scope(request.GET, campaigns)
+    frames, stamps = reports.load_frames(campaigns, exclude=health.exclude)
     points, curves = [], {}
     for campaign in campaigns:
         figures = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
@@ -125,6 +124,7 @@ def gap(request):
         "points": points, "scatter": _chart(scatter),
         "overall": _chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
         "per_domain": per_domain, "all_campaigns": dashboard_campaigns(request.user), "selected": {c.pk for c in campaigns},
+        **health.context(),
     }  # fmt: skip
     return _render(request, "dashboard/gap.html", "gap-body", context)
 
@@ -137,7 +137,8 @@ def cost(request):
     The what-if POST recomputes from stored token sums and renders a fragment; it never writes.
     """
     campaigns = dashboard_campaigns(request.user)
-    frames, stamps = reports.load_frames(campaigns)
+    health = health_scope(request.GET, campaigns)
+    frames, stamps = reports.load_frames(campaigns, exclude=health.exclude)
     rows = []
     for campaign in campaigns:
         figures = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
@@ -153,7 +154,7 @@ def cost(request):
     sheets = {campaign.price_sheet_id: campaign.price_sheet for campaign in campaigns if campaign.price_sheet}
     context = {
         "rows": rows, "cost_chart": _chart(charts.cost_bars(table)), "token_chart": _chart(charts.token_bars(table)),
-        "sheets": list(sheets.values()), "whatif_form": WhatIfPriceForm(campaigns=campaigns),
+        "sheets": list(sheets.values()), "whatif_form": WhatIfPriceForm(campaigns=campaigns), **health.context(),
     }  # fmt: skip
     return render(request, "dashboard/cost.html", context)
 
@@ -177,7 +178,8 @@ def _whatif(request, campaigns, frames, rows):
 def domains(request):
     """Campaigns x domains heatmaps of pass@1, pass@N and all-N; per-domain deltas between two campaigns."""
     campaigns = dashboard_campaigns(request.user)
-    frames, stamps = reports.load_frames(campaigns)
+    health = health_scope(request.GET, campaigns)
+    frames, stamps = reports.load_frames(campaigns, exclude=health.exclude)
     tables = {c.pk: reports.domain_table(c, frames[c.pk], stamps[c.pk]).set_index("domain") for c in campaigns}
     heatmaps = []
     for column, title in (("pass_at_1", "pass@1"), ("pass_at_n", "pass@N observed"), ("all_n", "observed all-N")):
@@ -190,7 +192,7 @@ def domains(request):
         joined = tables[a.pk].merge(tables[b.pk], left_index=True, right_index=True, suffixes=("_a", "_b"))
         for domain_name, row in joined.iterrows():
             deltas.append({"domain": domain_name, **{m: (row[f"{m}_a"] - row[f"{m}_b"]) * 100 for m in ("pass_at_1", "pass_at_n", "all_n")}})
-    context = {"heatmaps": heatmaps, "campaigns": campaigns, "a": a, "b": b, "deltas": deltas}
+    context = {"heatmaps": heatmaps, "campaigns": campaigns, "a": a, "b": b, "deltas": deltas, **health.context()}
     return _render(request, "dashboard/domains.html", "domain-deltas", context)
 
 
@@ -274,13 +276,14 @@ def compare(request):
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
     result, error = None, ""
+    health = health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:
-        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a])
+        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a], exclude=health.exclude)
         try:
             result = reports.comparison(a, b, frames, stamps)
         except ValueError as exc:
             error = str(exc)
-    context = {"campaigns": campaigns, "a": a, "b": b, "result": result, "error": error}
+    context = {"campaigns": campaigns, "a": a, "b": b, "result": result, "error": error, **health.context()}
     return _render(request, "dashboard/compare.html", "compare-body", context)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from django.http import QueryDict
 
 from apps.dashboard import reports
+from apps.dashboard.health import health_scope
 from apps.dashboard.selectors import dashboard_campaigns
 
 # Column kinds decide the spreadsheet number format: share = 0..1 shown as percent.
@@ -37,6 +38,10 @@ class Table:
         return [[row.get(column.key) for column in self.columns] for row in self.rows]
 
 
+# Exports say how many flagged tasks the figures leave out, as the pages' banner does.
+EXCLUDED_COLUMN = Column("excluded_unhealthy_tasks", "excluded unhealthy tasks", "int")
+
+
 def _value(estimate) -> float | None:
     return None if estimate is None else estimate.get("value")
 
@@ -47,11 +52,9 @@ def _ids(query: QueryDict) -> list[int] | None:
 
 def leaderboard_table(user, query: QueryDict) -> Table:
     """The leaderboard rows with the page's domain/tag/health filters and sort."""
-    from apps.triage.selectors import unhealthy_task_pks
-
     campaigns = dashboard_campaigns(user)
     domain, tag = query.get("domain", ""), query.get("tag", "")
-    exclude = unhealthy_task_pks(campaigns=campaigns) if query.get("healthy") == "exclude" else frozenset()
+    exclude = health_scope(query, campaigns).exclude
     sort = query.get("sort", "pass1")
     sort = sort if sort in reports.LEADERBOARD_SORTS else "pass1"
     descending = query.get("dir", "desc" if sort != "name" else "asc") == "desc"
@@ -65,7 +68,7 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         Column("all_n", "all-N share", "share"), Column("gap_pp", "gap (pp)", "points"), Column("mean_tokens", "tokens per attempt", "float"),
         Column("cost_per_attempt", "$ per attempt", "money"), Column("cost_per_success", "$ per success", "money"),
         Column("cost_per_dependable_task", "$ per dependable task", "money"), Column("infra_errors", "infra errors", "int"),
-        Column("incomplete_tasks", "incomplete tasks", "int"), Column("excluded_unhealthy_tasks", "excluded unhealthy tasks", "int"),
+        Column("incomplete_tasks", "incomplete tasks", "int"), EXCLUDED_COLUMN,
     ]  # fmt: skip
     out = []
     for row in rows:
@@ -89,20 +92,24 @@ def leaderboard_table(user, query: QueryDict) -> Table:
 
 def gap_table(user, query: QueryDict) -> Table:
     campaigns = dashboard_campaigns(user, ids=_ids(query))
-    frames, stamps = reports.load_frames(campaigns)
+    exclude = health_scope(query, campaigns).exclude
+    frames, stamps = reports.load_frames(campaigns, exclude=exclude)
     rows = []
     for campaign in campaigns:
         m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
         rows.append({"campaign": campaign.name, "pass_at_n_observed": m["pass_at_n_observed"]["value"], "all_n": m["all_n"]["value"],
-                     "gap_pp": m["gap_pp"]["value"], "gap_lo": m["gap_pp"]["lo"], "gap_hi": m["gap_pp"]["hi"]})  # fmt: skip
+                     "gap_pp": m["gap_pp"]["value"], "gap_lo": m["gap_pp"]["lo"], "gap_hi": m["gap_pp"]["hi"],
+                     "excluded_unhealthy_tasks": len(exclude)})  # fmt: skip
     columns = [Column("campaign", "campaign"), Column("pass_at_n_observed", "pass@N observed", "share"), Column("all_n", "all-N share", "share"),
-               Column("gap_pp", "gap (pp)", "points"), Column("gap_lo", "gap lo (pp)", "points"), Column("gap_hi", "gap hi (pp)", "points")]  # fmt: skip
+               Column("gap_pp", "gap (pp)", "points"), Column("gap_lo", "gap lo (pp)", "points"), Column("gap_hi", "gap hi (pp)", "points"),
+               EXCLUDED_COLUMN]  # fmt: skip
     return Table("gap", "Discovery–reliability gap", columns, rows)
 
 
 def cost_table(user, query: QueryDict) -> Table:
     campaigns = dashboard_campaigns(user)
-    frames, stamps = reports.load_frames(campaigns)
+    exclude = health_scope(query, campaigns).exclude
+    frames, stamps = reports.load_frames(campaigns, exclude=exclude)
     rows = []
     for campaign in campaigns:
         m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
@@ -113,7 +120,7 @@ def cost_table(user, query: QueryDict) -> Table:
             "cost_per_dependable_task": cost["cost_per_dependable_task"], "billed_attempts": cost["billed_attempts"],
             **{key: tokens.get(key, 0) for key in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")},
             "unpriced": m["unpriced"], "price_sheet": sheet.name if sheet else "", "price_source": sheet.source if sheet else "",
-            "price_date": sheet.effective_date.isoformat() if sheet else "",
+            "price_date": sheet.effective_date.isoformat() if sheet else "", "excluded_unhealthy_tasks": len(exclude),
         })  # fmt: skip
     columns = [
         Column("campaign", "campaign"), Column("agent_cost", "agent cost $", "money"), Column("eval_cost", "evaluation cost $", "money"),
@@ -122,21 +129,23 @@ def cost_table(user, query: QueryDict) -> Table:
         Column("input_tokens", "input tokens", "int"), Column("cached_input_tokens", "cached input tokens", "int"),
         Column("output_tokens", "output tokens", "int"), Column("reasoning_tokens", "reasoning tokens", "int"),
         Column("unpriced", "unpriced attempts", "int"), Column("price_sheet", "price sheet"), Column("price_source", "price source"),
-        Column("price_date", "price date"),
+        Column("price_date", "price date"), EXCLUDED_COLUMN,
     ]  # fmt: skip
     return Table("cost", "Cost", columns, rows)
 
 
 def domains_table(user, query: QueryDict) -> Table:
     campaigns = dashboard_campaigns(user)
-    frames, stamps = reports.load_frames(campaigns)
+    exclude = health_scope(query, campaigns).exclude
+    frames, stamps = reports.load_frames(campaigns, exclude=exclude)
     rows = []
     for campaign in campaigns:
         table = reports.domain_table(campaign, frames[campaign.pk], stamps[campaign.pk])
         for record in table.to_dict("records"):
-            rows.append({"campaign": campaign.name, **record})
+            rows.append({"campaign": campaign.name, **record, "excluded_unhealthy_tasks": len(exclude)})
     columns = [Column("campaign", "campaign"), Column("domain", "domain"), Column("tasks", "tasks", "int"),
-               Column("pass_at_1", "pass@1", "share"), Column("pass_at_n", "pass@N observed", "share"), Column("all_n", "all-N share", "share")]  # fmt: skip
+               Column("pass_at_1", "pass@1", "share"), Column("pass_at_n", "pass@N observed", "share"), Column("all_n", "all-N share", "share"),
+               EXCLUDED_COLUMN]  # fmt: skip
     return Table("domains", "Domains", columns, rows)
 
 
@@ -179,7 +188,7 @@ def compare_table(user, query: QueryDict) -> Table:
                Column("dependable_b", "dependable in B", "bool"), Column("p_a_better", "P(A better)", "share")]  # fmt: skip
     rows = []
     if a and b and a.n_attempts == b.n_attempts:
-        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a])
+        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude)
         rows = reports.comparison(a, b, frames, stamps)["per_task"]
     return Table("compare", "Compare", columns, rows)
 
