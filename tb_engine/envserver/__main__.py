@@ -48,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ttl", type=float, default=DEFAULT_TTL_S, help="seconds an idle episode lives")
     p.add_argument("--max-episodes", type=int, default=DEFAULT_MAX_EPISODES)
     p.add_argument("--allow-evaluation-only", action="store_true", help="serve an evaluation-only suite anyway")
-    p.add_argument("--switch-interval-ms", type=float, default=1.0, help="GIL switch interval (Python default 5 ms)")
+    p.add_argument("--workers", type=int, default=1, help="server processes sharing the port")
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -60,9 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     except (EvaluationOnlyError, PoolFileError, SpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    # Every step hands off between a request thread and an episode thread; the default 5 ms GIL
-    # switch interval makes each handoff wait behind busy threads under load.
-    sys.setswitchinterval(args.switch_interval_ms / 1000.0)
     server = EnvServer(env, args.host, args.port, verbose=args.verbose)
     print(f"serving {len(env.pool)} task(s) of suite {env.suite.name} on {server.url}", flush=True)
     try:
