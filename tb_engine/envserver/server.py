@@ -3,36 +3,34 @@
 POST /reset {task_id?, seed?}            -> {episode_id, task_id, observation: {policy, tools, messages}}
 POST /step  {episode_id, action}         -> {observation, reward, done, info}
 GET  /state/{episode_id}                 -> where the episode stands
-GET  /health                             -> pool size, open episodes
+GET  /health                             -> pool size, open and finished episodes
 Errors are JSON {"error": "..."} with a 4xx/5xx status. HTTP/1.1 keep-alive, so a trainer's
 connection is reused across steps.
 
-Why a hand-written asyncio protocol instead of http.server: a step is ~0.3 ms of engine work, and
-BaseHTTPRequestHandler (email-based header parsing, a thread per connection, several writes per
-response) cost more than that. Here one event-loop thread parses requests from the socket buffer,
-runs the episode's step inline (it is CPU work, and episodes are generators, not threads) and
-answers with a single write.
+One event-loop thread parses requests (``http11``) and runs each episode's step inline: a step is
+CPU work on a suspended generator, so there is nothing to wait for and no thread to hand off to.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sys
 import threading
 import time
 from collections import deque
-from http import HTTPStatus
-from typing import Any, Callable
+from typing import Any
 
 from tb_engine.envserver.episodes import EnvError, Environment
+from tb_engine.envserver.http11 import MAX_BODY_BYTES, Answer, HttpConnection, Request, listening_socket
+from tb_engine.envserver.workers import Peers, relayed_episode
 
-MAX_BODY_BYTES = 1 << 20
-MAX_HEAD_BYTES = 64 << 10
+__all__ = ["MAX_BODY_BYTES", "EnvServer", "route"]
+
 REAP_EVERY_S = 5.0
-
-Answer = tuple[int, dict[str, Any]]
+PARENT_CHECK_S = 1.0
 
 
 def route(env: Environment, method: str, path: str, body: bytes) -> Answer:
@@ -65,182 +63,20 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
         raise EnvError(400, f"request body: not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise EnvError(400, "request body: expected a JSON object")
     return data
 
 
-def request_path(target: str) -> str:
-    """The routed path: no query string, no trailing slash."""
-    return target.split("?", 1)[0].rstrip("/")
-
-
-_REASONS = {status.value: status.phrase for status in HTTPStatus}
-
-
-def response_bytes(status: int, payload: dict[str, Any], *, close: bool = False) -> bytes:
-    """A whole HTTP/1.1 response, to go out in one write (no Nagle/delayed-ACK stall between parts)."""
-    body = json.dumps(payload, default=str).encode()
-    head = (
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n{'Connection: close' + chr(13) + chr(10) if close else ''}\r\n"
-    )
-    return head.encode() + body
-
-
-class Request:
-    """A parsed request head; the body follows once ``length`` bytes have arrived."""
-
-    __slots__ = ("method", "target", "path", "keep_alive", "length", "continue_sent", "expect_continue")
-
-    def __init__(self, method: str, target: str, keep_alive: bool, length: int, expect_continue: bool):
-        self.method, self.target, self.path = method, target, request_path(target)
-        self.keep_alive, self.length = keep_alive, length
-        self.expect_continue, self.continue_sent = expect_continue, False
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-def parse_head(head: bytes) -> Request:
-    """Request line and the few headers the server needs (length, keep-alive, 100-continue)."""
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise BadRequest(400, f"malformed request line {lines[0][:100]!r}")
-    method, target, version = parts
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        raise BadRequest(411, "request body: chunked encoding is not supported; send Content-Length")
-    try:
-        length = int(headers.get("content-length") or 0)
-    except ValueError:
-        raise BadRequest(400, f"Content-Length: not a number: {headers['content-length'][:40]!r}") from None
-    if length < 0:
-        raise BadRequest(400, "Content-Length: negative")
-    if length > MAX_BODY_BYTES:
-        raise BadRequest(413, f"request body: {length} bytes exceeds {MAX_BODY_BYTES}")
-    connection = headers.get("connection", "").lower()
-    keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
-    return Request(method, target, keep_alive, length, headers.get("expect", "").lower() == "100-continue")
-
-
-class HttpConnection(asyncio.Protocol):
-    """One client connection: parse requests as bytes arrive, answer each in order.
-
-    ``handle`` answers a request at once, or returns None to answer later through ``finish``;
-    until then this connection reads no further request, so answers keep the request order.
-    """
-
-    def __init__(self, handle: Callable[["HttpConnection", Request, bytes], Answer | None], log: Callable[[str], None] | None):
-        self._handle = handle
-        self._log = log
-        self._buffer = bytearray()
-        self._request: Request | None = None
-        self._waiting = False  # a request of this connection is answered later
-        self._transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._transport = None
-
-    @property
-    def open(self) -> bool:
-        return self._transport is not None
-
-    def data_received(self, data: bytes) -> None:
-        self._buffer += data
-        if self._waiting:
-            if len(self._buffer) > MAX_HEAD_BYTES + MAX_BODY_BYTES:
-                self._transport.pause_reading()  # a client racing ahead of its answers; resumed in finish()
-            return
-        self._drain()
-
-    def _drain(self) -> None:
-        while self._transport is not None and not self._waiting and self._next():
-            pass
-
-    def _next(self) -> bool:
-        """Handle one complete request from the buffer; False when more bytes are needed."""
-        buffer = self._buffer
-        request = self._request
-        if request is None:
-            end = buffer.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buffer) > MAX_HEAD_BYTES:
-                    self._fail(431, f"request head exceeds {MAX_HEAD_BYTES} bytes")
-                return False
-            try:
-                request = parse_head(bytes(buffer[:end]))
-            except BadRequest as exc:
-                self._fail(exc.status, exc.message)
-                return False
-            del buffer[: end + 4]
-            self._request = request
-        if len(buffer) < request.length:
-            if request.expect_continue and not request.continue_sent:
-                request.continue_sent = True
-                self._transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            return False
-        body = bytes(buffer[: request.length])
-        del buffer[: request.length]
-        self._request = None
-        self._waiting = True
-        answer = self._handle(self, request, body)
-        if answer is not None:
-            self.finish(request, answer, drain=False)
-        return True
-
-    def finish(self, request: Request, answer: Answer, *, drain: bool = True) -> None:
-        """Send the answer to ``request`` and go on with the requests behind it."""
-        self._waiting = False
-        if self._transport is None:
-            return  # the client went away meanwhile
-        status, payload = answer
-        self._transport.write(response_bytes(status, payload, close=not request.keep_alive))
-        if self._log is not None:
-            self._log(f'"{request.method} {request.target}" {status}')
-        if not request.keep_alive:
-            self._transport.close()
-            self._transport = None
-            return
-        if drain:
-            self._transport.resume_reading()
-            self._drain()
-
-    def _fail(self, status: int, message: str) -> None:
-        """Answer a request that cannot be read and drop the connection (its framing is lost)."""
-        self._transport.write(response_bytes(status, {"error": message}, close=True))
-        self._transport.close()
-        self._transport = None
-
-
-def listening_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuse_port:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
-
-
 class EnvServer:
     """Serves one Environment on an asyncio loop, with a periodic reaper for idle episodes.
 
     ``serve_forever`` runs in the calling thread (the CLI); ``start_background`` in a daemon thread
-    (tests, benchmarks), stopped by ``shutdown_all``.
+    (tests, benchmarks), stopped by ``shutdown_all``. With ``peers`` it is one of several worker
+    processes (``workers.py``): requests for another worker's episodes are relayed to it, and it
+    also answers its peers' relays on its private socket.
     """
 
     def __init__(
@@ -251,9 +87,11 @@ class EnvServer:
         *,
         verbose: bool = False,
         sock: socket.socket | None = None,
+        peers: Peers | None = None,
     ):
         self.env = env
         self.verbose = verbose
+        self.peers = peers
         self.socket = sock if sock is not None else listening_socket(host, port)
         self.server_address = self.socket.getsockname()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -261,14 +99,29 @@ class EnvServer:
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._resets: deque[tuple[HttpConnection, Request, bytes]] = deque()
+        self._in_flight: set[asyncio.Task] = set()
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
         return f"http://{host}:{port}"
 
+    # -- requests --------------------------------------------------------------------------
+
     def handle(self, connection: HttpConnection, request: Request, body: bytes) -> Answer | None:
-        """Answer now, except /reset: resets wait in a queue served one per loop pass (see ``_start_one``)."""
+        """A request on the public port: relayed when another worker owns its episode, else local."""
+        if self.peers is not None:
+            owner = self.peers.owner_elsewhere(relayed_episode(request, body))
+            if owner is not None:
+                self._later(connection, request, self._relay(owner, request, body))
+                return None
+            if request.path == "/health" and request.method == "GET":
+                self._later(connection, request, self.peers.gather_health(self.env.health()))
+                return None
+        return self.handle_here(connection, request, body)
+
+    def handle_here(self, connection: HttpConnection, request: Request, body: bytes) -> Answer | None:
+        """Answer now, except /reset: resets wait in a queue served one per loop pass (``_start_one``)."""
         if request.path == "/reset" and request.method == "POST":
             self._resets.append((connection, request, body))
             if len(self._resets) == 1:
@@ -290,25 +143,54 @@ class EnvServer:
         if connection.open:
             connection.finish(request, route(self.env, request.method, request.path, body))
 
+    async def _relay(self, owner: int, request: Request, body: bytes) -> Answer:
+        try:
+            return await self.peers.relay(owner, request.method, request.target, body)
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            return 502, {"error": f"worker {owner}, which owns this episode, is unavailable: {exc}"}
+
+    def _later(self, connection: HttpConnection, request: Request, answer) -> None:
+        """Answer ``request`` when the coroutine ``answer`` completes (the connection waits meanwhile)."""
+
+        def done(task: asyncio.Task) -> None:
+            if task.cancelled():
+                return
+            failure = task.exception()
+            connection.finish(request, (500, {"error": f"{type(failure).__name__}: {failure}"}) if failure else task.result())
+
+        task = self._loop.create_task(answer)
+        # The loop keeps only a weak reference to a task, and a relay's stream is only weakly held
+        # by its transport: without this strong reference a waiting relay can be garbage-collected.
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        task.add_done_callback(done)
+
     def _log(self, line: str) -> None:
         stamp = time.strftime("%d/%b/%Y %H:%M:%S")
         print(f"{self.server_address[0]} - - [{stamp}] {line}", file=sys.stderr, flush=True)
 
-    def protocol(self) -> HttpConnection:
-        return HttpConnection(self.handle, self._log if self.verbose else None)
+    # -- lifecycle -------------------------------------------------------------------------
 
-    async def serve(self) -> None:
-        """Accept connections until ``shutdown``; the reaper runs on the same loop."""
+    async def serve(self, *, parent: int | None = None) -> None:
+        """Accept connections until ``shutdown`` (or, for a worker, until its ``parent`` is gone)."""
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        server = await self._loop.create_server(self.protocol, sock=self.socket)
-        reaper = self._loop.create_task(self._reap())
+        log = self._log if self.verbose else None
+        servers = [await self._loop.create_server(lambda: HttpConnection(self.handle, log), sock=self.socket)]
+        if self.peers is not None:  # relays from the other workers: always answered here
+            private = self.peers.private_socket
+            servers.append(await self._loop.create_server(lambda: HttpConnection(self.handle_here, log), sock=private))
+        tasks = [self._loop.create_task(self._reap())]
+        if parent is not None:
+            tasks.append(self._loop.create_task(self._watch_parent(parent)))
         self._ready.set()
         try:
             await self._stopped.wait()
         finally:
-            reaper.cancel()
-            server.close()
+            for task in tasks:
+                task.cancel()
+            for server in servers:
+                server.close()
 
     async def _reap(self) -> None:
         interval = min(REAP_EVERY_S, max(self.env.ttl_s / 4, 0.05))
@@ -316,8 +198,14 @@ class EnvServer:
             await asyncio.sleep(interval)
             self.env.expire_idle()
 
-    def serve_forever(self) -> None:
-        asyncio.run(self.serve())
+    async def _watch_parent(self, parent: int) -> None:
+        """A worker outliving its supervisor would hold the port forever: stop when it is gone."""
+        while os.getppid() == parent:
+            await asyncio.sleep(PARENT_CHECK_S)
+        self._stopped.set()
+
+    def serve_forever(self, *, parent: int | None = None) -> None:
+        asyncio.run(self.serve(parent=parent))
 
     def start_background(self) -> threading.Thread:
         """Serve in a daemon thread; returns once the server accepts connections."""
@@ -335,6 +223,8 @@ class EnvServer:
 
     def server_close(self) -> None:
         self.socket.close()
+        if self.peers is not None:
+            self.peers.private_socket.close()
 
     def shutdown_all(self) -> None:
         """Stop serving and end every open episode."""
