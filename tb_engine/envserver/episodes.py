@@ -314,10 +314,6 @@ class Environment:
             if episode.id in self._open:
                 self._open.move_to_end(episode.id)
 
-    def owns(self, episode_id: str) -> bool:
-        """Whether this environment holds (or held) the episode."""
-        return episode_id in self._open or episode_id in self._finished or episode_id in self._expired
-
     def expire_idle(self) -> list[str]:
         """End and forget every episode idle for longer than the TTL; returns their ids.
 

@@ -191,6 +191,7 @@ class EnvServer:
                 task.cancel()
             for server in servers:
                 server.close()
+            self._loop = None
 
     async def _reap(self) -> None:
         interval = min(REAP_EVERY_S, max(self.env.ttl_s / 4, 0.05))
@@ -216,8 +217,12 @@ class EnvServer:
 
     def shutdown(self) -> None:
         """Stop a server running in another thread (start_background) and wait for it."""
-        if self._loop is not None and self._stopped is not None:
-            self._loop.call_soon_threadsafe(self._stopped.set)
+        loop, stopped = self._loop, self._stopped
+        if loop is not None and stopped is not None:
+            try:
+                loop.call_soon_threadsafe(stopped.set)
+            except RuntimeError:  # the loop has already finished
+                pass
         if self._thread is not None:
             self._thread.join(10)
 
