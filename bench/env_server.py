@@ -1,6 +1,6 @@
 """Environment server benchmark: 64 concurrent episodes driven by the golden agent over HTTP on 127.0.0.1.
 
-python3 bench/env_server.py [--concurrency 64] [--episodes 1920] [--client-processes 4] [--workers 1] [--think-ms 0]
+python3 bench/env_server.py [--concurrency 64] [--episodes 1920] [--workers 2] [--client-processes 4] [--think-ms 0]
 Each of the 64 clients owns one kept-alive connection (``EnvClient``) and runs whole episodes with
 ``rollout`` (reset, steps to done) on tasks drawn from the built-in suite, back to back with no
 pause. The clients are spread over a few processes so that their Python work is not serialised
@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64, help="concurrent episodes (one client and connection each)")
     parser.add_argument("--episodes", type=int, default=1920)
     parser.add_argument("--client-processes", type=int, default=4, help="processes the clients are spread over")
-    parser.add_argument("--workers", type=int, default=1, help="server processes (python -m tb_engine.envserver --workers)")
+    parser.add_argument("--workers", type=int, default=2, help="server processes (python -m tb_engine.envserver --workers)")
     parser.add_argument(
         "--think-ms", type=float, default=0.0,
         help="pause before each agent step, as a policy's generation would (0 = saturate the server)",
@@ -113,13 +113,14 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     think_s = args.think_ms / 1000.0
 
-    # Warm every worker's per-task templates and golden snapshots so the run measures steady state
-    # (new connections land on the workers by port hash, so a handful covers them all).
-    warmers = [EnvClient(url) for _ in range(4 * args.workers)]
-    for warm in warmers:
-        for task_id in sorted(SUITE.tasks):
-            rollout(warm, lambda t: make_golden_agent(SUITE.tasks[t]), task_id=task_id)
+    # Warm every worker's per-task templates and golden snapshots so the run measures steady state.
+    # New connections land on the workers by address hash; an episode id names its worker.
+    warmed: set[str] = set()
+    while len(warmed) < args.workers:
+        warm = EnvClient(url)
+        episodes = [rollout(warm, lambda t: make_golden_agent(SUITE.tasks[t]), task_id=t) for t in sorted(SUITE.tasks)]
         warm.close()
+        warmed.add(episodes[0].episode_id[:2] if args.workers > 1 else "")
 
     context = multiprocessing.get_context("fork")  # the clients share the loaded suite
     go, results = context.Event(), context.Queue()
@@ -152,8 +153,8 @@ def main() -> None:
     )
     print(f"steps: {len(steps_ms)}  mean {statistics.fmean(steps_ms):.2f} ms  p99 {percentile(steps_ms, 0.99):.2f} ms  max {max(steps_ms):.2f} ms")
     print(f"resets: {len(resets_ms)}  p50 {percentile(resets_ms, 0.5):.2f} ms  p95 {percentile(resets_ms, 0.95):.2f} ms")
-    if rewards.count(1.0) != len(rewards):
-        print("warning: the golden agent did not pass every episode", file=sys.stderr)
+    if rewards.count(1.0) != len(rewards) or len(rewards) != args.episodes:
+        print(f"warning: {rewards.count(1.0)} of {args.episodes} golden episodes ended with reward 1.0", file=sys.stderr)
     print(
         f"RESULT episodes_per_s={episodes_per_s:.1f} step_p50_ms={percentile(steps_ms, 0.5):.2f} "
         f"step_p95_ms={percentile(steps_ms, 0.95):.2f}"
