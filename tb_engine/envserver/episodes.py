@@ -198,9 +198,8 @@ class Environment:
             chooser = random.Random(seed) if seed is not None else self._random
             task_id = chooser.choice(self.pool)
         self.expire_idle()
-        with self._lock:
-            if len(self._open) >= self.max_episodes:
-                raise EnvError(503, f"too many open episodes ({self.max_episodes}); finish or abandon some first")
+        if len(self._open) >= self.max_episodes:  # checked again, atomically, when the episode is added
+            raise self._full()
         task = self.suite.tasks[task_id]
         backend = SqliteBackend(self.suite.domains[task.domain], task)
         steps = attempt_steps(task, backend, user=ScriptedUser(), judge=self.judge_factory(task), limits=self.limits)
@@ -213,7 +212,12 @@ class Environment:
         episode_id = self.id_prefix + uuid.uuid4().hex[len(self.id_prefix):]
         episode = Episode(episode_id, task, now, now, steps, backend, seen=len(view.messages))
         with self._lock:
-            self._open[episode.id] = episode
+            full = len(self._open) >= self.max_episodes
+            if not full:
+                self._open[episode.id] = episode
+        if full:
+            episode.end()
+            raise self._full()
         observation = {
             "policy": view.system_prompt,
             "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters, "read_only": t.read_only} for t in view.tools],
@@ -302,6 +306,9 @@ class Environment:
         if episode is None:
             raise self._gone(episode_id)
         return episode
+
+    def _full(self) -> EnvError:
+        return EnvError(503, f"too many open episodes ({self.max_episodes}); finish or abandon some first")
 
     def _gone(self, episode_id: str) -> EnvError:
         if episode_id in self._expired:

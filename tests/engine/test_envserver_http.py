@@ -234,3 +234,15 @@ def test_envclient_reconnects_when_the_server_closed_an_idle_connection():
     thread.join(5)
     listener.close()
     assert (first, second) == ({"connection": 0}, {"connection": 1})
+
+
+def test_envserver_refuses_new_episodes_past_max_episodes_until_one_finishes():
+    env = Environment(SUITE, max_episodes=2)
+    first, _ = env.reset(task_id=TASK), env.reset(task_id=TASK)
+    with pytest.raises(EnvError) as full:
+        env.reset(task_id=TASK)
+    env.step(first["episode_id"], {"text": "Nothing to do.", "done": True})
+    third = env.reset(task_id=TASK)
+    env.close()
+    assert (full.value.status, full.value.message) == (503, "too many open episodes (2); finish or abandon some first")
+    assert third["task_id"] == TASK
