@@ -1,15 +1,20 @@
 """Environment server benchmark: 64 concurrent episodes driven by the golden agent over HTTP on 127.0.0.1.
 
-python3 bench/env_server.py [--concurrency 64] [--episodes 640]
-Each client thread owns one kept-alive connection and runs whole episodes (reset, steps to done)
-on tasks drawn from the built-in suite. Step latency is measured at the client, so it includes
-HTTP, the runner thread handoff, tool calls and, for the last step, grading.
+python3 bench/env_server.py [--concurrency 64] [--episodes 1920] [--workers 2] [--client-processes 4] [--think-ms 0]
+Each of the 64 clients owns one kept-alive connection (``EnvClient``) and runs whole episodes with
+``rollout`` (reset, steps to done) on tasks drawn from the built-in suite, back to back with no
+pause. The clients are spread over a few processes so that their Python work is not serialised
+behind one GIL (the latency would then be the client's, not the server's). Step latency is measured
+at the client around each HTTP exchange, so it includes HTTP, tool calls and, for the last step,
+grading. Reset latency is reported too: under overload the server starts new episodes after the
+steps of running ones, so that is where the queueing shows.
 Last line: RESULT episodes_per_s=… step_p50_ms=… step_p95_ms=…
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import socket
 import statistics
 import subprocess
@@ -24,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 from tb_engine.agents.golden import make_golden_agent  # noqa: E402
 from tb_engine.envserver.client import EnvClient, rollout  # noqa: E402
 from tb_engine.loader import load_builtin_suite  # noqa: E402
+
+SUITE = load_builtin_suite()
 
 
 class ThinkingAgent:
@@ -50,75 +57,104 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def client_process(url: str, client_ids: list[int], concurrency: int, episodes: int, think_s: float, go, results) -> None:
+    """Run the episodes of some clients (client k runs episodes k, k + concurrency, …) in threads."""
+
+    def make(task_id: str):
+        golden = make_golden_agent(SUITE.tasks[task_id])
+        return ThinkingAgent(golden, think_s) if think_s else golden
+
+    collected: dict[str, list] = {"steps": [], "resets": [], "rewards": []}
+    lock = threading.Lock()
+
+    def client(k: int) -> None:
+        connection = EnvClient(url)
+        connection.health()  # connect before the clock starts
+        go.wait()
+        steps, resets, rewards = [], [], []
+        for index in range(k, episodes, concurrency):
+            episode = rollout(connection, make, seed=index)
+            steps.extend(episode.step_seconds)
+            resets.append(episode.reset_seconds)
+            rewards.append(episode.reward)
+        connection.close()
+        with lock:
+            collected["steps"] += steps
+            collected["resets"] += resets
+            collected["rewards"] += rewards
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in client_ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    results.put(collected)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--episodes", type=int, default=640)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--concurrency", type=int, default=64, help="concurrent episodes (one client and connection each)")
+    parser.add_argument("--episodes", type=int, default=1920)
+    parser.add_argument("--client-processes", type=int, default=4, help="processes the clients are spread over")
+    parser.add_argument("--workers", type=int, default=2, help="server processes (python -m tb_engine.envserver --workers)")
     parser.add_argument(
         "--think-ms", type=float, default=0.0,
         help="pause before each agent step, as a policy's generation would (0 = saturate the server)",
     )  # fmt: skip
     args = parser.parse_args()
-    suite = load_builtin_suite()
     port = free_port()
-    # The server runs in its own process, as it would next to a trainer: the client threads here
-    # must not share its GIL.
+    # The server runs in its own process(es), as it would next to a trainer.
     server = subprocess.Popen(
         [sys.executable, "-m", "tb_engine.envserver", "--suite", "starter", "--port", str(port),
-         "--max-episodes", str(args.concurrency * 2)],
+         "--max-episodes", str(args.concurrency * 2), "--workers", str(args.workers)],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     server.stdout.readline()  # "serving … on http://…" once it listens
     url = f"http://127.0.0.1:{port}"
     think_s = args.think_ms / 1000.0
 
-    def make(task_id: str):
-        golden = make_golden_agent(suite.tasks[task_id])
-        return ThinkingAgent(golden, think_s) if think_s else golden
+    # Warm every worker's per-task templates and golden snapshots so the run measures steady state.
+    # New connections land on the workers by address hash; an episode id names its worker.
+    warmed: set[str] = set()
+    while len(warmed) < args.workers:
+        warm = EnvClient(url)
+        episodes = [rollout(warm, lambda t: make_golden_agent(SUITE.tasks[t]), task_id=t) for t in sorted(SUITE.tasks)]
+        warm.close()
+        warmed.add(episodes[0].episode_id[:2] if args.workers > 1 else "")
 
-    # Warm the per-task templates and golden snapshots so the run measures steady state.
-    warm = EnvClient(url)
-    for task_id in sorted(suite.tasks):
-        rollout(warm, make, task_id=task_id)
-    warm.close()
-
-    step_seconds: list[float] = []
-    rewards: list[float] = []
-    lock = threading.Lock()
-    counter = iter(range(args.episodes))
-
-    def worker() -> None:
-        client = EnvClient(url)
-        local_steps, local_rewards = [], []
-        while True:
-            with lock:
-                index = next(counter, None)
-            if index is None:
-                break
-            episode = rollout(client, make, seed=index)
-            local_steps.extend(episode.step_seconds)
-            local_rewards.append(episode.reward)
-        client.close()
-        with lock:
-            step_seconds.extend(local_steps)
-            rewards.extend(local_rewards)
-
-    threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
+    context = multiprocessing.get_context("fork")  # the clients share the loaded suite
+    go, results = context.Event(), context.Queue()
+    processes = [
+        context.Process(
+            target=client_process,
+            args=(url, list(range(p, args.concurrency, args.client_processes)), args.concurrency, args.episodes, think_s, go, results),
+        )
+        for p in range(args.client_processes)
+    ]
+    for process in processes:
+        process.start()
+    time.sleep(1.0)  # every client connected and waiting
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    go.set()
+    collected = [results.get() for _ in processes]
     elapsed = time.perf_counter() - started
+    for process in processes:
+        process.join()
     server.terminate()
     server.wait(10)
 
-    steps_ms = [s * 1000.0 for s in step_seconds]
+    steps_ms = [s * 1000.0 for part in collected for s in part["steps"]]
+    resets_ms = [s * 1000.0 for part in collected for s in part["resets"]]
+    rewards = [r for part in collected for r in part["rewards"]]
     episodes_per_s = len(rewards) / elapsed
-    print(f"episodes: {len(rewards)} in {elapsed:.2f} s with {args.concurrency} concurrent clients (think {args.think_ms:g} ms); golden reward 1.0 in {rewards.count(1.0)}")
-    print(f"steps: {len(steps_ms)}  mean {statistics.fmean(steps_ms):.2f} ms  max {max(steps_ms):.2f} ms")
-    if rewards.count(1.0) != len(rewards):
-        print("warning: the golden agent did not pass every episode", file=sys.stderr)
+    print(
+        f"episodes: {len(rewards)} in {elapsed:.2f} s with {args.concurrency} concurrent clients in {args.client_processes} "
+        f"processes, {args.workers} server worker(s) (think {args.think_ms:g} ms); golden reward 1.0 in {rewards.count(1.0)}"
+    )
+    print(f"steps: {len(steps_ms)}  mean {statistics.fmean(steps_ms):.2f} ms  p99 {percentile(steps_ms, 0.99):.2f} ms  max {max(steps_ms):.2f} ms")
+    print(f"resets: {len(resets_ms)}  p50 {percentile(resets_ms, 0.5):.2f} ms  p95 {percentile(resets_ms, 0.95):.2f} ms")
+    if rewards.count(1.0) != len(rewards) or len(rewards) != args.episodes:
+        print(f"warning: {rewards.count(1.0)} of {args.episodes} golden episodes ended with reward 1.0", file=sys.stderr)
     print(
         f"RESULT episodes_per_s={episodes_per_s:.1f} step_p50_ms={percentile(steps_ms, 0.5):.2f} "
         f"step_p95_ms={percentile(steps_ms, 0.95):.2f}"

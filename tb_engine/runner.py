@@ -2,6 +2,11 @@
 
 Each phase is a plain function so it can be tested alone; ``run_attempt`` chains them and turns
 any InfraError (or a crash of the harness itself) into status ``infra_error``, never a verdict.
+
+The dialogue and the attempt also exist as step generators (``dialogue_steps``, ``attempt_steps``)
+that yield each ``AgentView`` and receive the agent's ``AgentStep``: ``run_dialogue`` and
+``run_attempt`` drive them with an in-process agent (``drive``), the training environment server
+with steps that arrive over HTTP. One code path, so both follow the same dialogue rules and grading.
 """
 
 from __future__ import annotations
@@ -9,11 +14,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generator, TypeVar
 
 from tb_engine.agents.base import (
     Agent,
     AgentOutputError,
+    AgentStep,
     AgentView,
     InfraError,
     Judge,
@@ -95,10 +101,37 @@ def _user_view(task: TaskSpec, messages: list[Message]) -> UserView:
     return UserView(task.query, task.user_context, visible)
 
 
+Result = TypeVar("Result")
+Steps = Generator[AgentView, AgentStep, Result]  # yields the agent's view, receives its step, returns Result
+
+
+def drive(steps: Steps[Result], agent: Agent) -> Result:
+    """Answer every view ``steps`` yields with ``agent.step``; an exception the agent raises is thrown
+    into the generator at that point, exactly as if the generator had called the agent itself."""
+    try:
+        view = next(steps)
+        while True:
+            try:
+                step = agent.step(view)
+            except Exception as exc:
+                view = steps.throw(exc)
+            else:
+                view = steps.send(step)
+    except StopIteration as finished:
+        return finished.value
+
+
 def run_dialogue(
     task: TaskSpec, backend: Backend, prepared: Prepared, *, agent: Agent, user: UserSimulator, limits: Limits, clock=None
 ) -> Dialogue:
     """Phase 2: alternate user, agent and tool calls until a termination condition (SPEC §2)."""
+    return drive(dialogue_steps(task, backend, prepared, user=user, limits=limits, clock=clock), agent)
+
+
+def dialogue_steps(
+    task: TaskSpec, backend: Backend, prepared: Prepared, *, user: UserSimulator, limits: Limits, clock=None
+) -> Steps[Dialogue]:
+    """Phase 2 as a step generator (see module docstring): the agent's step is whatever is sent in."""
     clock = clock or _Clock()
     transcript = Transcript()
     messages = transcript.messages
@@ -114,7 +147,7 @@ def run_dialogue(
             return Dialogue(transcript, "timeout")
         view = AgentView(prepared.system_prompt, prepared.tools, list(messages), turn)
         try:
-            step = agent.step(view)
+            step = yield view
         except AgentOutputError as exc:
             repairs += 1
             if repairs > limits.max_repairs:
@@ -213,6 +246,19 @@ def run_attempt(
     policy: str | None = None,
 ) -> AttemptResult:
     """Run and grade one attempt of ``task`` on ``backend`` (which the caller owns and closes)."""
+    return drive(attempt_steps(task, backend, user=user, judge=judge, limits=limits, policy=policy), agent)
+
+
+def attempt_steps(
+    task: TaskSpec,
+    backend: Backend,
+    *,
+    user: UserSimulator,
+    judge: Judge | None = None,
+    limits: Limits = Limits(),
+    policy: str | None = None,
+) -> Steps[AttemptResult]:
+    """``run_attempt`` as a step generator: yields each AgentView, returns the graded AttemptResult."""
     clock = _Clock()
     task_hash = task_hash_of(task)
     phase_ms: dict[str, float] = {}
@@ -227,7 +273,7 @@ def run_attempt(
         prepared = prepare(task, backend, policy=policy)
         timed("prepare", started)
         phase, started = "dialogue", time.perf_counter()
-        dialogue = run_dialogue(task, backend, prepared, agent=agent, user=user, limits=limits, clock=clock)
+        dialogue = yield from dialogue_steps(task, backend, prepared, user=user, limits=limits, clock=clock)
         transcript = dialogue.transcript
         timed("dialogue", started)
         phase, started = "snapshot", time.perf_counter()

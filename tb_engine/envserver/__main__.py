@@ -1,4 +1,4 @@
-"""``python -m tb_engine.envserver --suite starter --port 8765 [--pool FILE] [--allow-evaluation-only]``."""
+"""``python -m tb_engine.envserver --suite starter --port 8765 [--pool FILE] [--workers N] [--allow-evaluation-only]``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from tb_engine.envserver.episodes import DEFAULT_MAX_EPISODES, DEFAULT_TTL_S, Environment, EvaluationOnlyError
 from tb_engine.envserver.pool import PoolFileError, read_pool
 from tb_engine.envserver.server import EnvServer
+from tb_engine.envserver.workers import MAX_WORKERS, serve_workers
 from tb_engine.loader import SUITES_DIR, SpecError, load_builtin_suite, load_suite
 from tb_engine.spec import SuiteSpec
 
@@ -48,7 +49,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ttl", type=float, default=DEFAULT_TTL_S, help="seconds an idle episode lives")
     p.add_argument("--max-episodes", type=int, default=DEFAULT_MAX_EPISODES)
     p.add_argument("--allow-evaluation-only", action="store_true", help="serve an evaluation-only suite anyway")
-    p.add_argument("--switch-interval-ms", type=float, default=1.0, help="GIL switch interval (Python default 5 ms)")
+    p.add_argument(
+        "--workers", type=int, default=1,
+        help=f"server processes sharing the port (1..{MAX_WORKERS}); any of them can drive any episode",
+    )  # fmt: skip
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -60,17 +64,23 @@ def main(argv: list[str] | None = None) -> int:
     except (EvaluationOnlyError, PoolFileError, SpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    # Every step hands off between a request thread and an episode thread; the default 5 ms GIL
-    # switch interval makes each handoff wait behind busy threads under load.
-    sys.setswitchinterval(args.switch_interval_ms / 1000.0)
+    if not 1 <= args.workers <= MAX_WORKERS:
+        print(f"error: --workers: expected 1..{MAX_WORKERS}, got {args.workers}", file=sys.stderr)
+        return 2
+
+    def announce(url: str) -> None:  # the first line, printed once the port accepts connections
+        print(f"serving {len(env.pool)} task(s) of suite {env.suite.name} on {url}", flush=True)
+
+    if args.workers > 1:
+        return serve_workers(env, args.host, args.port, args.workers, verbose=args.verbose, announce=announce)
     server = EnvServer(env, args.host, args.port, verbose=args.verbose)
-    print(f"serving {len(env.pool)} task(s) of suite {env.suite.name} on {server.url}", flush=True)
+    announce(server.url)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()  # serve_forever has returned, so shutdown() is not needed (it would wait forever)
+        server.server_close()
         env.close()
     return 0
 

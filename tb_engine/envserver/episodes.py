@@ -1,17 +1,17 @@
-"""Episodes of the training environment: one private SQLite sandbox and one runner thread each.
+"""Episodes of the training environment: one private SQLite sandbox and one suspended attempt each.
 
-Why a thread per episode: the HTTP trainer drives the agent side step by step, but the dialogue
-rules (tool calls in order, repairs, user replies, turn and tool-call limits, termination) live
-in ``runner.run_attempt``. Rather than copy them, each episode runs ``run_attempt`` unchanged
-with a ``RemoteAgent`` whose ``step`` hands the view out and blocks until the trainer's next
-action arrives. When the dialogue ends, the same call grades the attempt, so the episode's
-reward is exactly the grader's verdict (``reward.reward_of``).
+The HTTP trainer drives the agent side step by step, but the dialogue rules (tool calls in order,
+repairs, user replies, turn and tool-call limits, termination) and the grading live in the runner.
+Rather than copy them, each episode holds ``runner.attempt_steps`` — the very generator
+``run_attempt`` drives — suspended at the agent's turn: ``/reset`` advances it to the first
+``AgentView``, each ``/step`` sends the trainer's action in and runs it to the next view (no
+thread per episode, no handoff). When the dialogue ends, the same generator grades the attempt,
+so the episode's reward is exactly the grader's verdict (``reward.reward_of``).
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import random
 import threading
 import time
@@ -20,19 +20,19 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tb_engine.agents.base import AgentOutputError, AgentStep, AgentView, Judge
+from tb_engine.agents.base import AgentOutputError, AgentStep, Judge
 from tb_engine.backend import SqliteBackend
 from tb_engine.judges import KeywordJudge
 from tb_engine.results import AttemptResult
 from tb_engine.reward import RewardUnavailable, reward_of
-from tb_engine.runner import Limits, run_attempt
+from tb_engine.runner import Limits, Steps, attempt_steps
 from tb_engine.spec import SuiteSpec, TaskSpec
 from tb_engine.transcript import Message, ToolCallRequest
 from tb_engine.users.scripted import ScriptedUser
 
 DEFAULT_TTL_S = 300.0
 DEFAULT_MAX_EPISODES = 1024
-STEP_TIMEOUT_S = 60.0  # how long one step may take inside the sandbox before the caller gives up
+FINISHED_MEMORY = 65_536  # finished episodes kept for /state (each is a few hundred bytes once its sandbox is gone)
 EXPIRED_MEMORY = 10_000  # ids remembered as "expired" (vs unknown) for clearer errors
 
 
@@ -49,45 +49,28 @@ class EvaluationOnlyError(ValueError):
     """Training on an evaluation-only suite was requested without the explicit override."""
 
 
-class _Expired(Exception):
-    """Raised inside an abandoned episode's runner thread to end it (becomes infra_error, never a reward)."""
-
-
-_STOP = object()
-
-
-class RemoteAgent:
-    """An Agent whose steps come from the trainer over HTTP (see module docstring)."""
-
-    name = "remote"
-
-    def __init__(self) -> None:
-        self.inbox: queue.Queue = queue.Queue(maxsize=1)
-        self.outbox: queue.Queue = queue.Queue(maxsize=1)
-
-    def step(self, view: AgentView) -> AgentStep:
-        self.outbox.put(("view", view))
-        action = self.inbox.get()
-        if action is _STOP:
-            raise _Expired("episode expired")
-        if isinstance(action, AgentOutputError):
-            raise action
-        return action
-
-
-@dataclass
+@dataclass(eq=False)
 class Episode:
     id: str
     task: TaskSpec
-    agent: RemoteAgent
     created: float
     last_active: float
+    steps: Steps[AttemptResult] | None  # the suspended attempt; None once finished or ended
+    backend: SqliteBackend | None  # the private sandbox; closed and dropped with ``steps``
     seen: int = 0  # messages already returned to the trainer
     turn: int = 0
     done: bool = False
-    result: AttemptResult | None = None
+    termination: str = ""
+    verdict: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
-    thread: threading.Thread | None = None
+
+    def end(self) -> None:
+        """Drop the suspended attempt and hand the sandbox back (idempotent)."""
+        steps, backend, self.steps, self.backend = self.steps, self.backend, None, None
+        if steps is not None:
+            steps.close()
+        if backend is not None:
+            backend.close()
 
 
 def message_out(message: Message) -> dict[str, Any]:
@@ -155,7 +138,11 @@ def parse_action(action: Any, *, turn: int) -> AgentStep | AgentOutputError:
 
 
 class Environment:
-    """Many concurrent episodes over a fixed task pool of one suite; thread-safe."""
+    """Many concurrent episodes over a fixed task pool of one suite; thread-safe.
+
+    Open episodes live in ``_open`` and finished ones in ``_finished``, each ordered by last
+    activity, so expiring the idle ones only ever looks at the oldest entries.
+    """
 
     def __init__(
         self,
@@ -168,6 +155,7 @@ class Environment:
         limits: Limits = Limits(),
         judge_factory: Callable[[TaskSpec], Judge | None] = KeywordJudge.for_task,
         clock: Callable[[], float] = time.monotonic,
+        id_prefix: str = "",
     ):
         if suite.evaluation_only and not allow_evaluation_only:
             raise EvaluationOnlyError(
@@ -187,7 +175,9 @@ class Environment:
         self.limits = limits
         self.judge_factory = judge_factory
         self.clock = clock
-        self._episodes: dict[str, Episode] = {}
+        self.id_prefix = id_prefix  # marks which server process owns an episode (see workers.py)
+        self._open: OrderedDict[str, Episode] = OrderedDict()
+        self._finished: OrderedDict[str, Episode] = OrderedDict()
         self._expired: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
         self._random = random.Random()
@@ -208,22 +198,26 @@ class Environment:
             chooser = random.Random(seed) if seed is not None else self._random
             task_id = chooser.choice(self.pool)
         self.expire_idle()
-        with self._lock:
-            if sum(1 for e in self._episodes.values() if not e.done) >= self.max_episodes:
-                raise EnvError(503, f"too many open episodes ({self.max_episodes}); finish or abandon some first")
-            now = self.clock()
-            episode = Episode(uuid.uuid4().hex, self.suite.tasks[task_id], RemoteAgent(), now, now)
-            self._episodes[episode.id] = episode
-        task = episode.task
+        if len(self._open) >= self.max_episodes:  # checked again, atomically, when the episode is added
+            raise self._full()
+        task = self.suite.tasks[task_id]
         backend = SqliteBackend(self.suite.domains[task.domain], task)
-        episode.thread = threading.Thread(target=self._run, args=(episode, backend), name=f"episode-{episode.id[:8]}", daemon=True)
-        episode.thread.start()
-        kind, payload = episode.agent.outbox.get(timeout=STEP_TIMEOUT_S)
-        if kind != "view":  # the dialogue ended before the agent was asked anything (a harness failure)
-            self._forget(episode.id)
-            raise EnvError(500, f"task {task_id}: episode could not start: {payload.error}")
-        view: AgentView = payload
-        episode.seen = len(view.messages)
+        steps = attempt_steps(task, backend, user=ScriptedUser(), judge=self.judge_factory(task), limits=self.limits)
+        try:
+            view = next(steps)
+        except StopIteration as finished:  # the dialogue ended before the agent was asked anything (a harness failure)
+            backend.close()
+            raise EnvError(500, f"task {task_id}: episode could not start: {finished.value.error}") from None
+        now = self.clock()
+        episode_id = self.id_prefix + uuid.uuid4().hex[len(self.id_prefix):]
+        episode = Episode(episode_id, task, now, now, steps, backend, seen=len(view.messages))
+        with self._lock:
+            full = len(self._open) >= self.max_episodes
+            if not full:
+                self._open[episode.id] = episode
+        if full:
+            episode.end()
+            raise self._full()
         observation = {
             "policy": view.system_prompt,
             "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters, "read_only": t.read_only} for t in view.tools],
@@ -231,42 +225,45 @@ class Environment:
         }
         return {"episode_id": episode.id, "task_id": task_id, "observation": observation}
 
-    def _run(self, episode: Episode, backend: SqliteBackend) -> None:
-        try:
-            judge = self.judge_factory(episode.task)
-            result = run_attempt(episode.task, backend, agent=episode.agent, user=ScriptedUser(), judge=judge, limits=self.limits)
-        finally:
-            backend.close()
-        episode.agent.outbox.put(("result", result))
-
     def step(self, episode_id: str, action: Any) -> dict[str, Any]:
         """Apply one agent action; observation = new tool results / user messages; reward only when done."""
         episode = self._get(episode_id)
         with episode.lock:
             if episode.done:
                 raise EnvError(409, f"episode {episode_id}: already done; call /reset for a new one")
+            if episode.steps is None:  # expired between lookup and lock
+                raise self._gone(episode_id)
             parsed = parse_action(action, turn=episode.turn)
-            episode.last_active = self.clock()
-            episode.agent.inbox.put(parsed)
+            self._touch(episode)
             try:
-                kind, payload = episode.agent.outbox.get(timeout=STEP_TIMEOUT_S)
-            except queue.Empty:
-                raise EnvError(504, f"episode {episode_id}: step took longer than {STEP_TIMEOUT_S:.0f} s") from None
-            episode.last_active = self.clock()
+                if isinstance(parsed, AgentOutputError):
+                    view = episode.steps.throw(parsed)  # a repair, exactly as for unusable model output
+                else:
+                    view = episode.steps.send(parsed)
+            except StopIteration as finished:
+                episode.turn += 1
+                return self._finish(episode, finished.value)
             episode.turn += 1
-            if kind == "view":
-                return self._observe(episode, payload.messages, done=False)
-            episode.done, episode.result = True, payload
-            return self._observe(episode, payload.transcript.messages, done=True)
+            self._touch(episode)
+            return {"observation": self._observation(episode, view.messages), "reward": 0.0, "done": False, "info": {}}
 
-    def _observe(self, episode: Episode, messages: list[Message], *, done: bool) -> dict[str, Any]:
+    def _observation(self, episode: Episode, messages: list[Message]) -> dict[str, Any]:
         # The agent's own assistant message is not echoed back; everything after it is new to it.
         new = [message_out(m) for m in messages[episode.seen:] if m.role != "assistant"]
         episode.seen = len(messages)
-        observation = {"messages": new, "turn": episode.turn}
-        if not done:
-            return {"observation": observation, "reward": 0.0, "done": False, "info": {}}
-        result = episode.result
+        return {"messages": new, "turn": episode.turn}
+
+    def _finish(self, episode: Episode, result: AttemptResult) -> dict[str, Any]:
+        """Close the sandbox, keep a small record for /state and answer with the verdict as reward."""
+        episode.end()
+        episode.done, episode.termination, episode.verdict = True, result.termination, result.verdict
+        episode.last_active = self.clock()
+        with self._lock:
+            self._open.pop(episode.id, None)
+            self._finished[episode.id] = episode
+            while len(self._finished) > FINISHED_MEMORY:
+                self._remember_expired(self._finished.popitem(last=False)[0])
+        observation = self._observation(episode, result.transcript.messages)
         try:
             graded = reward_of(result)
         except RewardUnavailable as exc:
@@ -276,7 +273,7 @@ class Environment:
 
     def state(self, episode_id: str) -> dict[str, Any]:
         """Where an episode stands (no golden data; the verdict only once it is done)."""
-        episode = self._get(episode_id, touch=False)
+        episode = self._get(episode_id)
         now = self.clock()
         data = {
             "episode_id": episode.id,
@@ -287,62 +284,74 @@ class Environment:
             "age_s": round(now - episode.created, 3),
             "expires_in_s": round(max(0.0, self.ttl_s - (now - episode.last_active)), 3),
         }
-        if episode.done and episode.result is not None:
-            data["termination"] = episode.result.termination
-            data["reward"] = 1.0 if episode.result.verdict == "pass" else (0.0 if episode.result.verdict == "fail" else None)
+        if episode.done:
+            data["termination"] = episode.termination
+            data["reward"] = 1.0 if episode.verdict == "pass" else (0.0 if episode.verdict == "fail" else None)
         return data
 
     def health(self) -> dict[str, Any]:
-        """Pool size and open episodes."""
+        """Pool size, open and finished (still queryable) episodes."""
+        self.expire_idle()
         with self._lock:
-            open_episodes = len(self._episodes)
-        return {"suite": self.suite.name, "version": self.suite.version, "pool": len(self.pool), "episodes": open_episodes}
+            open_episodes, finished = len(self._open), len(self._finished)
+        return {"suite": self.suite.name, "version": self.suite.version, "pool": len(self.pool), "episodes": open_episodes, "finished": finished}
 
     # -- bookkeeping -----------------------------------------------------------------------
 
-    def _get(self, episode_id: Any, *, touch: bool = True) -> Episode:
+    def _get(self, episode_id: Any) -> Episode:
         _field(episode_id, str, "episode_id")
         self.expire_idle()
         with self._lock:
-            episode = self._episodes.get(episode_id)
-            if episode is None:
-                if episode_id in self._expired:
-                    raise EnvError(410, f"episode {episode_id}: expired after {self.ttl_s:g} s without activity")
-                raise EnvError(404, f"episode {episode_id}: unknown")
+            episode = self._open.get(episode_id) or self._finished.get(episode_id)
+        if episode is None:
+            raise self._gone(episode_id)
         return episode
 
-    def expire_idle(self) -> list[str]:
-        """End and forget every episode idle for longer than the TTL; returns their ids."""
-        now = self.clock()
+    def _full(self) -> EnvError:
+        return EnvError(503, f"too many open episodes ({self.max_episodes}); finish or abandon some first")
+
+    def _gone(self, episode_id: str) -> EnvError:
+        if episode_id in self._expired:
+            return EnvError(410, f"episode {episode_id}: expired after {self.ttl_s:g} s without activity")
+        return EnvError(404, f"episode {episode_id}: unknown")
+
+    def _touch(self, episode: Episode) -> None:
+        episode.last_active = self.clock()
         with self._lock:
-            stale = [e for e in self._episodes.values() if now - e.last_active > self.ttl_s and not e.lock.locked()]
-            for episode in stale:
-                del self._episodes[episode.id]
-                self._expired[episode.id] = None
-            while len(self._expired) > EXPIRED_MEMORY:
-                self._expired.popitem(last=False)
+            if episode.id in self._open:
+                self._open.move_to_end(episode.id)
+
+    def expire_idle(self) -> list[str]:
+        """End and forget every episode idle for longer than the TTL; returns their ids.
+
+        Both tables are ordered by last activity, so this stops at the first fresh entry: O(expired)."""
+        deadline = self.clock() - self.ttl_s
+        stale: list[Episode] = []
+        with self._lock:
+            for table in (self._open, self._finished):
+                while table:
+                    episode = next(iter(table.values()))
+                    if episode.last_active >= deadline or episode.lock.locked():
+                        break  # the oldest is fresh (or mid-step, and about to be touched)
+                    del table[episode.id]
+                    self._remember_expired(episode.id)
+                    stale.append(episode)
         for episode in stale:
-            _stop(episode)
+            with episode.lock:
+                episode.end()
         return [episode.id for episode in stale]
 
-    def _forget(self, episode_id: str) -> None:
-        with self._lock:
-            self._episodes.pop(episode_id, None)
+    def _remember_expired(self, episode_id: str) -> None:
+        self._expired[episode_id] = None
+        while len(self._expired) > EXPIRED_MEMORY:
+            self._expired.popitem(last=False)
 
     def close(self) -> None:
-        """End every open episode (their sandboxes close in their threads)."""
+        """End every open episode (their sandboxes go back to the pool)."""
         with self._lock:
-            episodes = list(self._episodes.values())
-            self._episodes.clear()
+            episodes = list(self._open.values())
+            self._open.clear()
+            self._finished.clear()
         for episode in episodes:
-            _stop(episode)
-
-
-def _stop(episode: Episode) -> None:
-    """Make an open episode's runner thread raise; it records infra_error and closes the sandbox."""
-    if episode.done:
-        return
-    try:
-        episode.agent.inbox.put_nowait(_STOP)
-    except queue.Full:  # an action is still queued; the thread will see the stop at its next step
-        pass
+            with episode.lock:
+                episode.end()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 from tb_engine.agents.base import AgentOutputError, AgentStep, InfraError
+from tb_engine.backend import SqliteBackend
 from tb_engine.diff import describe_item
 from tb_engine.judges import KeywordJudge
 from tb_engine.results import AttemptResult
-from tb_engine.runner import Limits, make_agent, run_task
+from tb_engine.runner import Limits, attempt_steps, make_agent, run_task
+from tb_engine.users.scripted import ScriptedUser
 from tb_engine.spec import GoldenCall
 from tests.engine.engine_support import ScriptAgent, with_changes
 
@@ -200,3 +202,39 @@ def test_grading_same_attempt_twice_is_identical(retail_domain, retail_task):
         return data
 
     assert graded() == graded()
+
+
+def test_attempt_steps_driven_by_hand_grades_like_run_attempt(retail_domain, retail_task):
+    """The env server drives the same generator run_attempt drives: same views, same verdict."""
+    task = retail_task(HOLD)
+    driven = make_agent("golden", task=task, domain=retail_domain)
+    backend = SqliteBackend(retail_domain, task)
+    steps = attempt_steps(task, backend, user=ScriptedUser(), judge=KeywordJudge.for_task(task))
+    turns = []
+    try:
+        view = next(steps)
+        while True:
+            turns.append(view.turn)
+            view = steps.send(driven.step(view))
+    except StopIteration as finished:
+        by_hand = finished.value
+    finally:
+        backend.close()
+    reference = _run(retail_domain, task, "golden")
+    assert (by_hand.verdict, by_hand.termination, by_hand.categories) == (reference.verdict, reference.termination, reference.categories)
+    assert [m.to_dict() | {"at_ms": 0} for m in by_hand.transcript.messages] == [
+        m.to_dict() | {"at_ms": 0} for m in reference.transcript.messages
+    ]
+    assert turns == [0, 1]
+
+
+def test_attempt_steps_thrown_agent_error_is_a_repair(retail_domain, retail_task):
+    task = retail_task(HOLD)
+    backend = SqliteBackend(retail_domain, task)
+    steps = attempt_steps(task, backend, user=ScriptedUser(), judge=KeywordJudge.for_task(task))
+    next(steps)
+    view = steps.throw(AgentOutputError("bad JSON"))
+    steps.close()
+    backend.close()
+    assert [(m.role, m.is_error) for m in view.messages] == [("user", False), ("user", True)]
+    assert view.turn == 1

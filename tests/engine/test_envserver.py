@@ -122,19 +122,19 @@ def test_envserver_concurrent_episodes_each_get_their_own_verdict(serve):
     assert rewards == {i: (1.0 if i % 2 == 0 else 0.0) for i in range(16)}
 
 
-def test_envserver_idle_episode_expires_and_its_runner_ends(serve):
+def test_envserver_idle_episode_expires_and_its_sandbox_is_released(serve):
     now = [1000.0]
     server = serve(ttl_s=60.0, clock=lambda: now[0])
     client = EnvClient(server.url)
     started = client.reset(task_id=TASK)
-    episode = server.env._episodes[started["episode_id"]]
+    episode = server.env._open[started["episode_id"]]
+    steps = episode.steps
     now[0] += 61.0
     with pytest.raises(EnvClientError) as gone:
         client.state(started["episode_id"])
-    episode.thread.join(5)
     assert gone.value.status == 410
     assert gone.value.message == f"episode {started['episode_id']}: expired after 60 s without activity"
-    assert episode.thread.is_alive() is False
+    assert (episode.steps, episode.backend, steps.gi_frame) == (None, None, None)  # attempt closed, sandbox handed back
     assert client.health()["episodes"] == 0
 
 
