@@ -107,3 +107,13 @@ def test_serve_training_env_serves_the_pool_and_refuses_evaluation_only(base, tm
         environment_for_pool(str(out), allow_evaluation_only=False)
     assert str(refused.value).startswith("suite starter v")
     assert str(refused.value).endswith("is evaluation-only: its licence forbids training on its tasks. Pass --allow-evaluation-only to override.")
+
+
+def test_serve_training_env_refuses_a_worker_count_out_of_range(base, tmp_path):
+    out = tmp_path / "pool.json"
+    call_command("select_training_pool", "--campaign", str(base.pk), "--out", str(out))
+
+    with pytest.raises(CommandError) as refused:
+        call_command("serve_training_env", "--pool", str(out), "--workers", "0")
+
+    assert str(refused.value).startswith("--workers: expected 1..")

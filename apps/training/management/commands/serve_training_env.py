@@ -1,13 +1,15 @@
-"""manage.py serve_training_env --pool FILE [--host --port --ttl --allow-evaluation-only]"""
+"""manage.py serve_training_env --pool FILE [--host --port --ttl --workers N --allow-evaluation-only]"""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from apps.suites.models import Suite
 from tb_engine.envserver.episodes import DEFAULT_MAX_EPISODES, DEFAULT_TTL_S, Environment, EvaluationOnlyError
 from tb_engine.envserver.pool import PoolFileError, read_pool
 from tb_engine.envserver.server import EnvServer
+from tb_engine.envserver.workers import MAX_WORKERS, serve_workers
 from tb_engine.loader import load_builtin_suite
 
 
@@ -41,6 +43,7 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8765)
         parser.add_argument("--ttl", type=float, default=DEFAULT_TTL_S, help="seconds an idle episode lives")
+        parser.add_argument("--workers", type=int, default=1, help=f"server processes sharing the port (1..{MAX_WORKERS})")
         parser.add_argument("--allow-evaluation-only", action="store_true")
 
     def handle(self, *args, **options):
@@ -48,8 +51,21 @@ class Command(BaseCommand):
             env = environment_for_pool(options["pool"], allow_evaluation_only=options["allow_evaluation_only"], ttl_s=options["ttl"])
         except PoolFileError as exc:
             raise CommandError(str(exc)) from exc
+        workers = options["workers"]
+        if not 1 <= workers <= MAX_WORKERS:
+            raise CommandError(f"--workers: expected 1..{MAX_WORKERS}, got {workers}")
+
+        def announce(url: str) -> None:
+            self.stdout.write(f"serving {len(env.pool)} pool task(s) of suite {env.suite.name} on {url}")
+            self.stdout.flush()
+
+        if workers > 1:
+            # Forked workers must not share this process's database socket; they never use the database.
+            connections.close_all()
+            serve_workers(env, options["host"], options["port"], workers, announce=announce)
+            return
         server = EnvServer(env, options["host"], options["port"])
-        self.stdout.write(f"serving {len(env.pool)} pool task(s) of suite {env.suite.name} on {server.url}")
+        announce(server.url)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
