@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import zoneinfo
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -159,6 +160,15 @@ def test_sqlite_datetimes_in_other_stored_shapes_read_as_the_orm_reads_them(tric
 
     assert export(attempts, fmt="csv") == reference_export(attempts, fmt="csv")
     assert json.loads(export(attempts, fmt="jsonl").splitlines()[0])["started_at"] == "2024-05-01T12:30:45.123000+00:00"
+
+
+@pytest.mark.parametrize("tz", [UTC, timezone(timedelta(hours=5, minutes=30)), zoneinfo.ZoneInfo("Europe/Paris")])
+def test_sqlite_datetime_fast_path_writes_what_the_orm_would(tz):
+    orm_way = lambda value: value.replace(tzinfo=tz).isoformat()  # noqa: E731 (make_aware + isoformat)
+    cell = cells._sqlite_datetime(tz, orm_way, iso_text=str)
+    naive = [datetime(2024, 7, 1, 12, 30, 45, 123456), datetime(2024, 1, 1), datetime(1999, 12, 31, 23, 59, 59, 1)]
+
+    assert [cell(value) for value in naive] == [orm_way(value) for value in naive]
 
 
 def test_repeating_values_are_remembered_only_up_to_the_limit(monkeypatch):
