@@ -22,11 +22,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
 from json.encoder import encode_basestring_ascii
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from django.conf import settings
 
@@ -55,6 +56,30 @@ class Column:
     @property
     def kind(self) -> str:
         return self.field.get_internal_type()
+
+
+@contextmanager
+def fast_driver_types(connection) -> Iterator[None]:
+    """Around executing the export's query: let the driver load what it can load faster.
+
+    PostgreSQL: Django loads timestamptz with a pure-Python subclass of psycopg's loader (to set
+    the tzinfo object), several times slower than psycopg's C loader. Both read the same wall
+    time in the session's time zone, and Django keeps the session in its own zone, so when the two
+    agree the C loader's datetimes give the same isoformat(); only this query's cursor uses it.
+    """
+    if connection.vendor != "postgresql" or not settings.USE_TZ:
+        yield
+        return
+    from psycopg.types.datetime import TimestamptzLoader
+
+    def native_timestamptz(execute, sql, params, many, context):
+        cursor = context["cursor"].cursor  # psycopg's cursor under Django's wrapper
+        if cursor.connection.info.parameter_status("TimeZone") == connection.timezone_name:
+            cursor.adapters.register_loader("timestamptz", TimestamptzLoader)  # psycopg swaps in its C version
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(native_timestamptz):
+        yield
 
 
 class BoundedMemo(dict):

@@ -20,7 +20,7 @@ from django.db.models.expressions import Col
 from django.db.models.sql.constants import LOUTER, MULTI
 
 from apps.campaigns.models import Attempt
-from apps.exports.cells import Column, ColumnCells, csv_cells, json_cells
+from apps.exports.cells import Column, ColumnCells, csv_cells, fast_driver_types, json_cells
 
 CHUNK_SIZE = 2000
 # With the result JSON a row can be megabytes (whole transcripts): fetch fewer at a time.
@@ -67,7 +67,8 @@ def _raw_chunks(rows: QuerySet, names: list[str], *, chunk_size: int) -> tuple[l
     connection = connections[rows.db]
     compiler = rows.query.get_compiler(using=rows.db)
     chunked_fetch = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
-    chunks = compiler.execute_sql(MULTI, chunked_fetch=chunked_fetch, chunk_size=chunk_size)
+    with fast_driver_types(connection):
+        chunks = compiler.execute_sql(MULTI, chunked_fetch=chunked_fetch, chunk_size=chunk_size)
     expressions = [selected[0] for selected in compiler.select[: compiler.col_count]]
     if len(expressions) != len(names):
         raise AssertionError(f"selected {len(expressions)} columns for {len(names)} names")

@@ -162,6 +162,20 @@ def test_sqlite_datetimes_in_other_stored_shapes_read_as_the_orm_reads_them(tric
     assert json.loads(export(attempts, fmt="jsonl").splitlines()[0])["started_at"] == "2024-05-01T12:30:45.123000+00:00"
 
 
+def test_postgresql_session_in_another_time_zone_keeps_the_orm_reading(tricky_campaign):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL-only: the session time zone decides which timestamptz loader is used")
+    attempts = Attempt.objects.filter(campaign=tricky_campaign)
+    with connection.cursor() as cursor:
+        cursor.execute("SET TIME ZONE 'Asia/Kolkata'")
+    try:
+        assert export(attempts, fmt="csv") == reference_export(attempts, fmt="csv")
+        assert export(attempts, fmt="jsonl") == reference_export(attempts, fmt="jsonl")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET TIME ZONE %s", [connection.timezone_name])
+
+
 @pytest.mark.parametrize("tz", [UTC, timezone(timedelta(hours=5, minutes=30)), zoneinfo.ZoneInfo("Europe/Paris")])
 def test_sqlite_datetime_fast_path_writes_what_the_orm_would(tz):
     orm_way = lambda value: value.replace(tzinfo=tz).isoformat()  # noqa: E731 (make_aware + isoformat)
