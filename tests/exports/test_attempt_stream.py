@@ -150,6 +150,11 @@ def test_export_of_no_attempts_is_a_header_or_nothing(tricky_campaign):
     assert export(Attempt.objects.filter(campaign_id__in=[]), fmt="csv") == reference_export(none, fmt="csv")
 
 
+def test_unknown_format_is_refused_before_any_query(django_assert_num_queries):
+    with django_assert_num_queries(0), pytest.raises(ValueError, match="'xlsx'"):
+        stream.attempt_export(Attempt.objects.all(), fmt="xlsx")
+
+
 def test_sqlite_datetimes_in_other_stored_shapes_read_as_the_orm_reads_them(tricky_campaign):
     if connection.vendor != "sqlite":
         pytest.skip("SQLite-only: raw text written behind the ORM's back")
