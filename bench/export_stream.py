@@ -2,9 +2,10 @@
 
 Seeds two campaigns (SMALL and LARGE attempts, bulk_create) into a throwaway SQLite file, or into
 DATABASE_URL if set (an empty database you own, SQLite or PostgreSQL), then streams each campaign
-through the real view (Django test client, StreamingHttpResponse over .values_list().iterator())
-in a fresh subprocess per run, so each run's peak RSS is its own. Flat memory = the LARGE run's
-peak is about the SMALL run's although it streams 4x the rows.
+through the real view (Django test client, StreamingHttpResponse over stream.attempt_export: raw
+cursor chunks formatted column by column) in a fresh subprocess per run, so each run's peak RSS
+is its own. Flat memory = the LARGE run's peak is about the SMALL run's although it streams 4x
+the rows.
 
 Run:  python3 bench/export_stream.py                 # 50,000 and 200,000 attempts in SQLite
       python3 bench/export_stream.py --small 20000 --large 80000

@@ -119,8 +119,6 @@ class AttemptExportView(ApiView):
         visible = list(campaigns_visible_to(request.user).filter(pk__in=query["campaign"]).values_list("pk", flat=True))
         if not visible:
             raise Http404("none of these campaigns is visible to you")
-        names, rows = stream.attempt_rows(Attempt.objects.filter(campaign_id__in=visible), with_result=query["result"])
-        csv = query["file"] == "csv"
-        body = stream.stream_csv(names, rows) if csv else stream.stream_jsonl(names, rows)
-        response = StreamingHttpResponse(body, content_type="text/csv; charset=utf-8" if csv else "application/x-ndjson")
-        return _attachment(response, f"attempts-{'-'.join(map(str, visible))}.{query['file']}")
+        fmt = query["file"]
+        body = stream.attempt_export(Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=query["result"])
+        return _attachment(StreamingHttpResponse(body, content_type=stream.CONTENT_TYPES[fmt]), f"attempts-{'-'.join(map(str, visible))}.{fmt}")

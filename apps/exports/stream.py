@@ -1,21 +1,30 @@
-"""Attempt-level export as CSV or JSONL, streamed: rows come from .values_list().iterator(chunk_size)
-and leave in batches, so memory stays flat however many attempts a campaign has. The result JSON
-(transcript, diff, checks) is read only when asked for."""
+"""Attempt-level export as CSV or JSONL, streamed: raw rows come from a (server-side) cursor in
+chunks and leave as one piece of text per chunk, so memory stays flat however many attempts a
+campaign has. The result JSON (transcript, diff, checks) is read only when asked for.
+
+Speed: Django's per-row converters are skipped. Each chunk is turned into columns, every column
+that needs it is formatted by one function from apps.exports.cells, and rows are joined by a
+'%s' template, all in C loops; the text equals what csv.writer / json would write for ORM values.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
-from datetime import datetime
-from decimal import Decimal
-from typing import Callable, Iterable, Iterator
+from json.encoder import encode_basestring_ascii
+from typing import Iterator
 
+from django.db import connections
 from django.db.models import QuerySet
+from django.db.models.expressions import Col
+from django.db.models.sql.constants import LOUTER, MULTI
 
 from apps.campaigns.models import Attempt
+from apps.exports.cells import Column, ColumnCells, csv_cells, fast_driver_types, json_cells
 
 CHUNK_SIZE = 2000
+# With the result JSON a row can be megabytes (whole transcripts): fetch fewer at a time.
+RESULT_CHUNK_SIZE = 100
 # (output name, ORM path) in column order.
 FIELDS: tuple[tuple[str, str], ...] = (
     ("attempt_id", "id"), ("campaign_id", "campaign_id"), ("task_id", "task__task_id"), ("domain", "task__domain__name"),
@@ -26,68 +35,83 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("diff_items", "diff_items"), ("duration_ms", "duration_ms"), ("retries", "retries"), ("task_hash", "task_hash"),
     ("started_at", "started_at"), ("finished_at", "finished_at"),
 )  # fmt: skip
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
+# Columns whose values repeat across attempts: their formatted text is remembered (bounded).
+REPEATING = frozenset({"task_id", "domain", "status", "termination", "verdict", "categories", "task_hash"})
 
 
-def attempt_rows(queryset: QuerySet[Attempt], *, with_result: bool = False) -> tuple[list[str], Iterator[tuple]]:
-    """Column names and a server-side iterator of value tuples (result JSON only if `with_result`)."""
+def attempt_export(queryset: QuerySet[Attempt], *, fmt: str, with_result: bool = False) -> Iterator[str]:
+    """The attempts as CSV (header first) or JSON lines, ordered by campaign, task and index, in pieces.
+
+    Nothing is queried until the first piece is asked for.
+    """
+    if fmt not in CONTENT_TYPES:
+        raise ValueError(f"attempt export as {fmt!r}: choose one of {', '.join(CONTENT_TYPES)}")
     names = [name for name, _ in FIELDS] + (["result"] if with_result else [])
     paths = [path for _, path in FIELDS] + (["result"] if with_result else [])
-    rows = queryset.order_by("campaign_id", "task_id", "index").values_list(*paths).iterator(chunk_size=CHUNK_SIZE)
-    return names, rows
+    rows = queryset.order_by("campaign_id", "task_id", "index").values_list(*paths)
+    return _pieces(rows, names, fmt=fmt, chunk_size=RESULT_CHUNK_SIZE if with_result else CHUNK_SIZE)
 
 
-def _json_text(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+def _pieces(rows: QuerySet, names: list[str], *, fmt: str, chunk_size: int) -> Iterator[str]:
+    columns, chunks = _raw_chunks(rows, names, chunk_size=chunk_size)
+    yield from (_csv_pieces if fmt == "csv" else _jsonl_pieces)(columns, chunks)
 
 
-def _csv_converters(names: list[str]) -> list[tuple[int, Callable]]:
-    """(column, converter) for the columns csv.writer cannot write as they come.
+def _raw_chunks(rows: QuerySet, names: list[str], *, chunk_size: int) -> tuple[list[Column], Iterator[list[tuple]]]:
+    """The columns and the rows exactly as the driver returns them, chunk_size at a time.
 
-    Chosen once per export instead of type-testing every value: ints, floats, bools and strings
-    are written as they are, and csv.writer already writes None as an empty cell.
+    Same cursor as .iterator(chunk_size) (server-side on PostgreSQL unless disabled), without the
+    ORM's converters; cells.Column keeps them for the columns that need them.
     """
-    by_name = {"categories": _json_text, "result": _json_text, "agent_cost": str, "eval_cost": str,
-               "started_at": datetime.isoformat, "finished_at": datetime.isoformat}  # fmt: skip
-    return [(index, by_name[name]) for index, name in enumerate(names) if name in by_name]
+    connection = connections[rows.db]
+    compiler = rows.query.get_compiler(using=rows.db)
+    chunked_fetch = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    with fast_driver_types(connection):
+        chunks = compiler.execute_sql(MULTI, chunked_fetch=chunked_fetch, chunk_size=chunk_size)
+    expressions = [selected[0] for selected in compiler.select[: compiler.col_count]]
+    if len(expressions) != len(names):
+        raise AssertionError(f"selected {len(expressions)} columns for {len(names)} names")
+    converters = compiler.get_converters(expressions)
+    columns = []
+    for index, (name, expression) in enumerate(zip(names, expressions)):
+        convs = tuple(converters[index][0]) if index in converters else ()
+        columns.append(Column(name, expression.output_field, _may_be_null(expression, rows.query), convs, expression, connection))
+    return columns, chunks
 
 
-def stream_csv(names: list[str], rows: Iterable[tuple], *, batch: int = 1000) -> Iterator[str]:
-    """Header, then CSV lines joined into batches of `batch` rows (one yield per batch)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(names)
-    converters = _csv_converters(names)
-    count = 0
-    for row in rows:
-        row = list(row)
-        for index, convert in converters:
-            if row[index] is not None:
-                row[index] = convert(row[index])
-        writer.writerow(row)
-        count += 1
-        if count % batch == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+def _may_be_null(expression, query) -> bool:
+    """A NULL can arrive from a nullable field or from a column reached through an outer join."""
+    if not isinstance(expression, Col):
+        return True
+    join = query.alias_map.get(expression.alias)
+    return expression.target.null or getattr(join, "join_type", None) == LOUTER
 
 
-def _json_value(value):
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
+def _formatted_rows(chunk: list[tuple], formatters: list[tuple[int, ColumnCells]]) -> Iterator[tuple]:
+    """The chunk's rows with the formatted columns replaced: transposed, one map per column, transposed back."""
+    columns = list(zip(*chunk))
+    for index, format_column in formatters:
+        columns[index] = format_column(columns[index])
+    return zip(*columns)
 
 
-def stream_jsonl(names: list[str], rows: Iterable[tuple], *, batch: int = 1000) -> Iterator[str]:
-    """One JSON object per line, in batches of `batch` lines."""
-    encode = json.JSONEncoder(separators=(",", ":"), default=_json_value).encode
-    lines: list[str] = []
-    for row in rows:
-        lines.append(encode(dict(zip(names, row))))
-        if len(lines) == batch:
-            yield "\n".join(lines) + "\n"
-            lines = []
-    if lines:
-        yield "\n".join(lines) + "\n"
+def _csv_pieces(columns: list[Column], chunks: Iterator[list[tuple]]) -> Iterator[str]:
+    """Header, then one piece of CSV lines per chunk (csv.writer's excel dialect: commas, CRLF)."""
+    header = io.StringIO()
+    csv.writer(header).writerow([column.name for column in columns])
+    yield header.getvalue()
+    formatters = [(index, cells) for index, column in enumerate(columns)
+                  if (cells := csv_cells(column, memoize=column.name in REPEATING)) is not None]  # fmt: skip
+    line = csv.excel.delimiter.join(["%s"] * len(columns)) + csv.excel.lineterminator
+    for chunk in chunks:
+        yield "".join(map(line.__mod__, _formatted_rows(chunk, formatters)))
+
+
+def _jsonl_pieces(columns: list[Column], chunks: Iterator[list[tuple]]) -> Iterator[str]:
+    """One JSON object per line, keys in column order, one piece per chunk."""
+    formatters = [(index, cells) for index, column in enumerate(columns)
+                  if (cells := json_cells(column, memoize=column.name in REPEATING)) is not None]  # fmt: skip
+    line = "{" + ",".join(f"{encode_basestring_ascii(column.name)}:%s" for column in columns) + "}"
+    for chunk in chunks:
+        yield "\n".join(map(line.__mod__, _formatted_rows(chunk, formatters))) + "\n"

@@ -61,13 +61,11 @@ def procurement_workbook(request):
 @require_role(Role.VIEWER)
 def attempts(request, fmt: str):
     """Every attempt of the chosen visible campaigns (?c=…, required), streamed; ?result=1 adds the result JSON."""
-    if fmt not in ("csv", "jsonl"):
+    if fmt not in stream.CONTENT_TYPES:
         raise Http404(f"attempt export as {fmt!r} is not offered (csv, jsonl)")
     ids = [int(v) for v in request.GET.getlist("c") if v.isdigit()]
     visible = list(campaigns_visible_to(request.user).filter(pk__in=ids).values_list("pk", flat=True))
     if not visible:
         raise Http404("choose at least one campaign of your teams (?c=ID)")
-    names, rows = stream.attempt_rows(Attempt.objects.filter(campaign_id__in=visible), with_result=request.GET.get("result") == "1")
-    body = stream.stream_csv(names, rows) if fmt == "csv" else stream.stream_jsonl(names, rows)
-    content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson"
-    return _attachment(StreamingHttpResponse(body, content_type=content_type), f"attempts-{'-'.join(map(str, visible))}.{fmt}")
+    body = stream.attempt_export(Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=request.GET.get("result") == "1")
+    return _attachment(StreamingHttpResponse(body, content_type=stream.CONTENT_TYPES[fmt]), f"attempts-{'-'.join(map(str, visible))}.{fmt}")
