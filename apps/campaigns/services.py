@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.campaigns import hotpath
 from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
@@ -120,7 +121,9 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
     """
     from apps.campaigns.tasks import execute_attempt
 
-    with transaction.atomic():
+    # No savepoint when nested (attempt_execute's record transaction): an error here fails the
+    # whole transaction anyway, and a savepoint costs two more round trips per attempt.
+    with transaction.atomic(savepoint=False):
         if limit is None:
             busy = Attempt.objects.filter(campaign=campaign).filter(
                 Q(status=Attempt.Status.RUNNING) | Q(status=Attempt.Status.QUEUED, dispatched_at__isnull=False)
@@ -128,15 +131,18 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
             limit = campaign_window(campaign) - busy
         if limit <= 0:
             return 0
-        ids = list(
-            Attempt.objects.select_for_update(skip_locked=True)
-            .filter(campaign=campaign, status=Attempt.Status.QUEUED, dispatched_at__isnull=True)
-            .order_by("index", "task_id")
-            .values_list("id", flat=True)[:limit]
-        )
+        ids = hotpath.dispatch_ids(campaign_id=campaign.pk, limit=limit, now=timezone.now())
+        if ids is None:  # not PostgreSQL: the same selection in two statements
+            ids = list(
+                Attempt.objects.select_for_update(skip_locked=True)
+                .filter(campaign=campaign, status=Attempt.Status.QUEUED, dispatched_at__isnull=True)
+                .order_by("index", "task_id")
+                .values_list("id", flat=True)[:limit]
+            )
+            if ids:
+                Attempt.objects.filter(id__in=ids).update(dispatched_at=timezone.now())
         if not ids:
             return 0
-        Attempt.objects.filter(id__in=ids).update(dispatched_at=timezone.now())
         transaction.on_commit(lambda: [execute_attempt.delay(attempt_id) for attempt_id in ids])
     return len(ids)
 
@@ -172,16 +178,15 @@ def campaign_resume(*, campaign: Campaign) -> int:
     return count
 
 
-def attempt_claim(*, attempt_id: int, worker: str) -> bool:
-    """Atomically move a queued attempt of a running campaign to running for this worker."""
+def attempt_claim(*, attempt_id: int, worker: str) -> Attempt | None:
+    """Atomically move a queued attempt of a running campaign to running for this worker.
+
+    Returns the claimed attempt with its campaign (agent, price sheet) and task (suite, domain)
+    loaded — one statement on PostgreSQL — or None when it was not claimable.
+    """
     now = timezone.now()
     lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    claimed = Attempt.objects.filter(
-        id=attempt_id,
-        status=Attempt.Status.QUEUED,
-        campaign__status=Campaign.Status.RUNNING,
-    ).update(status=Attempt.Status.RUNNING, worker=worker, started_at=now, lease_expires_at=now + lease)
-    return claimed == 1
+    return hotpath.claim_and_load(attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + lease)
 
 
 def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
@@ -203,14 +208,10 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     from apps.campaigns.execution import AttemptCancelled, run_engine_attempt
 
     worker = worker or worker_identity()
-    if not attempt_claim(attempt_id=attempt_id, worker=worker):
-        return "not-claimed"
     # Big JSON stays in the database: specs are parsed once per process (execution caches them).
-    attempt = (
-        Attempt.objects.select_related("campaign__agent", "campaign__price_sheet", "task__domain", "task__suite")
-        .defer("result", "task__spec", "task__domain__policy", "task__suite__description")
-        .get(id=attempt_id)
-    )
+    attempt = attempt_claim(attempt_id=attempt_id, worker=worker)
+    if attempt is None:
+        return "not-claimed"
     try:
         outcome = run_engine_attempt(attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker))
     except AttemptCancelled:
@@ -224,8 +225,11 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
         if not recorded:
             return "lost-lease"
         summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
-        if what == "retry" or campaign_dispatch(campaign=attempt.campaign, limit=1) == 0:
-            campaign_finish_if_complete(campaign_id=attempt.campaign_id)
+        nothing_dispatched = what == "retry" or campaign_dispatch(campaign=attempt.campaign, limit=1) == 0
+    if nothing_dispatched:
+        # After commit: two last attempts finishing at once each see the other still running
+        # inside their transactions, but whichever commits last sees both ended here.
+        campaign_finish_if_complete(campaign_id=attempt.campaign_id)
     return what
 
 
@@ -258,10 +262,7 @@ def _record_outcome(*, attempt_id: int, worker: str, outcome) -> bool:
     """Only the owning worker of a still-running campaign may record a result."""
     fields = outcome.as_fields()
     fields.update(finished_at=timezone.now(), lease_expires_at=None)
-    owned = Attempt.objects.filter(
-        id=attempt_id, status=Attempt.Status.RUNNING, worker=worker, campaign__status=Campaign.Status.RUNNING
-    )
-    return owned.update(**fields) == 1
+    return hotpath.update_owned(attempt_id=attempt_id, worker=worker, values=fields, require_running_campaign=True)
 
 
 def _record_cancelled(*, attempt_id: int, worker: str) -> bool:
