@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,9 +52,31 @@ def start_worker(env: dict, log: Path, *, pool: str, concurrency: int) -> subpro
     command = [
         sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker", "--pool", pool,
         "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-        "--hostname", f"bench-{log.stem}@%h", *os.environ.get("BENCH_WORKER_ARGS", "").split(),
+        "--hostname", node_name(log), *os.environ.get("BENCH_WORKER_ARGS", "").split(),
     ]  # fmt: skip
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+
+def node_name(log: Path) -> str:
+    return f"bench-{log.stem}@{socket.gethostname()}"
+
+
+def wait_ready(nodes: list[str], timeout: float = 120.0) -> None:
+    """Block until every worker answers a ping: start-up is not part of the sustained rate.
+
+    A fixed sleep under-waits on a busy 2-core machine (several workers importing Django and the
+    OpenAI SDK at once) and the campaign then starts against half-booted workers.
+    """
+    from thinkingbox_web.celery import app
+
+    deadline = time.monotonic() + timeout
+    waiting = set(nodes)
+    while waiting:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"workers not ready after {timeout:.0f} s: {sorted(waiting)}")
+        for reply in app.control.ping(destination=sorted(waiting), timeout=1.0):
+            waiting -= set(reply)
+    time.sleep(0.5)  # let the pools' first reservations settle
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -139,11 +162,13 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
     )
     # Two worker processes: one prefork worker with 2 children, or two solo workers (no parent<->child IPC).
     if args.golden_pool == "solo":
-        workers = [start_worker(env, log_dir / f"golden-worker-{n}.log", pool="solo", concurrency=1) for n in range(2)]
+        logs = [log_dir / f"golden-worker-{n}.log" for n in range(2)]
+        workers = [start_worker(env, log, pool="solo", concurrency=1) for log in logs]
     else:
-        workers = [start_worker(env, log_dir / "golden-worker.log", pool="prefork", concurrency=2)]
+        logs = [log_dir / "golden-worker.log"]
+        workers = [start_worker(env, logs[0], pool="prefork", concurrency=2)]
     try:
-        time.sleep(4)  # worker start-up is not part of the sustained rate
+        wait_ready([node_name(log) for log in logs])
         campaign = campaign_create(
             name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat
         )
@@ -204,12 +229,11 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
             selected = tasks[: attempts // per_task]
             # Several worker processes, each a thread pool: a single process would be GIL-bound.
             processes = min(args.llm_workers, level)
-            workers = [
-                start_worker(env, log_dir / f"llm-worker-{level}-{n}.log", pool="threads", concurrency=level // processes)
-                for n in range(processes)
-            ]
+            logs = [log_dir / f"llm-worker-{level}-{n}.log" for n in range(processes)]
+            threads = max(1, round(level * args.llm_spare_threads / processes))
+            workers = [start_worker(env, log, pool="threads", concurrency=threads) for log in logs]
             try:
-                time.sleep(4)
+                wait_ready([node_name(log) for log in logs])
                 campaign = campaign_create(
                     name=f"bench endpoint x{level}", team=team, owner=owner, agent=agent, suite=suite,
                     tasks=selected, n_attempts=per_task,
@@ -244,6 +268,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--skip-golden", action="store_true", help="only the endpoint scaling part")
     parser.add_argument("--llm-workers", type=int, default=2, help="worker processes for the endpoint part")
+    parser.add_argument("--llm-spare-threads", type=float, default=1.0,
+                        help="threads across the endpoint workers, as a multiple of the concurrency level")  # fmt: skip
     parser.add_argument("--golden-pool", choices=["prefork", "solo"], default="prefork", help="how the 2 golden worker processes run")
     args = parser.parse_args()
     args.levels = [int(v) for v in args.levels.split(",")]

@@ -224,10 +224,8 @@ def _build(plan: _ClaimPlan, row: list[Any], connection) -> Attempt:
     return attempt
 
 
-def update_owned(*, attempt_id: int, worker: str, values: dict[str, Any], require_running_campaign: bool,
-                 connection=None) -> bool:  # fmt: skip
-    """Write ``values`` to a running attempt owned by ``worker`` (and of a running campaign); whether it was."""
-    connection = connection or default_connection
+def _owned_update_sql(connection, attempt_id: int, worker: str, values: dict[str, Any],
+                      require_running_campaign: bool) -> tuple[str, list[Any]]:  # fmt: skip
     q = lambda name: _quote(connection, name)  # noqa: E731
     table = q(Attempt._meta.db_table)
     assignments, params = [], []
@@ -243,9 +241,33 @@ def update_owned(*, attempt_id: int, worker: str, values: dict[str, Any], requir
             f"WHERE rc.id = {table}.{q('campaign_id')} AND rc.{q('status')} = %s)"
         )
         params.append(Campaign.Status.RUNNING)
+    return sql, params
+
+
+def update_owned(*, attempt_id: int, worker: str, values: dict[str, Any], require_running_campaign: bool,
+                 connection=None) -> bool:  # fmt: skip
+    """Write ``values`` to a running attempt owned by ``worker`` (and of a running campaign); whether it was."""
+    connection = connection or default_connection
+    sql, params = _owned_update_sql(connection, attempt_id, worker, values, require_running_campaign)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount == 1
+
+
+def _dispatch_sql(connection, campaign_id: int, limit: int, now, guard: str = "") -> tuple[str, list[Any]]:
+    q = lambda name: _quote(connection, name)  # noqa: E731
+    table = q(Attempt._meta.db_table)
+    sql = (
+        f"UPDATE {table} SET {q('dispatched_at')} = %s WHERE {q('id')} IN ("
+        f"SELECT {q('id')} FROM {table} WHERE {q('campaign_id')} = %s AND {q('status')} = %s "
+        f"AND {q('dispatched_at')} IS NULL ORDER BY {q('index')}, {q('task_id')} LIMIT %s FOR UPDATE SKIP LOCKED)"
+        f"{guard} RETURNING {q('id')}, {q('index')}, {q('task_id')}"
+    )
+    return sql, [now, campaign_id, Attempt.Status.QUEUED, limit]
+
+
+def _sorted_ids(rows) -> list[int]:
+    return [row[0] for row in sorted(rows, key=lambda r: (r[1], r[2]))]
 
 
 def dispatch_ids(*, campaign_id: int, limit: int, now, connection=None) -> list[int] | None:
@@ -257,15 +279,54 @@ def dispatch_ids(*, campaign_id: int, limit: int, now, connection=None) -> list[
     connection = connection or default_connection
     if connection.vendor != "postgresql":
         return None
-    q = lambda name: _quote(connection, name)  # noqa: E731
-    table = q(Attempt._meta.db_table)
-    sql = (
-        f"UPDATE {table} SET {q('dispatched_at')} = %s WHERE {q('id')} IN ("
-        f"SELECT {q('id')} FROM {table} WHERE {q('campaign_id')} = %s AND {q('status')} = %s "
-        f"AND {q('dispatched_at')} IS NULL ORDER BY {q('index')}, {q('task_id')} LIMIT %s FOR UPDATE SKIP LOCKED) "
-        f"RETURNING {q('id')}, {q('index')}, {q('task_id')}"
-    )
+    sql, params = _dispatch_sql(connection, campaign_id, limit, now)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [now, campaign_id, Attempt.Status.QUEUED, limit])
-        rows = cursor.fetchall()
-    return [row[0] for row in sorted(rows, key=lambda r: (r[1], r[2]))]
+        cursor.execute(sql, params)
+        return _sorted_ids(cursor.fetchall())
+
+
+@dataclass
+class Recorded:
+    recorded: bool  # False: not ours any more, or the campaign is no longer running (nothing was written)
+    summary_found: bool  # False: the pair had no summary row yet (the caller creates and refreshes it)
+    dispatched: list[int]  # attempts marked dispatched; their messages are the caller's to send
+
+
+def record_summarise_dispatch(*, attempt: Attempt, worker: str, values: dict[str, Any], now,
+                              connection=None) -> Recorded | None:  # fmt: skip
+    """Record an outcome, recount its summary and dispatch the campaign's next attempt: one round trip.
+
+    PostgreSQL outside a transaction only (None otherwise: the caller takes the step by step
+    path). The four statements travel as one simple-protocol query, which PostgreSQL runs as one
+    transaction — each statement with its own snapshot, so the recount, which follows the
+    summary row lock, sees every committed attempt of the pair — and rolls back as a whole on
+    error. The dispatch only happens when this worker's record went through (its guard reads the
+    row the first statement wrote: same transaction, later statement).
+    """
+    connection = connection or default_connection
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return None
+    from apps.campaigns.summaries import lock_pair_sql, recount_sql
+
+    q = lambda name: _quote(connection, name)  # noqa: E731
+    record_sql, record_params = _owned_update_sql(connection, attempt.id, worker, values, True)
+    lock_sql, lock_params = lock_pair_sql(attempt.campaign_id, attempt.task_id)
+    recount, recount_params = recount_sql(attempt.campaign_id, attempt.task_id, now)
+    table = q(Attempt._meta.db_table)
+    guard = (
+        f" AND EXISTS (SELECT 1 FROM {table} mine WHERE mine.{q('id')} = %s AND mine.{q('worker')} = %s "
+        f"AND mine.{q('status')} = %s AND mine.{q('finished_at')} = %s)"
+    )
+    dispatch_sql, dispatch_params = _dispatch_sql(connection, attempt.campaign_id, 1, now, guard)
+    finished_at = Attempt._meta.get_field("finished_at").get_db_prep_save(values["finished_at"], connection)
+    dispatch_params += [attempt.id, worker, values["status"], finished_at]
+    sql = ";\n".join([record_sql, lock_sql, recount, dispatch_sql])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, record_params + lock_params + recount_params + dispatch_params)
+        recorded = cursor.rowcount == 1
+        cursor.nextset()
+        summary_found = cursor.fetchone() is not None
+        cursor.nextset()
+        cursor.nextset()
+        dispatched = _sorted_ids(cursor.fetchall())
+    return Recorded(recorded=recorded, summary_found=summary_found, dispatched=dispatched)

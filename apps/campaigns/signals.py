@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_ready
 
 log = logging.getLogger(__name__)
 
@@ -36,3 +36,34 @@ def _warm_suites(**_kwargs) -> None:
         log.exception("warming built-in suites failed")
     finally:
         connection.close()  # a prefork child must not keep a connection opened before its first task
+
+
+@worker_init.connect
+def _import_llm_client(**_kwargs) -> None:
+    """Import the OpenAI SDK in the worker's main process, before the pool starts (prefork children inherit it).
+
+    Imported lazily, it cost the first attempts of a fresh worker about a second and a half of
+    CPU under the GIL (pydantic models of the whole SDK), all 64 first attempts of a threads
+    pool stalled behind it. Web processes never pay for it.
+    """
+    try:
+        import openai
+
+        import tb_engine.llm.client  # noqa: F401
+
+        # The SDK imports its HTTP transport stack (httpcore, anyio/trio probes) on first client.
+        openai.OpenAI(base_url="http://127.0.0.1/v1", api_key="warm-up", max_retries=0).close()
+    except Exception:  # an installation without the SDK still runs simulated agents
+        log.warning("could not import the LLM client at worker start", exc_info=True)
+
+
+@worker_init.connect
+def _shorten_gil_switch_interval(**_kwargs) -> None:
+    """A threads-pool worker runs dozens of attempts that mostly wait on HTTP; see settings.WORKER_SWITCH_INTERVAL_MS."""
+    import sys
+
+    from django.conf import settings
+
+    interval_ms = getattr(settings, "WORKER_SWITCH_INTERVAL_MS", 0)
+    if interval_ms:
+        sys.setswitchinterval(interval_ms / 1000.0)

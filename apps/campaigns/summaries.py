@@ -72,9 +72,19 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
             cursor.execute(_recount_sql(where), [timezone.now(), *params])
 
 
-def _lock_pair(campaign_id: int, task_id: int) -> bool:
-    """Lock the pair's summary row (SELECT … FOR UPDATE where supported); whether it exists."""
+def lock_pair_sql(campaign_id: int, task_id: int) -> tuple[str, list]:
+    """SELECT … FOR UPDATE (where supported) of a pair's summary row."""
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return f"SELECT id FROM {TaskSummary._meta.db_table} WHERE campaign_id = %s AND task_id = %s{lock}", [campaign_id, task_id]
+
+
+def recount_sql(campaign_id: int, task_id: int, now) -> tuple[str, list]:
+    """The recount of one pair; run it after lock_pair_sql, in a later statement of the same transaction."""
+    return _recount_sql("campaign_id = %s AND task_id = %s"), [now, campaign_id, task_id]
+
+
+def _lock_pair(campaign_id: int, task_id: int) -> bool:
+    """Lock the pair's summary row; whether it exists."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {TaskSummary._meta.db_table} WHERE campaign_id = %s AND task_id = %s{lock}", [campaign_id, task_id])
+        cursor.execute(*lock_pair_sql(campaign_id, task_id))
         return cursor.fetchone() is not None
