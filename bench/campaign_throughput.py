@@ -267,7 +267,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="attempts per level = level x rounds")
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--skip-golden", action="store_true", help="only the endpoint scaling part")
-    parser.add_argument("--llm-workers", type=int, default=2, help="worker processes for the endpoint part")
+    parser.add_argument("--llm-workers", type=int, default=4, help="worker processes (threads pools) for the endpoint part")
     parser.add_argument("--llm-spare-threads", type=float, default=1.0,
                         help="threads across the endpoint workers, as a multiple of the concurrency level")  # fmt: skip
     parser.add_argument("--golden-pool", choices=["prefork", "solo"], default="prefork", help="how the 2 golden worker processes run")

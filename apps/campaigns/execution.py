@@ -148,15 +148,20 @@ def _builtin_suite(name: str, content_hash: str):
 
 
 def warm_builtin_suites() -> int:
-    """Load every built-in suite the database uses, so a worker's first attempts start at once."""
+    """Load every built-in suite the database uses, and prepare its domains' sandbox templates,
+    so a worker's first attempts start at once."""
     from apps.suites.models import Domain
+    from tb_engine.sandbox import domain_runtime
 
     count = 0
     pairs = Domain.objects.filter(suite__source=Suite.Source.BUILTIN).values_list("suite__name", "suite__content_hash", "spec")
     for suite_name, content_hash, spec in pairs.distinct():
         name = (spec or {}).get("builtin_suite", suite_name)
         try:
-            _builtin_suite(name, content_hash)
+            suite = _builtin_suite(name, content_hash)
+            for domain in suite.domains.values():
+                if domain.backend != "mcp":
+                    domain_runtime(domain)
             count += 1
         except Exception:  # a suite that no longer loads fails its attempts with a clear error later
             continue
