@@ -162,25 +162,38 @@ PREPARED_CLAIM = "tb_claim_v1"
 _prepared_statements_work = True
 
 
+def _prepare_claim(connection, cursor, plan: _ClaimPlan) -> bool:
+    """PREPARE the claim once per database session; whether prepared statements can be used."""
+    global _prepared_statements_work
+    if not _prepared_statements_work:
+        return False
+    raw = connection.connection
+    if getattr(connection, "_tb_prepared_on", None) is raw:
+        return True
+    numbered = plan.claim_sql
+    for number in range(1, plan.claim_sql.count("%s") + 1):
+        numbered = numbered.replace("%s", f"${number}", 1)
+    try:
+        cursor.execute(f"PREPARE {PREPARED_CLAIM} AS {numbered}")
+    except ProgrammingError:
+        if not _is_prepared(cursor):  # not "already exists": prepared statements do not work here
+            _prepared_statements_work = False
+            return False
+    except DatabaseError:
+        _prepared_statements_work = False
+        return False
+    connection._tb_prepared_on = raw
+    return True
+
+
 def _execute_claim(connection, cursor, plan: _ClaimPlan, params: list[Any]):
     global _prepared_statements_work
     if not _prepared_statements_work or connection.in_atomic_block:
         cursor.execute(plan.claim_sql, params)
         return cursor.fetchone()
-    raw = connection.connection
-    if getattr(connection, "_tb_prepared_on", None) is not raw:
-        numbered = plan.claim_sql
-        for number in range(1, len(params) + 1):
-            numbered = numbered.replace("%s", f"${number}", 1)
-        try:
-            if _is_prepared(cursor):  # by an earlier wrapper of this same session
-                cursor.execute(f"DEALLOCATE {PREPARED_CLAIM}")
-            cursor.execute(f"PREPARE {PREPARED_CLAIM} AS {numbered}")
-        except DatabaseError:
-            _prepared_statements_work = False
-            cursor.execute(plan.claim_sql, params)
-            return cursor.fetchone()
-        connection._tb_prepared_on = raw
+    if not _prepare_claim(connection, cursor, plan):
+        cursor.execute(plan.claim_sql, params)
+        return cursor.fetchone()
     try:
         cursor.execute(f"EXECUTE {PREPARED_CLAIM} ({', '.join(['%s'] * len(params))})", params)
     except ProgrammingError:
@@ -189,6 +202,16 @@ def _execute_claim(connection, cursor, plan: _ClaimPlan, params: list[Any]):
         _prepared_statements_work = False  # prepared on one server session, executed on another
         cursor.execute(plan.claim_sql, params)
     return cursor.fetchone()
+
+
+def warm_connection(connection=None) -> None:
+    """Open the connection and prepare the claim statement (as the first claim would)."""
+    connection = connection or default_connection
+    plan = _claim_plan(connection)
+    if not plan.one_statement:
+        return
+    with connection.cursor() as cursor:
+        _prepare_claim(connection, cursor, plan)
 
 
 def _is_prepared(cursor) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 from celery.signals import worker_init, worker_process_init, worker_ready
 
@@ -67,3 +68,39 @@ def _shorten_gil_switch_interval(**_kwargs) -> None:
     interval_ms = getattr(settings, "WORKER_SWITCH_INTERVAL_MS", 0)
     if interval_ms:
         sys.setswitchinterval(interval_ms / 1000.0)
+
+
+@worker_ready.connect
+def _connect_pool_threads(sender=None, **_kwargs) -> None:
+    """Threads pool: open every pool thread's database connection (and prepare the claim) up front.
+
+    Connections are per thread; opened lazily, the first message of each of a fresh worker's
+    threads waits for its connection while all the others open theirs under the same GIL.
+    """
+    pool = getattr(sender, "pool", None)
+    executor, limit = getattr(pool, "executor", None), getattr(pool, "limit", 0) or 0
+    if executor is None or limit < 2:
+        return
+    from django.conf import settings
+
+    if not getattr(settings, "WORKER_CONNECT_THREADS", True):
+        return
+    # Every job waits for all the others: the executor only starts a new thread while none is idle.
+    barrier = threading.Barrier(limit, timeout=30)
+
+    def connect() -> None:
+        from django.db import connection
+
+        from apps.campaigns.hotpath import warm_connection
+
+        try:
+            warm_connection(connection)
+        except Exception:  # the first task opens it instead
+            log.warning("opening a pool thread's database connection failed", exc_info=True)
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            pass
+
+    for _ in range(limit):
+        executor.submit(connect)
