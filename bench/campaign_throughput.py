@@ -5,8 +5,11 @@ one Celery worker with 2 prefork processes: sustained attempts/s end to end (dis
 engine, storage, summaries), p50/p95 attempt latency (claim -> recorded), database bytes per
 attempt.
 Part 2 — the OpenAI-compatible agent against a scripted endpoint on 127.0.0.1 answering after
-300 ms, 8 model calls per attempt, at 8, 32 and 64 concurrent attempts (threads pool): throughput
-as a fraction of the ideal (concurrency / 2.4 s).
+300 ms, 8 model calls per attempt, at 8, 32 and 64 concurrent attempts (--llm-workers thread-pool
+worker processes, 4 by default, sharing the level's threads): throughput as a fraction of the
+ideal (concurrency / 2.4 s).
+Workers are started fresh for each part and level; timing starts once every worker answers a
+ping (start-up is not part of the sustained rate) and ends when the campaign is marked done.
 
 Run:  python3 bench/campaign_throughput.py                 # throwaway PostgreSQL + Redis (needs the Debian packages)
       DATABASE_URL=postgres://... CELERY_BROKER_URL=redis://... python3 bench/campaign_throughput.py
@@ -230,8 +233,7 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
             # Several worker processes, each a thread pool: a single process would be GIL-bound.
             processes = min(args.llm_workers, level)
             logs = [log_dir / f"llm-worker-{level}-{n}.log" for n in range(processes)]
-            threads = max(1, round(level * args.llm_spare_threads / processes))
-            workers = [start_worker(env, log, pool="threads", concurrency=threads) for log in logs]
+            workers = [start_worker(env, log, pool="threads", concurrency=level // processes) for log in logs]
             try:
                 wait_ready([node_name(log) for log in logs])
                 campaign = campaign_create(
@@ -268,8 +270,6 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--skip-golden", action="store_true", help="only the endpoint scaling part")
     parser.add_argument("--llm-workers", type=int, default=4, help="worker processes (threads pools) for the endpoint part")
-    parser.add_argument("--llm-spare-threads", type=float, default=1.0,
-                        help="threads across the endpoint workers, as a multiple of the concurrency level")  # fmt: skip
     parser.add_argument("--golden-pool", choices=["prefork", "solo"], default="prefork", help="how the 2 golden worker processes run")
     args = parser.parse_args()
     args.levels = [int(v) for v in args.levels.split(",")]

@@ -181,10 +181,8 @@ ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS"
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
-# Worker processes' GIL switch interval (ms; 0 keeps Python's 5 ms). A thread whose HTTP answer
-# arrived waits up to one interval for the GIL while other attempts compute: with 64 attempts per
-# threads-pool process that wait, repeated at every socket read, was most of the per-call overhead.
-WORKER_SWITCH_INTERVAL_MS = float(env.get("TB_WORKER_SWITCH_INTERVAL_MS") or 0)
+# Threads-pool workers open every pool thread's database connection at start (one per thread).
+WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
 
 # --- Logging: one console stream, level from LOG_LEVEL.
 LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()

@@ -58,18 +58,6 @@ def _import_llm_client(**_kwargs) -> None:
         log.warning("could not import the LLM client at worker start", exc_info=True)
 
 
-@worker_init.connect
-def _shorten_gil_switch_interval(**_kwargs) -> None:
-    """A threads-pool worker runs dozens of attempts that mostly wait on HTTP; see settings.WORKER_SWITCH_INTERVAL_MS."""
-    import sys
-
-    from django.conf import settings
-
-    interval_ms = getattr(settings, "WORKER_SWITCH_INTERVAL_MS", 0)
-    if interval_ms:
-        sys.setswitchinterval(interval_ms / 1000.0)
-
-
 @worker_ready.connect
 def _connect_pool_threads(sender=None, **_kwargs) -> None:
     """Threads pool: open every pool thread's database connection (and prepare the claim) up front.
