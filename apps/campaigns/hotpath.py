@@ -1,19 +1,20 @@
-"""Hand-written SQL for the statements every attempt runs (claim, record, summary lock, dispatch).
+"""Hand-written SQL for the statements every attempt runs: claim, record, summary recount, dispatch.
 
-An attempt of the golden agent takes a few milliseconds in the engine; before this module the
-ORM work around it (query compilation, a six-model select_related, savepoints) and about 17
-database round trips per attempt cost three times as much. Here each step is one statement:
+An attempt of the golden agent takes a few milliseconds in the engine; the ORM work around it
+(query compilation, a six-model select_related, savepoints) and 17 database round trips per
+attempt used to cost three times as much. On PostgreSQL an attempt is now two round trips:
 
-* claim + load: on PostgreSQL one ``WITH claimed AS (UPDATE … RETURNING …) SELECT … JOIN …``
-  returns the claimed attempt with its campaign, agent, price sheet, task, suite and domain;
-  elsewhere (SQLite) the same conditional UPDATE, then the same SELECT;
-* record: one conditional UPDATE whose values go through each field's own ``get_db_prep_save``;
-* dispatch: on PostgreSQL one ``UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED) RETURNING``.
+* claim + load: ``WITH claimed AS (UPDATE … RETURNING …) SELECT … JOIN …`` returns the claimed
+  attempt with its campaign, agent, price sheet, task, suite and domain. Planning that join cost
+  ten times its execution, so each connection PREPAREs it once (``_prepare_claim``);
+* record + recount + dispatch: four statements sent as one simple-protocol query, which
+  PostgreSQL runs as one transaction (``record_summarise_dispatch``).
 
-The conditions are exactly the ORM versions' (claims need a queued attempt of a running
+Elsewhere (SQLite, or inside a caller's transaction) the same conditional statements run one by
+one. The conditions are exactly the ORM versions' (claims need a queued attempt of a running
 campaign; records need the claiming worker and a running campaign), so idempotency, leases and
-cancellation behave as before. Column lists come from the models' ``_meta``, and values read
-back go through the same converters the ORM applies, so a model change cannot silently drift.
+cancellation behave as before. Column lists come from the models' ``_meta`` and values go through
+the fields' own ``get_db_prep_save`` and db converters, so a model change cannot silently drift.
 """
 
 from __future__ import annotations
