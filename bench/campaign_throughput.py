@@ -5,8 +5,11 @@ one Celery worker with 2 prefork processes: sustained attempts/s end to end (dis
 engine, storage, summaries), p50/p95 attempt latency (claim -> recorded), database bytes per
 attempt.
 Part 2 — the OpenAI-compatible agent against a scripted endpoint on 127.0.0.1 answering after
-300 ms, 8 model calls per attempt, at 8, 32 and 64 concurrent attempts (threads pool): throughput
-as a fraction of the ideal (concurrency / 2.4 s).
+300 ms, 8 model calls per attempt, at 8, 32 and 64 concurrent attempts (--llm-workers thread-pool
+worker processes, 4 by default, sharing the level's threads): throughput as a fraction of the
+ideal (concurrency / 2.4 s).
+Workers are started fresh for each part and level; timing starts once every worker answers a
+ping (start-up is not part of the sustained rate) and ends when the campaign is marked done.
 
 Run:  python3 bench/campaign_throughput.py                 # throwaway PostgreSQL + Redis (needs the Debian packages)
       DATABASE_URL=postgres://... CELERY_BROKER_URL=redis://... python3 bench/campaign_throughput.py
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,9 +55,31 @@ def start_worker(env: dict, log: Path, *, pool: str, concurrency: int) -> subpro
     command = [
         sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker", "--pool", pool,
         "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-        "--hostname", f"bench-{log.stem}@%h", *os.environ.get("BENCH_WORKER_ARGS", "").split(),
+        "--hostname", node_name(log), *os.environ.get("BENCH_WORKER_ARGS", "").split(),
     ]  # fmt: skip
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+
+def node_name(log: Path) -> str:
+    return f"bench-{log.stem}@{socket.gethostname()}"
+
+
+def wait_ready(nodes: list[str], timeout: float = 120.0) -> None:
+    """Block until every worker answers a ping: start-up is not part of the sustained rate.
+
+    A fixed sleep under-waits on a busy 2-core machine (several workers importing Django and the
+    OpenAI SDK at once) and the campaign then starts against half-booted workers.
+    """
+    from thinkingbox_web.celery import app
+
+    deadline = time.monotonic() + timeout
+    waiting = set(nodes)
+    while waiting:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"workers not ready after {timeout:.0f} s: {sorted(waiting)}")
+        for reply in app.control.ping(destination=sorted(waiting), timeout=1.0):
+            waiting -= set(reply)
+    time.sleep(0.5)  # let the pools' first reservations settle
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -139,11 +165,13 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
     )
     # Two worker processes: one prefork worker with 2 children, or two solo workers (no parent<->child IPC).
     if args.golden_pool == "solo":
-        workers = [start_worker(env, log_dir / f"golden-worker-{n}.log", pool="solo", concurrency=1) for n in range(2)]
+        logs = [log_dir / f"golden-worker-{n}.log" for n in range(2)]
+        workers = [start_worker(env, log, pool="solo", concurrency=1) for log in logs]
     else:
-        workers = [start_worker(env, log_dir / "golden-worker.log", pool="prefork", concurrency=2)]
+        logs = [log_dir / "golden-worker.log"]
+        workers = [start_worker(env, logs[0], pool="prefork", concurrency=2)]
     try:
-        time.sleep(4)  # worker start-up is not part of the sustained rate
+        wait_ready([node_name(log) for log in logs])
         campaign = campaign_create(
             name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat
         )
@@ -204,12 +232,10 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
             selected = tasks[: attempts // per_task]
             # Several worker processes, each a thread pool: a single process would be GIL-bound.
             processes = min(args.llm_workers, level)
-            workers = [
-                start_worker(env, log_dir / f"llm-worker-{level}-{n}.log", pool="threads", concurrency=level // processes)
-                for n in range(processes)
-            ]
+            logs = [log_dir / f"llm-worker-{level}-{n}.log" for n in range(processes)]
+            workers = [start_worker(env, log, pool="threads", concurrency=level // processes) for log in logs]
             try:
-                time.sleep(4)
+                wait_ready([node_name(log) for log in logs])
                 campaign = campaign_create(
                     name=f"bench endpoint x{level}", team=team, owner=owner, agent=agent, suite=suite,
                     tasks=selected, n_attempts=per_task,
@@ -243,7 +269,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="attempts per level = level x rounds")
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--skip-golden", action="store_true", help="only the endpoint scaling part")
-    parser.add_argument("--llm-workers", type=int, default=2, help="worker processes for the endpoint part")
+    parser.add_argument("--llm-workers", type=int, default=4, help="worker processes (threads pools) for the endpoint part")
     parser.add_argument("--golden-pool", choices=["prefork", "solo"], default="prefork", help="how the 2 golden worker processes run")
     args = parser.parse_args()
     args.levels = [int(v) for v in args.levels.split(",")]

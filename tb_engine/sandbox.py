@@ -383,19 +383,24 @@ def task_hash_of(task: TaskSpec) -> str:
 
 _runtimes: dict[int, DomainRuntime] = {}
 _runtimes_lock = threading.Lock()
+# One builder at a time: the first attempts of a fresh threads-pool worker all need the same few
+# domains, and building each one in every thread at once only multiplies the work under the GIL.
+_runtime_build_lock = threading.Lock()
 
 
 def domain_runtime(domain: DomainSpec) -> DomainRuntime:
     """The prepared runtime of a domain object (built once; dropped when the domain object is freed)."""
     key = id(domain)
     runtime = _runtimes.get(key)
-    if runtime is None:
-        runtime = DomainRuntime(domain)
-        with _runtimes_lock:
-            if key not in _runtimes:
+    if runtime is not None:
+        return runtime
+    with _runtime_build_lock:
+        runtime = _runtimes.get(key)
+        if runtime is None:
+            runtime = DomainRuntime(domain)
+            with _runtimes_lock:
                 _runtimes[key] = runtime
                 weakref.finalize(domain, _runtimes.pop, key, None)
-            runtime = _runtimes[key]
     return runtime
 
 

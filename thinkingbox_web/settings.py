@@ -181,6 +181,8 @@ ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS"
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
+# Threads-pool workers open every pool thread's database connection at start (one per thread).
+WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
 
 # --- Logging: one console stream, level from LOG_LEVEL.
 LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()

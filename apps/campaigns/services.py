@@ -21,6 +21,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.campaigns import hotpath
+from apps.campaigns.embedded import tasks_run_inline
 from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
@@ -120,7 +122,9 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
     """
     from apps.campaigns.tasks import execute_attempt
 
-    with transaction.atomic():
+    # No savepoint when nested (attempt_execute's record transaction): an error here fails the
+    # whole transaction anyway, and a savepoint costs two more round trips per attempt.
+    with transaction.atomic(savepoint=False):
         if limit is None:
             busy = Attempt.objects.filter(campaign=campaign).filter(
                 Q(status=Attempt.Status.RUNNING) | Q(status=Attempt.Status.QUEUED, dispatched_at__isnull=False)
@@ -128,15 +132,18 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
             limit = campaign_window(campaign) - busy
         if limit <= 0:
             return 0
-        ids = list(
-            Attempt.objects.select_for_update(skip_locked=True)
-            .filter(campaign=campaign, status=Attempt.Status.QUEUED, dispatched_at__isnull=True)
-            .order_by("index", "task_id")
-            .values_list("id", flat=True)[:limit]
-        )
+        ids = hotpath.dispatch_ids(campaign_id=campaign.pk, limit=limit, now=timezone.now())
+        if ids is None:  # not PostgreSQL: the same selection in two statements
+            ids = list(
+                Attempt.objects.select_for_update(skip_locked=True)
+                .filter(campaign=campaign, status=Attempt.Status.QUEUED, dispatched_at__isnull=True)
+                .order_by("index", "task_id")
+                .values_list("id", flat=True)[:limit]
+            )
+            if ids:
+                Attempt.objects.filter(id__in=ids).update(dispatched_at=timezone.now())
         if not ids:
             return 0
-        Attempt.objects.filter(id__in=ids).update(dispatched_at=timezone.now())
         transaction.on_commit(lambda: [execute_attempt.delay(attempt_id) for attempt_id in ids])
     return len(ids)
 
@@ -172,25 +179,24 @@ def campaign_resume(*, campaign: Campaign) -> int:
     return count
 
 
-def attempt_claim(*, attempt_id: int, worker: str) -> bool:
-    """Atomically move a queued attempt of a running campaign to running for this worker."""
+def attempt_claim(*, attempt_id: int, worker: str) -> Attempt | None:
+    """Atomically move a queued attempt of a running campaign to running for this worker.
+
+    Returns the claimed attempt with its campaign (agent, price sheet) and task (suite, domain)
+    loaded — one statement on PostgreSQL — or None when it was not claimable.
+    """
     now = timezone.now()
     lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    claimed = Attempt.objects.filter(
-        id=attempt_id,
-        status=Attempt.Status.QUEUED,
-        campaign__status=Campaign.Status.RUNNING,
-    ).update(status=Attempt.Status.RUNNING, worker=worker, started_at=now, lease_expires_at=now + lease)
-    return claimed == 1
+    return hotpath.claim_and_load(attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + lease)
 
 
 def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
     """Extend the lease; False when the attempt is no longer ours or its campaign was cancelled."""
     lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    updated = Attempt.objects.filter(
-        id=attempt_id, status=Attempt.Status.RUNNING, worker=worker, campaign__status=Campaign.Status.RUNNING
-    ).update(lease_expires_at=timezone.now() + lease)
-    return updated == 1
+    return hotpath.update_owned(
+        attempt_id=attempt_id, worker=worker, values={"lease_expires_at": timezone.now() + lease},
+        require_running_campaign=True,
+    )  # fmt: skip
 
 
 def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
@@ -203,14 +209,10 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     from apps.campaigns.execution import AttemptCancelled, run_engine_attempt
 
     worker = worker or worker_identity()
-    if not attempt_claim(attempt_id=attempt_id, worker=worker):
-        return "not-claimed"
     # Big JSON stays in the database: specs are parsed once per process (execution caches them).
-    attempt = (
-        Attempt.objects.select_related("campaign__agent", "campaign__price_sheet", "task__domain", "task__suite")
-        .defer("result", "task__spec", "task__domain__policy", "task__suite__description")
-        .get(id=attempt_id)
-    )
+    attempt = attempt_claim(attempt_id=attempt_id, worker=worker)
+    if attempt is None:
+        return "not-claimed"
     try:
         outcome = run_engine_attempt(attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker))
     except AttemptCancelled:
@@ -218,22 +220,55 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
         log.exception("attempt %s crashed", attempt_id)
         outcome = _crash_outcome(exc)
+    if outcome is not None and not _retries_infra_error(attempt, outcome) and not tasks_run_inline():
+        # The common case in one round trip (PostgreSQL); anything unusual takes the path below,
+        # and so does inline (eager) Celery, where campaign_dispatch stays the one dispatch point.
+        fast = hotpath.record_summarise_dispatch(
+            attempt=attempt, worker=worker, values=_outcome_fields(outcome), now=timezone.now()
+        )
+        if fast is not None and fast.recorded:
+            if not fast.summary_found:
+                summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
+            _send(fast.dispatched)
+            if not fast.dispatched:
+                campaign_finish_if_complete(campaign_id=attempt.campaign_id)
+            return outcome.status
     # Record, summarise and hand the slot to the campaign's next attempt in one transaction.
     with transaction.atomic():
         what, recorded = _record(attempt=attempt, worker=worker, outcome=outcome)
         if not recorded:
             return "lost-lease"
         summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
-        if what == "retry" or campaign_dispatch(campaign=attempt.campaign, limit=1) == 0:
-            campaign_finish_if_complete(campaign_id=attempt.campaign_id)
+        nothing_dispatched = what == "retry" or campaign_dispatch(campaign=attempt.campaign, limit=1) == 0
+    if nothing_dispatched:
+        # After commit: two last attempts finishing at once each see the other still running
+        # inside their transactions, but whichever commits last sees both ended here.
+        campaign_finish_if_complete(campaign_id=attempt.campaign_id)
     return what
+
+
+def _send(attempt_ids: list[int]) -> None:
+    from apps.campaigns.tasks import execute_attempt
+
+    for attempt_id in attempt_ids:
+        execute_attempt.delay(attempt_id)
+
+
+def _retries_infra_error(attempt: Attempt, outcome) -> bool:
+    return outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < settings.ATTEMPT_MAX_RETRIES
+
+
+def _outcome_fields(outcome) -> dict:
+    fields = outcome.as_fields()
+    fields.update(finished_at=timezone.now(), lease_expires_at=None)
+    return fields
 
 
 def _record(*, attempt: Attempt, worker: str, outcome) -> tuple[str, bool]:
     """Write the attempt's end state; (what happened, whether this worker still owned it)."""
     if outcome is None:
         return "cancelled", _record_cancelled(attempt_id=attempt.id, worker=worker)
-    if outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < settings.ATTEMPT_MAX_RETRIES:
+    if _retries_infra_error(attempt, outcome):
         return "retry", _requeue_after_infra_error(attempt=attempt, worker=worker, error=outcome.error_detail)
     if _record_outcome(attempt_id=attempt.id, worker=worker, outcome=outcome):
         return outcome.status, True
@@ -256,12 +291,9 @@ def _crash_outcome(exc: Exception):
 
 def _record_outcome(*, attempt_id: int, worker: str, outcome) -> bool:
     """Only the owning worker of a still-running campaign may record a result."""
-    fields = outcome.as_fields()
-    fields.update(finished_at=timezone.now(), lease_expires_at=None)
-    owned = Attempt.objects.filter(
-        id=attempt_id, status=Attempt.Status.RUNNING, worker=worker, campaign__status=Campaign.Status.RUNNING
+    return hotpath.update_owned(
+        attempt_id=attempt_id, worker=worker, values=_outcome_fields(outcome), require_running_campaign=True
     )
-    return owned.update(**fields) == 1
 
 
 def _record_cancelled(*, attempt_id: int, worker: str) -> bool:

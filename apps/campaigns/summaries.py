@@ -58,17 +58,33 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
     serialises concurrent refreshes of a pair, and the recount statement that follows reads
     after the lock is held, so the last refresh always sees every committed attempt.
     """
-    with transaction.atomic():
+    # No savepoint when nested in attempt_execute's record transaction (two round trips saved).
+    with transaction.atomic(savepoint=False):
         if task_id is None:
             task_ids = list(Attempt.objects.filter(campaign_id=campaign_id).values_list("task_id", flat=True).distinct())
             summaries_create(campaign_id=campaign_id, task_ids=task_ids)
             where, params = "campaign_id = %s", [campaign_id]
         else:
-            locked = list(
-                TaskSummary.objects.select_for_update().filter(campaign_id=campaign_id, task_id=task_id).values_list("id", flat=True)
-            )
-            if not locked:
+            if not _lock_pair(campaign_id, task_id):
                 summaries_create(campaign_id=campaign_id, task_ids=[task_id])
             where, params = "campaign_id = %s AND task_id = %s", [campaign_id, task_id]
         with connection.cursor() as cursor:
             cursor.execute(_recount_sql(where), [timezone.now(), *params])
+
+
+def lock_pair_sql(campaign_id: int, task_id: int) -> tuple[str, list]:
+    """SELECT … FOR UPDATE (where supported) of a pair's summary row."""
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return f"SELECT id FROM {TaskSummary._meta.db_table} WHERE campaign_id = %s AND task_id = %s{lock}", [campaign_id, task_id]
+
+
+def recount_sql(campaign_id: int, task_id: int, now) -> tuple[str, list]:
+    """The recount of one pair; run it after lock_pair_sql, in a later statement of the same transaction."""
+    return _recount_sql("campaign_id = %s AND task_id = %s"), [now, campaign_id, task_id]
+
+
+def _lock_pair(campaign_id: int, task_id: int) -> bool:
+    """Lock the pair's summary row; whether it exists."""
+    with connection.cursor() as cursor:
+        cursor.execute(*lock_pair_sql(campaign_id, task_id))
+        return cursor.fetchone() is not None

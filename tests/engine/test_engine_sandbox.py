@@ -166,3 +166,34 @@ def test_sandbox_copy_whose_transaction_a_tool_committed_is_never_reused(tmp_pat
     assert second.db is not connection
     assert second.db.execute("SELECT state FROM items").fetchone()[0] == "new"
     second.close()
+
+
+def test_domain_runtime_is_built_once_when_threads_race_for_it(retail_domain, monkeypatch):
+    import copy
+    import threading
+
+    from tb_engine import sandbox
+
+    domain = copy.copy(retail_domain)  # a domain object no other test has a runtime for
+    builds = []
+    real_init = sandbox.DomainRuntime.__init__
+
+    def counting_init(self, spec):
+        builds.append(threading.get_ident())
+        real_init(self, spec)
+
+    monkeypatch.setattr(sandbox.DomainRuntime, "__init__", counting_init)
+    start = threading.Barrier(8)
+    runtimes = []
+
+    def get():
+        start.wait()
+        runtimes.append(sandbox.domain_runtime(domain))
+
+    threads = [threading.Thread(target=get) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1
+    assert len({id(runtime) for runtime in runtimes}) == 1

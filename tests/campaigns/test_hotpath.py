@@ -1,0 +1,232 @@
+"""The attempt hot path (apps/campaigns/hotpath.py): same conditions as the ORM, fewer round trips.
+
+The claim tests run on any database. The one-round-trip record, the prepared claim and the
+two-statements-per-attempt budget are PostgreSQL only: they run in the integration subset
+(a database connection outside the test transaction, messages captured instead of sent).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from apps.campaigns import hotpath
+from apps.campaigns.models import AgentConfig, Attempt, Campaign
+from apps.campaigns.services import attempt_execute, campaign_cancel, campaign_start
+from tests.campaigns.conftest import recount, summaries
+
+
+def _claim(attempt_id: int, worker: str = "w:1"):
+    now = timezone.now()
+    return hotpath.claim_and_load(attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + timedelta(seconds=60))
+
+
+def _first_queued(campaign) -> Attempt:
+    return Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).order_by("index", "task_id").first()
+
+
+@pytest.mark.django_db
+def test_claim_loads_the_rows_the_orm_would(make_campaign):
+    campaign = make_campaign(tasks=2, n=1)
+    campaign_start(campaign=campaign)
+    queued = _first_queued(campaign)
+
+    attempt = _claim(queued.id)
+
+    expected = Attempt.objects.select_related("campaign__agent", "task__domain", "task__suite").get(id=queued.id)
+    assert (attempt.status, attempt.worker, attempt.index, attempt.retries) == ("running", "w:1", expected.index, 0)
+    assert attempt.campaign.seed == expected.campaign.seed and attempt.campaign.judge == expected.campaign.judge
+    assert attempt.campaign.user_simulator == expected.campaign.user_simulator
+    assert attempt.campaign.agent.kind == expected.campaign.agent.kind
+    assert attempt.campaign.agent.parameters == expected.campaign.agent.parameters
+    assert attempt.campaign.price_sheet is None
+    assert attempt.task.content_hash == expected.task.content_hash
+    assert (attempt.task.suite.name, attempt.task.suite.source) == (expected.task.suite.name, expected.task.suite.source)
+    assert attempt.task.domain.spec == expected.task.domain.spec
+    assert attempt.started_at is not None and attempt.lease_expires_at > attempt.started_at
+    assert attempt.result == {}  # deferred fields still load on access
+
+
+@pytest.mark.django_db
+def test_claim_is_conditional(make_campaign):
+    campaign = make_campaign(tasks=1, n=2)
+    campaign_start(campaign=campaign)
+    first, second = Attempt.objects.filter(campaign=campaign).order_by("index")
+
+    assert _claim(first.id, "w:1") is not None
+    assert _claim(first.id, "w:2") is None  # already running
+    campaign_cancel(campaign=campaign)
+    assert _claim(second.id, "w:2") is None  # cancelled (and not queued any more)
+    Attempt.objects.filter(id=second.id).update(status=Attempt.Status.QUEUED)
+    assert _claim(second.id, "w:2") is None  # queued, but its campaign is not running
+    assert Attempt.objects.get(id=first.id).worker == "w:1"
+
+
+@pytest.mark.django_db
+def test_update_owned_needs_the_owner_and_a_running_campaign(make_campaign):
+    campaign = make_campaign(tasks=1, n=1)
+    campaign_start(campaign=campaign)
+    attempt = _claim(_first_queued(campaign).id, "w:1")
+    lease = {"lease_expires_at": timezone.now() + timedelta(seconds=5)}
+
+    assert not hotpath.update_owned(attempt_id=attempt.id, worker="w:2", values=lease, require_running_campaign=True)
+    assert hotpath.update_owned(attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True)
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
+    assert not hotpath.update_owned(attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True)
+    assert hotpath.update_owned(attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=False)
+
+
+# --- PostgreSQL: the one-round-trip record and the prepared claim ---------------------------------
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Messages the hot path would send, captured (no broker traffic, no live worker needed)."""
+    from apps.campaigns.tasks import execute_attempt
+
+    captured: list[int] = []
+    monkeypatch.setattr(execute_attempt, "delay", lambda attempt_id: captured.append(attempt_id))
+    return captured
+
+
+@pytest.fixture
+def one_at_a_time(make_campaign):
+    """A golden campaign of 3 tasks x 2 whose window is one attempt."""
+
+    def make():
+        agent = AgentConfig.objects.create(name="golden one at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=1)
+        return make_campaign(agent, tasks=3, n=2)
+
+    return make
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_each_record_dispatches_the_next_attempt_in_order_and_the_last_finishes(one_at_a_time, sent):
+    campaign = one_at_a_time()
+    campaign_start(campaign=campaign)
+    order = list(Attempt.objects.filter(campaign=campaign).order_by("index", "task_id").values_list("id", flat=True))
+    assert sent == order[:1]
+
+    for attempt_id in order:
+        assert sent[-1] == attempt_id  # the previous record handed its slot to exactly this one
+        assert attempt_execute(attempt_id=attempt_id, worker="w:1") == "done"
+
+    campaign.refresh_from_db()
+    assert campaign.status == Campaign.Status.DONE and campaign.finished_at is not None
+    assert sent == order
+    assert summaries(campaign) == recount(campaign)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_steady_state_attempt_is_two_round_trips(make_campaign, sent):
+    agent = AgentConfig.objects.create(name="golden two at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=2)
+    campaign = make_campaign(agent, tasks=2, n=3)
+    campaign_start(campaign=campaign)
+    ids = list(Attempt.objects.filter(campaign=campaign).order_by("index", "task_id").values_list("id", flat=True))
+    for attempt_id in ids[:2]:  # one attempt per task: specs parsed, claim prepared
+        assert attempt_execute(attempt_id=attempt_id, worker="w:1") == "done"
+
+    with CaptureQueriesContext(connection) as queries:
+        assert attempt_execute(attempt_id=ids[2], worker="w:1") == "done"
+
+    statements = [q["sql"].split(None, 1)[0].upper() for q in queries.captured_queries]
+    assert statements == ["EXECUTE", "UPDATE"], queries.captured_queries
+    for attempt_id in ids[3:]:
+        attempt_execute(attempt_id=attempt_id, worker="w:1")
+    campaign.refresh_from_db()
+    assert campaign.status == Campaign.Status.DONE
+    assert summaries(campaign) == recount(campaign)
+    assert Attempt.objects.filter(campaign=campaign, status="done").count() == 6
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_record_of_a_lost_lease_writes_and_dispatches_nothing(one_at_a_time, sent):
+    campaign = one_at_a_time()
+    campaign_start(campaign=campaign)
+    first = _first_queued(campaign)
+    attempt = _claim(first.id, "w:1")
+    Attempt.objects.filter(id=first.id).update(worker="w:other")  # the sweep gave it to another worker
+
+    outcome = hotpath.record_summarise_dispatch(
+        attempt=attempt, worker="w:1", values={"status": "done", "verdict": "pass", "finished_at": timezone.now(),
+                                                "lease_expires_at": None}, now=timezone.now(),
+    )  # fmt: skip
+
+    assert outcome is not None and not outcome.recorded and outcome.dispatched == []
+    first.refresh_from_db()
+    assert (first.status, first.worker, first.verdict) == ("running", "w:other", "")
+    assert Attempt.objects.filter(campaign=campaign, dispatched_at__isnull=False).count() == 1
+    assert summaries(campaign) == recount(campaign)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_lost_lease_and_cancellation_take_the_orm_path(one_at_a_time, sent):
+    campaign = one_at_a_time()
+    campaign_start(campaign=campaign)
+    first = _first_queued(campaign)
+
+    def steal_then_run(attempt, heartbeat):
+        Attempt.objects.filter(id=attempt.id).update(worker="w:other")
+        return original(attempt, heartbeat=heartbeat)
+
+    from apps.campaigns import execution
+
+    original = execution.run_engine_attempt
+    execution.run_engine_attempt = steal_then_run
+    try:
+        assert attempt_execute(attempt_id=first.id, worker="w:1") == "lost-lease"
+    finally:
+        execution.run_engine_attempt = original
+    assert sent == [first.id]  # nothing more dispatched
+
+    second = Attempt.objects.filter(campaign=campaign).exclude(id=first.id).order_by("index", "task_id").first()
+    Attempt.objects.filter(id=second.id).update(dispatched_at=timezone.now())
+
+    def cancel_then_run(attempt, heartbeat):
+        Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
+        return original(attempt, heartbeat=heartbeat)
+
+    execution.run_engine_attempt = cancel_then_run
+    try:
+        assert attempt_execute(attempt_id=second.id, worker="w:1") == "cancelled"
+    finally:
+        execution.run_engine_attempt = original
+    assert Attempt.objects.get(id=second.id).status == "cancelled"
+    assert summaries(campaign) == recount(campaign)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_record_inside_a_transaction_is_left_to_the_orm_path(make_campaign):
+    campaign = make_campaign(tasks=1, n=1)
+    campaign_start(campaign=campaign)
+    attempt = _claim(_first_queued(campaign).id)
+    with transaction.atomic():
+        assert hotpath.record_summarise_dispatch(attempt=attempt, worker="w:1", values={}, now=timezone.now()) is None
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_claim_survives_a_session_that_lost_its_prepared_statement(make_campaign, monkeypatch):
+    campaign = make_campaign(tasks=1, n=3)
+    campaign_start(campaign=campaign)
+    first, second, third = Attempt.objects.filter(campaign=campaign).order_by("index")
+    monkeypatch.setattr(hotpath, "_prepared_statements_work", True)
+
+    assert _claim(first.id) is not None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE name = %s", [hotpath.PREPARED_CLAIM])
+        assert cursor.fetchone()[0] == 1
+        cursor.execute("DEALLOCATE ALL")  # what a transaction-pooling proxy's server switch looks like
+
+    assert _claim(second.id) is not None  # falls back to the plain statement...
+    assert hotpath._prepared_statements_work is False  # ...and stays there for this process
+    assert _claim(third.id) is not None
+    assert _claim(third.id) is None
