@@ -8,8 +8,7 @@ from pathlib import Path
 
 from tb_engine.envserver.episodes import DEFAULT_MAX_EPISODES, DEFAULT_TTL_S, Environment, EvaluationOnlyError
 from tb_engine.envserver.pool import PoolFileError, read_pool
-from tb_engine.envserver.server import EnvServer
-from tb_engine.envserver.workers import MAX_WORKERS, serve_workers
+from tb_engine.envserver.workers import MAX_WORKERS, WorkerCountError, serve
 from tb_engine.loader import SUITES_DIR, SpecError, load_builtin_suite, load_suite
 from tb_engine.spec import SuiteSpec
 
@@ -64,26 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     except (EvaluationOnlyError, PoolFileError, SpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if not 1 <= args.workers <= MAX_WORKERS:
-        print(f"error: --workers: expected 1..{MAX_WORKERS}, got {args.workers}", file=sys.stderr)
-        return 2
-
     def announce(url: str) -> None:  # the first line, printed once the port accepts connections
         print(f"serving {len(env.pool)} task(s) of suite {env.suite.name} on {url}", flush=True)
 
-    if args.workers > 1:
-        return serve_workers(env, args.host, args.port, args.workers, verbose=args.verbose, announce=announce)
-    server = EnvServer(env, args.host, args.port, verbose=args.verbose)
-    announce(server.url)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-        env.close()
-    return 0
-
+        return serve(env, args.host, args.port, workers=args.workers, verbose=args.verbose, announce=announce)
+    except WorkerCountError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 if __name__ == "__main__":
     sys.exit(main())

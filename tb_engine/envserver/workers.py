@@ -120,6 +120,41 @@ def relayed_episode(request: Request, body: bytes) -> Any:
     return None
 
 
+class WorkerCountError(ValueError):
+    """--workers outside 1..MAX_WORKERS."""
+
+
+def serve(
+    env: Environment,
+    host: str,
+    port: int,
+    *,
+    workers: int = 1,
+    verbose: bool = False,
+    announce: Callable[[str], None] = print,
+) -> int:
+    """Serve ``env`` until stopped: in this process, or in ``workers`` forked processes on one port.
+
+    ``announce`` gets the URL once the port accepts connections. Returns the exit code.
+    """
+    from tb_engine.envserver.server import EnvServer
+
+    if not 1 <= workers <= MAX_WORKERS:
+        raise WorkerCountError(f"--workers: expected 1..{MAX_WORKERS}, got {workers}")
+    if workers > 1:
+        return serve_workers(env, host, port, workers, verbose=verbose, announce=announce)
+    server = EnvServer(env, host, port, verbose=verbose)
+    announce(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        env.close()
+    return 0
+
+
 def serve_workers(
     env: Environment,
     host: str,

@@ -8,8 +8,7 @@ from django.db import connections
 from apps.suites.models import Suite
 from tb_engine.envserver.episodes import DEFAULT_MAX_EPISODES, DEFAULT_TTL_S, Environment, EvaluationOnlyError
 from tb_engine.envserver.pool import PoolFileError, read_pool
-from tb_engine.envserver.server import EnvServer
-from tb_engine.envserver.workers import MAX_WORKERS, serve_workers
+from tb_engine.envserver.workers import MAX_WORKERS, WorkerCountError, serve
 from tb_engine.loader import load_builtin_suite
 
 
@@ -51,25 +50,13 @@ class Command(BaseCommand):
             env = environment_for_pool(options["pool"], allow_evaluation_only=options["allow_evaluation_only"], ttl_s=options["ttl"])
         except PoolFileError as exc:
             raise CommandError(str(exc)) from exc
-        workers = options["workers"]
-        if not 1 <= workers <= MAX_WORKERS:
-            raise CommandError(f"--workers: expected 1..{MAX_WORKERS}, got {workers}")
-
         def announce(url: str) -> None:
             self.stdout.write(f"serving {len(env.pool)} pool task(s) of suite {env.suite.name} on {url}")
             self.stdout.flush()
 
-        if workers > 1:
-            # Forked workers must not share this process's database socket; they never use the database.
-            connections.close_all()
-            serve_workers(env, options["host"], options["port"], workers, announce=announce)
-            return
-        server = EnvServer(env, options["host"], options["port"])
-        announce(server.url)
+        # The server never uses the database; forked workers must not share this process's socket to it.
+        connections.close_all()
         try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
-            env.close()
+            serve(env, options["host"], options["port"], workers=options["workers"], announce=announce)
+        except WorkerCountError as exc:
+            raise CommandError(str(exc)) from exc
