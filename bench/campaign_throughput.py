@@ -155,9 +155,24 @@ def db_bytes_per_attempt() -> float:
     return total / max(Attempt.objects.count(), 1)
 
 
+def timed_campaign(workers: list[subprocess.Popen], logs: list[Path], create, *, timeout: float):
+    """Once the workers answer, create and start a campaign and time it to done; stop the workers either way."""
+    from apps.campaigns.services import campaign_start
+
+    try:
+        wait_ready([node_name(log) for log in logs])
+        campaign = create()
+        started = time.monotonic()
+        campaign_start(campaign=campaign)
+        return campaign, time.monotonic() - started + wait_done(campaign, timeout=timeout)
+    finally:
+        for worker in workers:
+            stop(worker)
+
+
 def part_golden(args, env, owner, team, log_dir: Path) -> dict:
     from apps.campaigns.models import AgentConfig
-    from apps.campaigns.services import campaign_create, campaign_start
+    from apps.campaigns.services import campaign_create
 
     suite = bench_suite(args.tasks)
     agent, _ = AgentConfig.objects.update_or_create(
@@ -170,17 +185,10 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
     else:
         logs = [log_dir / "golden-worker.log"]
         workers = [start_worker(env, logs[0], pool="prefork", concurrency=2)]
-    try:
-        wait_ready([node_name(log) for log in logs])
-        campaign = campaign_create(
-            name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat
-        )
-        started = time.monotonic()
-        campaign_start(campaign=campaign)
-        elapsed = time.monotonic() - started + wait_done(campaign, timeout=args.timeout)
-    finally:
-        for worker in workers:
-            stop(worker)
+    campaign, elapsed = timed_campaign(
+        workers, logs, lambda: campaign_create(name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat),
+        timeout=args.timeout,
+    )  # fmt: skip
     total = args.tasks * args.repeat
     latencies = attempt_latencies_ms(campaign)
     figures = {
@@ -201,7 +209,7 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
 
 def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
     from apps.campaigns.models import AgentConfig
-    from apps.campaigns.services import campaign_create, campaign_start
+    from apps.campaigns.services import campaign_create
     from apps.suites.services import suite_load_builtin
 
     server_port = project_runner.free_port()
@@ -234,19 +242,13 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
             processes = min(args.llm_workers, level)
             logs = [log_dir / f"llm-worker-{level}-{n}.log" for n in range(processes)]
             workers = [start_worker(env, log, pool="threads", concurrency=level // processes) for log in logs]
-            try:
-                wait_ready([node_name(log) for log in logs])
-                campaign = campaign_create(
-                    name=f"bench endpoint x{level}", team=team, owner=owner, agent=agent, suite=suite,
-                    tasks=selected, n_attempts=per_task,
-                )  # fmt: skip
-                total = len(selected) * per_task
-                started = time.monotonic()
-                campaign_start(campaign=campaign)
-                elapsed = time.monotonic() - started + wait_done(campaign, timeout=args.timeout)
-            finally:
-                for worker in workers:
-                    stop(worker)
+            campaign, elapsed = timed_campaign(
+                workers, logs,
+                lambda: campaign_create(name=f"bench endpoint x{level}", team=team, owner=owner, agent=agent, suite=suite,
+                                        tasks=selected, n_attempts=per_task),
+                timeout=args.timeout,
+            )  # fmt: skip
+            total = len(selected) * per_task
             rate = total / elapsed
             ideal = level / ideal_latency
             scaling[level] = rate / ideal
