@@ -4,6 +4,8 @@
     python3 run.py demo [demo options]   set up .venv, migrate, create the demo, serve on 127.0.0.1:8000
     python3 run.py test [pytest options] set up .venv, run the whole suite on SQLite, then the
                                           integration subset on PostgreSQL + Redis + a live worker
+    python3 run.py check                  set up .venv, run ruff (lint + format), mypy and the
+                                          import-layer contracts (CI runs it before the tests)
 
 Set TB_USE_CURRENT_PYTHON=1 to skip the .venv and use the interpreter running this script (for
 images or machines where the dependencies are already installed).
@@ -112,7 +114,9 @@ def find_postgres_binary(name: str) -> str:
     candidates = sorted(POSTGRES_LIB_DIR.glob(f"*/bin/{name}"), key=lambda p: p.parts[-3], reverse=True)
     if candidates:
         return str(candidates[0])
-    raise ServiceUnavailable(f"PostgreSQL binary {name!r} not found (install postgresql or set TEST_DATABASE_URL)")
+    raise ServiceUnavailable(
+        f"PostgreSQL binary {name!r} not found (install postgresql or set TEST_DATABASE_URL)"
+    )
 
 
 class ThrowawayPostgres:
@@ -134,23 +138,38 @@ class ThrowawayPostgres:
             try:
                 postgres_user = pwd.getpwnam("postgres")
             except KeyError:
-                raise ServiceUnavailable("running as root and there is no 'postgres' user to run initdb") from None
+                raise ServiceUnavailable(
+                    "running as root and there is no 'postgres' user to run initdb"
+                ) from None
             os.chown(self.base, postgres_user.pw_uid, postgres_user.pw_gid)
             runuser = shutil.which("runuser")
             self.run_as = [runuser, "-u", "postgres", "--"] if runuser else ["sudo", "-u", "postgres"]
         data = self.base / "data"
         port = free_port()
-        self._run([initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"], "initdb")
+        self._run(
+            [initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"], "initdb"
+        )
         # Durability is pointless for a throwaway test cluster; turning it off makes tests faster.
         server_options = (
             f"-p {port} -k {self.base} -c listen_addresses=127.0.0.1 "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
         self._run(
-            [self.pg_ctl, "-D", str(data), "-l", str(self.base / "server.log"), "-w",
-             "-t", str(SERVICE_START_TIMEOUT_SECONDS), "-o", server_options, "start"],
+            [
+                self.pg_ctl,
+                "-D",
+                str(data),
+                "-l",
+                str(self.base / "server.log"),
+                "-w",
+                "-t",
+                str(SERVICE_START_TIMEOUT_SECONDS),
+                "-o",
+                server_options,
+                "start",
+            ],
             "pg_ctl start",
-        )  # fmt: skip
+        )
         return f"postgres://postgres@127.0.0.1:{port}/postgres"
 
     def _run(self, command: list[str], what: str) -> None:
@@ -167,8 +186,11 @@ class ThrowawayPostgres:
             return
         data = self.base / "data"
         if (data / "postmaster.pid").exists():
-            subprocess.run([*self.run_as, self.pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
-                           cwd=self.base, capture_output=True)  # fmt: skip
+            subprocess.run(
+                [*self.run_as, self.pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
+                cwd=self.base,
+                capture_output=True,
+            )
         shutil.rmtree(self.base, ignore_errors=True)
 
 
@@ -186,10 +208,24 @@ class ThrowawayRedis:
         port = free_port()
         self.workdir = Path(tempfile.mkdtemp(prefix="tb-redis-"))
         self.process = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir), "--daemonize", "no"],
-            stdout=(self.workdir / "redis.log").open("wb"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--daemonize",
+                "no",
+            ],
+            stdout=(self.workdir / "redis.log").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + SERVICE_START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -244,7 +280,9 @@ def count_junit(path: Path) -> tuple[int, int, int]:
 def run_pytest(python: str, label: str, args: list[str], env: dict[str, str], report_dir: Path) -> RunResult:
     report = report_dir / f"{label}.xml"
     say(f"{label}: pytest {shlex.join(args)}")
-    exit_code = subprocess.run([python, "-m", "pytest", f"--junitxml={report}", *args], cwd=ROOT, env=env).returncode
+    exit_code = subprocess.run(
+        [python, "-m", "pytest", f"--junitxml={report}", *args], cwd=ROOT, env=env
+    ).returncode
     result = RunResult(label, exit_code)
     if report.exists():
         result.passed, result.failed, result.skipped = count_junit(report)
@@ -296,14 +334,18 @@ def command_test(python: str, args: list[str]) -> int:
                 integration_skipped_reason = str(exc)
             else:
                 integration_env = base_test_env(scratch_dir / "data-integration")
-                integration_env.update({
-                    "DATABASE_URL": database_url,
-                    "CELERY_BROKER_URL": redis_url,
-                    # Own queue per run, so a shared Redis never hands our tasks to someone else's worker.
-                    "CELERY_TASK_DEFAULT_QUEUE": f"tbtest-{uuid.uuid4().hex[:10]}",
-                })  # fmt: skip
+                integration_env.update(
+                    {
+                        "DATABASE_URL": database_url,
+                        "CELERY_BROKER_URL": redis_url,
+                        # Own queue per run, so a shared Redis never hands our tasks to someone else's worker.
+                        "CELERY_TASK_DEFAULT_QUEUE": f"tbtest-{uuid.uuid4().hex[:10]}",
+                    }
+                )
                 results.append(
-                    run_pytest(python, "integration", ["-m", "integration", *args], integration_env, scratch_dir)
+                    run_pytest(
+                        python, "integration", ["-m", "integration", *args], integration_env, scratch_dir
+                    )
                 )
         finally:
             for service in reversed(services):
@@ -312,8 +354,10 @@ def command_test(python: str, args: list[str]) -> int:
     ci = os.environ.get("CI", "").lower() == "true"
     failed_runs = [r.label for r in results if r.exit_code != 0]
     for result in results:
-        say(f"{result.label}: {result.passed} passed, {result.failed} failed, {result.skipped} skipped "
-            f"(exit code {result.exit_code})")  # fmt: skip
+        say(
+            f"{result.label}: {result.passed} passed, {result.failed} failed, {result.skipped} skipped "
+            f"(exit code {result.exit_code})"
+        )
     if integration_skipped_reason:
         print(f"integration subset SKIPPED: {integration_skipped_reason}", flush=True)
         if ci:
@@ -325,7 +369,38 @@ def command_test(python: str, args: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"demo": command_demo, "test": command_test}
+# --- check ---------------------------------------------------------------------------------------
+
+# Each check is (what it guards, command); all run even when one fails, so one pass shows every problem.
+STATIC_CHECKS = (
+    ("lint", ["-m", "ruff", "check", "."]),
+    ("format", ["-m", "ruff", "format", "--check", "."]),
+    ("types", ["-m", "mypy"]),
+    (
+        "import layers",
+        [
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())",
+            "--no-cache",
+        ],
+    ),
+)
+
+
+def command_check(python: str, args: list[str]) -> int:
+    failed = []
+    for label, command in STATIC_CHECKS:
+        say(f"check: {label}")
+        if subprocess.run([python, *command, *args], cwd=ROOT).returncode != 0:
+            failed.append(label)
+    if failed:
+        say(f"FAILED checks: {', '.join(failed)}")
+        return 1
+    say("all checks passed")
+    return 0
+
+
+COMMANDS = {"demo": command_demo, "test": command_test, "check": command_check}
 
 
 def main(argv: list[str]) -> int:

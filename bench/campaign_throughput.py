@@ -19,6 +19,7 @@ Run:  python3 bench/campaign_throughput.py                 # throwaway PostgreSQ
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import socket
 import subprocess
@@ -53,10 +54,24 @@ def services(stack: list) -> tuple[str, str]:
 def start_worker(env: dict, log: Path, *, pool: str, concurrency: int) -> subprocess.Popen:
     # A unique node name per process: several workers run on this one host.
     command = [
-        sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker", "--pool", pool,
-        "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-        "--hostname", node_name(log), *os.environ.get("BENCH_WORKER_ARGS", "").split(),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "thinkingbox_web",
+        "worker",
+        "--pool",
+        pool,
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--hostname",
+        node_name(log),
+        *os.environ.get("BENCH_WORKER_ARGS", "").split(),
+    ]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 
 
@@ -108,14 +123,23 @@ def bench_suite(n_tasks: int):
     starter = suite_load_builtin(name="starter", validate=False)
     suite, _ = Suite.objects.update_or_create(
         name=f"bench-{n_tasks}",
-        defaults={"version": starter.version, "source": Suite.Source.BUILTIN, "content_hash": starter.content_hash},
+        defaults={
+            "version": starter.version,
+            "source": Suite.Source.BUILTIN,
+            "content_hash": starter.content_hash,
+        },
     )
     domains = {}
     for domain in starter.domains.all():
         domains[domain.pk], _ = Domain.objects.update_or_create(
-            suite=suite, name=domain.name,
-            defaults={"title": domain.title, "policy": domain.policy, "spec": {**domain.spec, "builtin_suite": starter.name}},
-        )  # fmt: skip
+            suite=suite,
+            name=domain.name,
+            defaults={
+                "title": domain.title,
+                "policy": domain.policy,
+                "spec": {**domain.spec, "builtin_suite": starter.name},
+            },
+        )
     Task.objects.filter(suite=suite).delete()
     originals = list(starter.tasks.order_by("task_id"))
     rows = []
@@ -124,11 +148,16 @@ def bench_suite(n_tasks: int):
         copy = number // len(originals)
         rows.append(
             Task(
-                suite=suite, domain=domains[original.domain_id], task_id=f"{original.task_id}~{copy}",
-                title=original.title, tags=original.tags, content_hash=original.content_hash,
-                spec=original.spec, validation=original.validation,
+                suite=suite,
+                domain=domains[original.domain_id],
+                task_id=f"{original.task_id}~{copy}",
+                title=original.title,
+                tags=original.tags,
+                content_hash=original.content_hash,
+                spec=original.spec,
+                validation=original.validation,
             )
-        )  # fmt: skip
+        )
     Task.objects.bulk_create(rows)
     return suite
 
@@ -186,9 +215,13 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
         logs = [log_dir / "golden-worker.log"]
         workers = [start_worker(env, logs[0], pool="prefork", concurrency=2)]
     campaign, elapsed = timed_campaign(
-        workers, logs, lambda: campaign_create(name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat),
+        workers,
+        logs,
+        lambda: campaign_create(
+            name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat
+        ),
         timeout=args.timeout,
-    )  # fmt: skip
+    )
     total = args.tasks * args.repeat
     latencies = attempt_latencies_ms(campaign)
     figures = {
@@ -214,10 +247,21 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
 
     server_port = project_runner.free_port()
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests/support/scripted_openai_server.py"), "--port", str(server_port),
-         "--delay-ms", str(int(CALL_DELAY_S * 1000)), "--tool-calls", str(CALLS_PER_ATTEMPT - 1), "--max-seconds", "1800"],
-        stdout=(log_dir / "scripted-server.log").open("ab"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "tests/support/scripted_openai_server.py"),
+            "--port",
+            str(server_port),
+            "--delay-ms",
+            str(int(CALL_DELAY_S * 1000)),
+            "--tool-calls",
+            str(CALLS_PER_ATTEMPT - 1),
+            "--max-seconds",
+            "1800",
+        ],
+        stdout=(log_dir / "scripted-server.log").open("ab"),
+        stderr=subprocess.STDOUT,
+    )
     suite = suite_load_builtin(name="starter", validate=False)
     tasks = list(suite.tasks.order_by("task_id"))
     ideal_latency = CALL_DELAY_S * CALLS_PER_ATTEMPT
@@ -228,26 +272,39 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
             agent, _ = AgentConfig.objects.update_or_create(
                 name=f"bench endpoint x{level}",
                 defaults={
-                    "kind": AgentConfig.Kind.OPENAI, "model": "bench-model", "max_concurrency": level,
+                    "kind": AgentConfig.Kind.OPENAI,
+                    "model": "bench-model",
+                    "max_concurrency": level,
                     "base_url": f"http://127.0.0.1:{server_port}/v1",
                     "parameters": {"max_concurrency": level, "retry": {"timeout_s": 30}},
                 },
-            )  # fmt: skip
+            )
             attempts = level * args.rounds
             # Exactly level x rounds attempts (no ragged last round): the smallest attempts-per-task
             # that divides the total and needs no more tasks than the suite has.
-            per_task = next(p for p in range(1, attempts + 1) if attempts % p == 0 and attempts // p <= len(tasks))
+            per_task = next(
+                p for p in range(1, attempts + 1) if attempts % p == 0 and attempts // p <= len(tasks)
+            )
             selected = tasks[: attempts // per_task]
             # Several worker processes, each a thread pool: a single process would be GIL-bound.
             processes = min(args.llm_workers, level)
             logs = [log_dir / f"llm-worker-{level}-{n}.log" for n in range(processes)]
             workers = [start_worker(env, log, pool="threads", concurrency=level // processes) for log in logs]
             campaign, elapsed = timed_campaign(
-                workers, logs,
-                lambda: campaign_create(name=f"bench endpoint x{level}", team=team, owner=owner, agent=agent, suite=suite,
-                                        tasks=selected, n_attempts=per_task),
+                workers,
+                logs,
+                functools.partial(
+                    campaign_create,
+                    name=f"bench endpoint x{level}",
+                    team=team,
+                    owner=owner,
+                    agent=agent,
+                    suite=suite,
+                    tasks=selected,
+                    n_attempts=per_task,
+                ),
                 timeout=args.timeout,
-            )  # fmt: skip
+            )
             total = len(selected) * per_task
             rate = total / elapsed
             ideal = level / ideal_latency
@@ -271,8 +328,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="attempts per level = level x rounds")
     parser.add_argument("--timeout", type=float, default=1200.0)
     parser.add_argument("--skip-golden", action="store_true", help="only the endpoint scaling part")
-    parser.add_argument("--llm-workers", type=int, default=4, help="worker processes (threads pools) for the endpoint part")
-    parser.add_argument("--golden-pool", choices=["prefork", "solo"], default="prefork", help="how the 2 golden worker processes run")
+    parser.add_argument(
+        "--llm-workers", type=int, default=4, help="worker processes (threads pools) for the endpoint part"
+    )
+    parser.add_argument(
+        "--golden-pool",
+        choices=["prefork", "solo"],
+        default="prefork",
+        help="how the 2 golden worker processes run",
+    )
     args = parser.parse_args()
     args.levels = [int(v) for v in args.levels.split(",")]
     stack: list = []
@@ -280,9 +344,14 @@ def main() -> None:
     try:
         database_url, broker_url = services(stack)
         env = {
-            **os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url, "DEBUG": "1",
-            "TB_DATA_DIR": str(scratch), "LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT),
-        }  # fmt: skip
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "CELERY_BROKER_URL": broker_url,
+            "DEBUG": "1",
+            "TB_DATA_DIR": str(scratch),
+            "LOG_LEVEL": "WARNING",
+            "PYTHONPATH": str(ROOT),
+        }
         os.environ.update(env)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
         import django
@@ -303,9 +372,13 @@ def main() -> None:
         for service in reversed(stack):
             service.stop()
     top = max(args.levels)
-    figures = "" if golden is None else (
-        f"attempts_per_s={golden['attempts_per_s']:.1f} p50_attempt_ms={golden['p50_attempt_ms']:.1f} "
-        f"p95_attempt_ms={golden['p95_attempt_ms']:.1f} db_bytes_per_attempt={golden['db_bytes_per_attempt']:.0f} "
+    figures = (
+        ""
+        if golden is None
+        else (
+            f"attempts_per_s={golden['attempts_per_s']:.1f} p50_attempt_ms={golden['p50_attempt_ms']:.1f} "
+            f"p95_attempt_ms={golden['p95_attempt_ms']:.1f} db_bytes_per_attempt={golden['db_bytes_per_attempt']:.0f} "
+        )
     )
     print(f"RESULT {figures}scaling_at_{top}={scaling[top]:.2f}")
 

@@ -16,10 +16,9 @@ import argparse
 import json
 import os
 import random
-import statistics
 import sys
 import time
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -47,34 +46,98 @@ def start_database() -> tuple[str, object | None]:
 def result_json(task_id: str, passed: bool, rng: random.Random) -> tuple[str, int]:
     """A realistic stored AttemptResult: dialogue, tool calls with results, diff for failures."""
     calls = [
-        {"index": i, "id": f"call_{i}", "name": name, "arguments": {"id": f"R-{rng.randint(1, 999)}"},
-         "result": {"status": "ok", "rows": [{"id": f"R-{i}", "status": "open", "note": "x" * 40}]},
-         "error": None, "read_only": i < 2, "changed_state": i >= 2, "turn": 1 + i // 2,
-         "started_ms": 120.0 * i, "duration_ms": 3.5}
+        {
+            "index": i,
+            "id": f"call_{i}",
+            "name": name,
+            "arguments": {"id": f"R-{rng.randint(1, 999)}"},
+            "result": {"status": "ok", "rows": [{"id": f"R-{i}", "status": "open", "note": "x" * 40}]},
+            "error": None,
+            "read_only": i < 2,
+            "changed_state": i >= 2,
+            "turn": 1 + i // 2,
+            "started_ms": 120.0 * i,
+            "duration_ms": 3.5,
+        }
         for i, name in enumerate(("find_customer", "get_order", "update_ticket"))
-    ]  # fmt: skip
+    ]
     messages = [{"role": "user", "content": "My order is late and nobody tells me anything. " * 3, "turn": 0}]
     messages += [
-        {"role": "assistant", "content": "", "turn": c["turn"],
-         "tool_calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]}]}
+        {
+            "role": "assistant",
+            "content": "",
+            "turn": c["turn"],
+            "tool_calls": [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]}],
+        }
         for c in calls
-    ]  # fmt: skip
+    ]
     messages.append({"role": "assistant", "content": "I have updated your ticket. " * 4, "turn": 3})
-    diff = [] if passed else [
-        {"kind": rng.choice(("wrong_value", "missing_effect", "extra_effect")), "table": "tickets", "key": "20",
-         "field": "status", "initial": "open", "result": "solved", "golden": "hold", "written_by": [2]}
-    ]  # fmt: skip
+    diff = (
+        []
+        if passed
+        else [
+            {
+                "kind": rng.choice(("wrong_value", "missing_effect", "extra_effect")),
+                "table": "tickets",
+                "key": "20",
+                "field": "status",
+                "initial": "open",
+                "result": "solved",
+                "golden": "hold",
+                "written_by": [2],
+            }
+        ]
+    )
     result = {
-        "task_id": task_id, "task_hash": "0" * 64, "status": "done", "termination": "agent_done",
+        "task_id": task_id,
+        "task_hash": "0" * 64,
+        "status": "done",
+        "termination": "agent_done",
         "verdict": "pass" if passed else "fail",
-        "transcript": {"messages": messages, "tool_calls": calls,
-                       "agent_usage": {"input_tokens": 4200, "cached_input_tokens": 1800, "output_tokens": 350, "reasoning_tokens": 120, "calls": 4},
-                       "user_usage": {"input_tokens": 900, "cached_input_tokens": 0, "output_tokens": 60, "reasoning_tokens": 0, "calls": 2},
-                       "judge_usage": {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "calls": 0}},
-        "effects": [], "diff": diff, "checks": [{"kind": "state_match", "description": "end state equals golden", "passed": passed, "detail": "", "forbidden": False}],
-        "rubrics": [], "categories": sorted({d["kind"] for d in diff}), "clean_looking": not passed,
-        "error": "", "phase_ms": {"dialogue": 300.0, "grade": 4.0}, "duration_ms": 320.0, "extra": {},
-    }  # fmt: skip
+        "transcript": {
+            "messages": messages,
+            "tool_calls": calls,
+            "agent_usage": {
+                "input_tokens": 4200,
+                "cached_input_tokens": 1800,
+                "output_tokens": 350,
+                "reasoning_tokens": 120,
+                "calls": 4,
+            },
+            "user_usage": {
+                "input_tokens": 900,
+                "cached_input_tokens": 0,
+                "output_tokens": 60,
+                "reasoning_tokens": 0,
+                "calls": 2,
+            },
+            "judge_usage": {
+                "input_tokens": 0,
+                "cached_input_tokens": 0,
+                "output_tokens": 0,
+                "reasoning_tokens": 0,
+                "calls": 0,
+            },
+        },
+        "effects": [],
+        "diff": diff,
+        "checks": [
+            {
+                "kind": "state_match",
+                "description": "end state equals golden",
+                "passed": passed,
+                "detail": "",
+                "forbidden": False,
+            }
+        ],
+        "rubrics": [],
+        "categories": sorted({d["kind"] for d in diff}),
+        "clean_looking": not passed,
+        "error": "",
+        "phase_ms": {"dialogue": 300.0, "grade": 4.0},
+        "duration_ms": 320.0,
+        "extra": {},
+    }
     return json.dumps(result), len(diff)
 
 
@@ -90,33 +153,85 @@ def seed(rng: random.Random):
 
     with transaction.atomic():
         suite = Suite.objects.create(name="bench", version="1.0", content_hash="b" * 64)
-        domains = [Domain.objects.create(suite=suite, name=name, title=name.title(), policy="Policy text. " * 50) for name in DOMAINS]
+        domains = [
+            Domain.objects.create(suite=suite, name=name, title=name.title(), policy="Policy text. " * 50)
+            for name in DOMAINS
+        ]
         tasks = Task.objects.bulk_create(
-            Task(suite=suite, domain=domains[i % len(domains)], task_id=f"{DOMAINS[i % 5]}/task_{i:03d}", title=f"Task {i}",
-                 tags=rng.sample(TAGS, 2), content_hash=f"{i:064d}", spec={"id": f"task_{i:03d}", "query": "Help me. " * 20,
-                 "data_patch": {"tickets": [{"id": str(i), "status": "open"}]}, "golden": [{"tool": "update_ticket", "arguments": {"id": str(i)}}]})
+            Task(
+                suite=suite,
+                domain=domains[i % len(domains)],
+                task_id=f"{DOMAINS[i % 5]}/task_{i:03d}",
+                title=f"Task {i}",
+                tags=rng.sample(TAGS, 2),
+                content_hash=f"{i:064d}",
+                spec={
+                    "id": f"task_{i:03d}",
+                    "query": "Help me. " * 20,
+                    "data_patch": {"tickets": [{"id": str(i), "status": "open"}]},
+                    "golden": [{"tool": "update_ticket", "arguments": {"id": str(i)}}],
+                },
+            )
             for i in range(TASKS)
-        )  # fmt: skip
+        )
         team = Team.objects.create(name="Bench team", slug="bench")
         user = get_user_model().objects.create_user(username="bench", password="bench-pw")
         assign_role(user=user, role="viewer")
         team.members.add(user)
-        sheet = PriceSheet.objects.create(name="bench sheet", source="bench", effective_date=date(2025, 10, 15),
-                                          prices={"gpt-4o": {"input": "2.5", "cached_input": "1.25", "output": "10"}})  # fmt: skip
+        sheet = PriceSheet.objects.create(
+            name="bench sheet",
+            source="bench",
+            effective_date=date(2025, 10, 15),
+            prices={"gpt-4o": {"input": "2.5", "cached_input": "1.25", "output": "10"}},
+        )
         campaigns = []
         for c in range(CAMPAIGNS):
             agent = AgentConfig.objects.create(name=f"bench-agent-{c}", kind="openai", model="gpt-4o")
             campaign = Campaign.objects.create(
-                name=f"Campaign {c:02d}", team=team, owner=user, agent=agent, suite=suite, n_attempts=N, price_sheet=sheet,
-                harness_version="bench", suite_version="1.0", suite_hash="b" * 64, status="done",
-            )  # fmt: skip
-            Campaign.tasks.through.objects.bulk_create(Campaign.tasks.through(campaign=campaign, task=t) for t in tasks)
+                name=f"Campaign {c:02d}",
+                team=team,
+                owner=user,
+                agent=agent,
+                suite=suite,
+                n_attempts=N,
+                price_sheet=sheet,
+                harness_version="bench",
+                suite_version="1.0",
+                suite_hash="b" * 64,
+                status="done",
+            )
+            Campaign.tasks.through.objects.bulk_create(
+                Campaign.tasks.through(campaign=campaign, task=t) for t in tasks
+            )
             campaigns.append(campaign)
 
-    now = datetime.now(timezone.utc)
-    columns = ("campaign_id", "task_id", "index", "status", "termination", "verdict", "categories", "clean_looking", "task_hash",
-               "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens", "agent_cost", "eval_cost",
-               "tool_calls", "diff_items", "duration_ms", "result", "error_detail", "retries", "worker", "finished_at")  # fmt: skip
+    now = datetime.now(UTC)
+    columns = (
+        "campaign_id",
+        "task_id",
+        "index",
+        "status",
+        "termination",
+        "verdict",
+        "categories",
+        "clean_looking",
+        "task_hash",
+        "input_tokens",
+        "cached_input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "eval_tokens",
+        "agent_cost",
+        "eval_cost",
+        "tool_calls",
+        "diff_items",
+        "duration_ms",
+        "result",
+        "error_detail",
+        "retries",
+        "worker",
+        "finished_at",
+    )
     agent_cost = Decimal("0.0079")
     summaries = []
     started = time.perf_counter()
@@ -137,19 +252,60 @@ def seed(rng: random.Random):
                             done += 1
                             passed += ok
                         body, diff_items = result_json(task.task_id, ok, rng)
-                        categories = "[]" if ok or status != "done" else json.dumps(json.loads(body)["categories"])
-                        copy.write_row((campaign.pk, task.pk, index, status, "agent_done" if status == "done" else "", verdict,
-                                        categories, status == "done" and not ok, "0" * 64, 4200, 1800, 350, 120, 960,
-                                        agent_cost, Decimal("0.0029"), 3, diff_items, 320.0, body, "", 0, "bench:1", now))  # fmt: skip
-                    summaries.append(TaskSummary(
-                        campaign=campaign, task=task, n_done=done, n_pass=passed, n_infra_error=infra, n_clean_looking=done - passed,
-                        input_tokens=4200 * N, cached_input_tokens=1800 * N, output_tokens=350 * N, reasoning_tokens=120 * N,
-                        eval_tokens=960 * N, agent_cost=agent_cost * N, eval_cost=Decimal("0.0029") * N,
-                    ))  # fmt: skip
+                        categories = (
+                            "[]" if ok or status != "done" else json.dumps(json.loads(body)["categories"])
+                        )
+                        copy.write_row(
+                            (
+                                campaign.pk,
+                                task.pk,
+                                index,
+                                status,
+                                "agent_done" if status == "done" else "",
+                                verdict,
+                                categories,
+                                status == "done" and not ok,
+                                "0" * 64,
+                                4200,
+                                1800,
+                                350,
+                                120,
+                                960,
+                                agent_cost,
+                                Decimal("0.0029"),
+                                3,
+                                diff_items,
+                                320.0,
+                                body,
+                                "",
+                                0,
+                                "bench:1",
+                                now,
+                            )
+                        )
+                    summaries.append(
+                        TaskSummary(
+                            campaign=campaign,
+                            task=task,
+                            n_done=done,
+                            n_pass=passed,
+                            n_infra_error=infra,
+                            n_clean_looking=done - passed,
+                            input_tokens=4200 * N,
+                            cached_input_tokens=1800 * N,
+                            output_tokens=350 * N,
+                            reasoning_tokens=120 * N,
+                            eval_tokens=960 * N,
+                            agent_cost=agent_cost * N,
+                            eval_cost=Decimal("0.0029") * N,
+                        )
+                    )
     TaskSummary.objects.bulk_create(summaries, batch_size=2000)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    print(f"seeded {CAMPAIGNS} campaigns x {TASKS} tasks x N={N} = {CAMPAIGNS * TASKS * N} attempts in {time.perf_counter() - started:.0f}s")
+    print(
+        f"seeded {CAMPAIGNS} campaigns x {TASKS} tasks x N={N} = {CAMPAIGNS * TASKS * N} attempts in {time.perf_counter() - started:.0f}s"
+    )
     return user, campaigns
 
 
@@ -186,7 +342,9 @@ def measure(user, campaigns, requests: int, rng: random.Random) -> dict[str, flo
             timings.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, (name, response.status_code)
         p95[name] = percentile(timings, 0.95)
-        print(f"{name:12s} first {timings[0]:7.1f} ms  p50 {percentile(timings, 0.5):7.1f} ms  p95 {p95[name]:7.1f} ms  (n={requests})")
+        print(
+            f"{name:12s} first {timings[0]:7.1f} ms  p50 {percentile(timings, 0.5):7.1f} ms  p95 {p95[name]:7.1f} ms  (n={requests})"
+        )
     return p95
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tb_engine.backend import SqliteBackend  # noqa: E402
-from tb_engine.judges import KeywordJudge  # noqa: E402
-from tb_engine.loader import load_builtin_suite  # noqa: E402
-from tb_engine.runner import make_agent, run_attempt  # noqa: E402
-from tb_engine.users.scripted import ScriptedUser  # noqa: E402
+from tb_engine.backend import SqliteBackend
+from tb_engine.judges import KeywordJudge
+from tb_engine.loader import load_builtin_suite
+from tb_engine.runner import make_agent, run_attempt
+from tb_engine.users.scripted import ScriptedUser
 
 
 def peak_rss_mb() -> float:
@@ -33,7 +33,13 @@ def one_attempt(domain, task, judge) -> tuple[float, str]:
     started = time.perf_counter()
     backend = SqliteBackend(domain, task)
     try:
-        result = run_attempt(task, backend, agent=make_agent("golden", task=task, domain=domain), user=ScriptedUser(), judge=judge)
+        result = run_attempt(
+            task,
+            backend,
+            agent=make_agent("golden", task=task, domain=domain),
+            user=ScriptedUser(),
+            judge=judge,
+        )
     finally:
         backend.close()
     return (time.perf_counter() - started) * 1000.0, result.verdict or result.status
@@ -46,7 +52,9 @@ def main() -> None:
     suite = load_builtin_suite(skip_broken_domains=True)
     tasks = [task for _, task in sorted(suite.tasks.items())]
     judges = {task.id: KeywordJudge.for_task(task) for task in tasks}
-    print(f"suite {suite.name} {suite.version}: {len(suite.domains)} domains ({', '.join(sorted(suite.domains))}), {len(tasks)} tasks")
+    print(
+        f"suite {suite.name} {suite.version}: {len(suite.domains)} domains ({', '.join(sorted(suite.domains))}), {len(tasks)} tasks"
+    )
     # Warm-up: one attempt per task builds the templates and the cached golden states.
     for task in tasks:
         one_attempt(suite.domains[task.domain], task, judges[task.id])
@@ -64,7 +72,9 @@ def main() -> None:
     p95 = statistics.quantiles(durations, n=20)[-1]
     print(f"attempts {args.attempts}: verdicts {verdicts}")
     print(f"per attempt: median {median:.3f} ms, p95 {p95:.3f} ms, max {max(durations):.3f} ms")
-    print(f"RESULT median_attempt_ms={median:.3f} attempts_per_s={args.attempts / wall:.0f} rss_start_mb={rss_start:.1f} rss_end_mb={rss_end:.1f}")
+    print(
+        f"RESULT median_attempt_ms={median:.3f} attempts_per_s={args.attempts / wall:.0f} rss_start_mb={rss_start:.1f} rss_end_mb={rss_end:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def client_process(url: str, client_ids: list[int], concurrency: int, episodes: int, think_s: float, go, results) -> None:
+def client_process(
+    url: str, client_ids: list[int], concurrency: int, episodes: int, think_s: float, go, results
+) -> None:
     """Run the episodes of some clients (client k runs episodes k, k + concurrency, …) in threads."""
 
     def make(task_id: str):
@@ -92,23 +94,46 @@ def client_process(url: str, client_ids: list[int], concurrency: int, episodes: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--concurrency", type=int, default=64, help="concurrent episodes (one client and connection each)")
-    parser.add_argument("--episodes", type=int, default=1920)
-    parser.add_argument("--client-processes", type=int, default=4, help="processes the clients are spread over")
-    parser.add_argument("--workers", type=int, default=2, help="server processes (python -m tb_engine.envserver --workers)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument(
-        "--think-ms", type=float, default=0.0,
+        "--concurrency", type=int, default=64, help="concurrent episodes (one client and connection each)"
+    )
+    parser.add_argument("--episodes", type=int, default=1920)
+    parser.add_argument(
+        "--client-processes", type=int, default=4, help="processes the clients are spread over"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="server processes (python -m tb_engine.envserver --workers)"
+    )
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
         help="pause before each agent step, as a policy's generation would (0 = saturate the server)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     port = free_port()
     # The server runs in its own process(es), as it would next to a trainer.
     server = subprocess.Popen(
-        [sys.executable, "-m", "tb_engine.envserver", "--suite", "starter", "--port", str(port),
-         "--max-episodes", str(args.concurrency * 2), "--workers", str(args.workers)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "tb_engine.envserver",
+            "--suite",
+            "starter",
+            "--port",
+            str(port),
+            "--max-episodes",
+            str(args.concurrency * 2),
+            "--workers",
+            str(args.workers),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     server.stdout.readline()  # "serving … on http://…" once it listens
     url = f"http://127.0.0.1:{port}"
     think_s = args.think_ms / 1000.0
@@ -118,7 +143,9 @@ def main() -> None:
     warmed: set[str] = set()
     while len(warmed) < args.workers:
         warm = EnvClient(url)
-        episodes = [rollout(warm, lambda t: make_golden_agent(SUITE.tasks[t]), task_id=t) for t in sorted(SUITE.tasks)]
+        episodes = [
+            rollout(warm, lambda t: make_golden_agent(SUITE.tasks[t]), task_id=t) for t in sorted(SUITE.tasks)
+        ]
         warm.close()
         warmed.add(episodes[0].episode_id[:2] if args.workers > 1 else "")
 
@@ -127,7 +154,15 @@ def main() -> None:
     processes = [
         context.Process(
             target=client_process,
-            args=(url, list(range(p, args.concurrency, args.client_processes)), args.concurrency, args.episodes, think_s, go, results),
+            args=(
+                url,
+                list(range(p, args.concurrency, args.client_processes)),
+                args.concurrency,
+                args.episodes,
+                think_s,
+                go,
+                results,
+            ),
         )
         for p in range(args.client_processes)
     ]
@@ -151,10 +186,17 @@ def main() -> None:
         f"episodes: {len(rewards)} in {elapsed:.2f} s with {args.concurrency} concurrent clients in {args.client_processes} "
         f"processes, {args.workers} server worker(s) (think {args.think_ms:g} ms); golden reward 1.0 in {rewards.count(1.0)}"
     )
-    print(f"steps: {len(steps_ms)}  mean {statistics.fmean(steps_ms):.2f} ms  p99 {percentile(steps_ms, 0.99):.2f} ms  max {max(steps_ms):.2f} ms")
-    print(f"resets: {len(resets_ms)}  p50 {percentile(resets_ms, 0.5):.2f} ms  p95 {percentile(resets_ms, 0.95):.2f} ms")
+    print(
+        f"steps: {len(steps_ms)}  mean {statistics.fmean(steps_ms):.2f} ms  p99 {percentile(steps_ms, 0.99):.2f} ms  max {max(steps_ms):.2f} ms"
+    )
+    print(
+        f"resets: {len(resets_ms)}  p50 {percentile(resets_ms, 0.5):.2f} ms  p95 {percentile(resets_ms, 0.95):.2f} ms"
+    )
     if rewards.count(1.0) != len(rewards) or len(rewards) != args.episodes:
-        print(f"warning: {rewards.count(1.0)} of {args.episodes} golden episodes ended with reward 1.0", file=sys.stderr)
+        print(
+            f"warning: {rewards.count(1.0)} of {args.episodes} golden episodes ended with reward 1.0",
+            file=sys.stderr,
+        )
     print(
         f"RESULT episodes_per_s={episodes_per_s:.1f} step_p50_ms={percentile(steps_ms, 0.5):.2f} "
         f"step_p95_ms={percentile(steps_ms, 0.95):.2f}"

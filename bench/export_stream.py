@@ -59,26 +59,50 @@ def seed(small: int, large: int) -> dict:
     suite = Suite.objects.create(name="bench", version="1", content_hash="0" * 64)
     domain = Domain.objects.create(suite=suite, name="retail", title="Retail")
     tasks = Task.objects.bulk_create(
-        Task(suite=suite, domain=domain, task_id=f"retail/task_{i:04d}", content_hash="0" * 64, spec={}) for i in range(TASKS)
+        Task(suite=suite, domain=domain, task_id=f"retail/task_{i:04d}", content_hash="0" * 64, spec={})
+        for i in range(TASKS)
     )
     agent = AgentConfig.objects.create(name="bench agent", kind="sim", persona="careless")
     ids = {}
     for label, rows in (("small", small), ("large", large)):
-        campaign = Campaign.objects.create(name=f"bench {label}", team=team, owner=user, agent=agent, suite=suite,
-                                           n_attempts=rows // TASKS, harness_version="bench", suite_version="1", suite_hash="0" * 64)  # fmt: skip
+        campaign = Campaign.objects.create(
+            name=f"bench {label}",
+            team=team,
+            owner=user,
+            agent=agent,
+            suite=suite,
+            n_attempts=rows // TASKS,
+            harness_version="bench",
+            suite_version="1",
+            suite_hash="0" * 64,
+        )
         campaign.tasks.set(tasks)
         n = rows // TASKS
         batch = []
         for position in range(n * TASKS):
             task, index = tasks[position % TASKS], position // TASKS
             passed = position % 3 == 0
-            batch.append(Attempt(
-                campaign=campaign, task=task, index=index, status="done", verdict="pass" if passed else "fail",
-                termination="agent_done", categories=[] if passed else ["wrong_value"], clean_looking=not passed,
-                input_tokens=4200, cached_input_tokens=1800, output_tokens=350, reasoning_tokens=120, agent_cost="0.01234",
-                tool_calls=3, diff_items=0 if passed else 1, duration_ms=320.5,
-                result={"transcript": {"messages": [{"role": "user", "content": "x" * 400}]}},
-            ))  # fmt: skip
+            batch.append(
+                Attempt(
+                    campaign=campaign,
+                    task=task,
+                    index=index,
+                    status="done",
+                    verdict="pass" if passed else "fail",
+                    termination="agent_done",
+                    categories=[] if passed else ["wrong_value"],
+                    clean_looking=not passed,
+                    input_tokens=4200,
+                    cached_input_tokens=1800,
+                    output_tokens=350,
+                    reasoning_tokens=120,
+                    agent_cost="0.01234",
+                    tool_calls=3,
+                    diff_items=0 if passed else 1,
+                    duration_ms=320.5,
+                    result={"transcript": {"messages": [{"role": "user", "content": "x" * 400}]}},
+                )
+            )
             if len(batch) == 5000:
                 Attempt.objects.bulk_create(batch)
                 batch = []
@@ -95,11 +119,15 @@ def stream(campaign_id: int, fmt: str) -> dict:
 
     client = Client()
     client.force_login(get_user_model().objects.get(username="bench"))
-    warm = client.get(f"/exports/attempts.{fmt}?c={campaign_id}", secure=True)  # warm-up: imports, URLs, session
+    warm = client.get(
+        f"/exports/attempts.{fmt}?c={campaign_id}", secure=True
+    )  # warm-up: imports, URLs, session
     next(iter(warm.streaming_content))
     warm.close()
     started = time.perf_counter()
-    response = client.get(f"/exports/attempts.{fmt}?c={campaign_id}", secure=True)  # DEBUG=0 redirects plain HTTP
+    response = client.get(
+        f"/exports/attempts.{fmt}?c={campaign_id}", secure=True
+    )  # DEBUG=0 redirects plain HTTP
     assert response.status_code == 200 and response.streaming, response.status_code
     lines = 0
     for chunk in response.streaming_content:
@@ -136,13 +164,17 @@ def main() -> None:
         env.setdefault("DATABASE_URL", f"sqlite:///{folder}/bench.sqlite3")
         started = time.perf_counter()
         ids = _child("--child-seed", str(args.small), str(args.large), env=env)
-        print(f"seeded {args.small:,} + {args.large:,} attempts in {time.perf_counter() - started:.1f} s ({env['DATABASE_URL'].split(':')[0]})")
+        print(
+            f"seeded {args.small:,} + {args.large:,} attempts in {time.perf_counter() - started:.1f} s ({env['DATABASE_URL'].split(':')[0]})"
+        )
         results = {}
         for fmt in ("csv", "jsonl"):
             for label in ("small", "large"):
                 result = _child("--child-stream", str(ids[label]), fmt, env=env)
                 results[(fmt, label)] = result
-                print(f"{fmt:5} {label:5} {result['rows']:>9,} rows  {result['seconds']:6.2f} s  {result['rows_per_s']:>9,.0f} rows/s  peak RSS {result['peak_rss_mb']:6.1f} MB")
+                print(
+                    f"{fmt:5} {label:5} {result['rows']:>9,} rows  {result['seconds']:6.2f} s  {result['rows_per_s']:>9,.0f} rows/s  peak RSS {result['peak_rss_mb']:6.1f} MB"
+                )
         large = results[("csv", "large")]
         growth = large["peak_rss_mb"] - results[("csv", "small")]["peak_rss_mb"]
         print(f"peak RSS growth small -> large (4x rows, CSV): {growth:+.1f} MB")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tb_engine.thinkingbox.dataset import parse_dataset  # noqa: E402
-from tb_engine.thinkingbox.results import parse_tb_results  # noqa: E402
+from tb_engine.thinkingbox.dataset import parse_dataset
+from tb_engine.thinkingbox.results import parse_tb_results
 
 REF = Path("/work/shared/thinkingbox")
 

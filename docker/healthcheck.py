@@ -7,7 +7,7 @@ import urllib.request
 
 # ALLOWED_HOSTS rejects "127.0.0.1" in production, so present the first configured host name.
 allowed = [host.strip() for host in os.environ.get("ALLOWED_HOSTS", "").split(",") if host.strip()]
-host = (allowed[0].lstrip(".") if allowed and allowed[0] != "*" else "localhost")
+host = allowed[0].lstrip(".") if allowed and allowed[0] != "*" else "localhost"
 request = urllib.request.Request(
     os.environ.get("HEALTHCHECK_URL", "http://127.0.0.1:8000/healthz"),
     headers={"Host": host, "X-Forwarded-Proto": "https"},

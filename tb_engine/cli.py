@@ -1,7 +1,7 @@
 """Command-line entry points as plain functions (Django management commands wrap them).
 
-    python3 -m tb_engine.cli validate [--suite starter]
-    python3 -m tb_engine.cli run retail/ticket_hold_carrier_exception [--agent golden] [--repeat 3] [--seed 0]
+python3 -m tb_engine.cli validate [--suite starter]
+python3 -m tb_engine.cli run retail/ticket_hold_carrier_exception [--agent golden] [--repeat 3] [--seed 0]
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ def validate_suite_report(suite_name: str = "starter") -> tuple[str, int]:
     except SpecError as exc:
         return "suite failed to load:\n" + "\n".join(exc.errors), 2
     results = validate_suite(suite)
-    counts = {status: sum(r.status == status for r in results) for status in ("valid", "invalid", "non_discriminating")}
+    counts = {
+        status: sum(r.status == status for r in results)
+        for status in ("valid", "invalid", "non_discriminating")
+    }
     lines = [
         f"{len(results)} tasks: {counts['valid']} valid, {counts['invalid']} invalid, "
         f"{counts['non_discriminating']} non-discriminating"
@@ -44,7 +47,11 @@ def describe_attempt(result: AttemptResult, number: int = 0) -> list[str]:
     head += f", {result.duration_ms:.1f} ms)"
     lines = [head]
     if result.categories:
-        lines.append("  categories: " + ", ".join(result.categories) + ("  [clean-looking]" if result.clean_looking else ""))
+        lines.append(
+            "  categories: "
+            + ", ".join(result.categories)
+            + ("  [clean-looking]" if result.clean_looking else "")
+        )
     lines.extend(f"  {describe_item(item)}" for item in result.diff)
     for check in result.checks:
         if not check.passed:
@@ -56,7 +63,9 @@ def describe_attempt(result: AttemptResult, number: int = 0) -> list[str]:
     return lines
 
 
-def run_task_report(task_id: str, agent: str = "golden", repeat: int = 1, seed: int = 0, suite_name: str = "starter") -> str:
+def run_task_report(
+    task_id: str, agent: str = "golden", repeat: int = 1, seed: int = 0, suite_name: str = "starter"
+) -> str:
     """Run a built-in task ``repeat`` times with the given agent and describe every attempt."""
     suite = load_builtin_suite(suite_name)
     task = suite.tasks.get(task_id)
@@ -77,7 +86,9 @@ def run_task_report(task_id: str, agent: str = "golden", repeat: int = 1, seed: 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python3 -m tb_engine.cli``."""
-    parser = argparse.ArgumentParser(prog="python3 -m tb_engine.cli", description="ThinkingBox Web engine commands")
+    parser = argparse.ArgumentParser(
+        prog="python3 -m tb_engine.cli", description="ThinkingBox Web engine commands"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="validate every task of a built-in suite")
     validate.add_argument("--suite", default="starter")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from tb_engine.results import DiffItem, Effect
 from tb_engine.snapshot import Snapshot, TableState, _canonical_json, stable_columns
@@ -57,7 +58,9 @@ def _row_items(
         stable_r = result.stable.get(key_r) if key_r is not None else None
         stable_g = golden.stable.get(key_g) if key_g is not None else None
         kind = _classify(stable_r != stable_i, stable_g != stable_i)
-        return [DiffItem(kind, table, shown_key, None, row_i, row_r, row_g, writes.row(table, key_r or key_i))]
+        return [
+            DiffItem(kind, table, shown_key, None, row_i, row_r, row_g, writes.row(table, key_r or key_i))
+        ]
     items = []
     for column in stable_columns(result.spec):
         value_r, value_g = row_r[column], row_g[column]
@@ -68,7 +71,9 @@ def _row_items(
         golden_changed = row_i is None or value_g != value_i
         kind = _classify(result_changed, golden_changed)
         items.append(
-            DiffItem(kind, table, shown_key, column, value_i, value_r, value_g, writes.cell(table, key_r, column))
+            DiffItem(
+                kind, table, shown_key, column, value_i, value_r, value_g, writes.cell(table, key_r, column)
+            )
         )
     return items
 
@@ -130,7 +135,9 @@ def _table_identities(initial: TableState, result: TableState, golden: TableStat
         yield (None, key_r, key_g)
 
 
-def diff_states(initial: Snapshot, result: Snapshot, golden: Snapshot, writes: Writes | None = None) -> list[DiffItem]:
+def diff_states(
+    initial: Snapshot, result: Snapshot, golden: Snapshot, writes: Writes | None = None
+) -> list[DiffItem]:
     """Every SR-vs-SG difference, classified against S0 and attributed to the attempt's tool calls."""
     index = _WriteIndex(writes)
     items: list[DiffItem] = []
@@ -160,7 +167,15 @@ def effects(initial: Snapshot, result: Snapshot, writes: Writes | None = None) -
             for column in table_r.spec.columns:
                 if before[column] != after[column]:
                     found.append(
-                        Effect("update", name, key, column, before[column], after[column], index.cell(name, key, column))
+                        Effect(
+                            "update",
+                            name,
+                            key,
+                            column,
+                            before[column],
+                            after[column],
+                            index.cell(name, key, column),
+                        )
                     )
     return found
 

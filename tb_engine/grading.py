@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from tb_engine.agents.base import Judge
 from tb_engine.diff import diff_kinds
@@ -41,7 +42,9 @@ def _row_equals(check: CheckSpec, initial: Snapshot, result: Snapshot) -> tuple[
         row = table.rows[key]
         for column, expected in check.params["fields"].items():
             if row.get(column) != normalise_value(table.spec.columns[column], expected):
-                wrong.append(f"{table.spec.name}[{key}].{column} = {row.get(column)!r}, expected {expected!r}")
+                wrong.append(
+                    f"{table.spec.name}[{key}].{column} = {row.get(column)!r}, expected {expected!r}"
+                )
     return not wrong, "; ".join(wrong)
 
 
@@ -105,7 +108,9 @@ def evaluate_checks(checks: Iterable[CheckSpec], initial: Snapshot, result: Snap
     return results
 
 
-def judge_rubrics(rubrics: Iterable[str], final_reply: str, judge: Judge | None) -> tuple[list[RubricResult], Usage]:
+def judge_rubrics(
+    rubrics: Iterable[str], final_reply: str, judge: Judge | None
+) -> tuple[list[RubricResult], Usage]:
     """Ask the judge each yes/no rubric; with no judge every answer is None (and cannot pass)."""
     results, usage = [], Usage()
     for question in rubrics:

@@ -21,7 +21,7 @@ class KeywordJudge:
         self.keywords = {question: [w.lower() for w in words] for question, words in keywords.items()}
 
     @classmethod
-    def for_task(cls, task: TaskSpec) -> "KeywordJudge":
+    def for_task(cls, task: TaskSpec) -> KeywordJudge:
         """The judge configured by a task's ``rubrics[].keywords``."""
         return cls(dict(task.extra.get("rubric_keywords") or {}))
 

@@ -75,7 +75,7 @@ class LLMJudge:
         self._client = ChatClient(config)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "LLMJudge":
+    def from_dict(cls, data: dict[str, Any]) -> LLMJudge:
         """Build from stored settings: ``endpoint`` (EndpointConfig fields) plus the judge options."""
         allowed = {"instructions", "max_reply_chars", "parse_retries"}
         config, options = endpoint_and_options(data, what="judge", label="judge", allowed=allowed)
@@ -86,7 +86,10 @@ class LLMJudge:
         reply = truncate_text(final_reply, self.max_reply_chars) or "(the agent gave no final reply)"
         return [
             {"role": "system", "content": self.instructions},
-            {"role": "user", "content": f"Question: {question}\n\nFinal reply of the agent:\n<<<\n{reply}\n>>>"},
+            {
+                "role": "user",
+                "content": f"Question: {question}\n\nFinal reply of the agent:\n<<<\n{reply}\n>>>",
+            },
         ]
 
     def judge(self, question: str, final_reply: str) -> JudgeVerdict:

@@ -36,7 +36,18 @@ CHECK_REQUIRED = {
     "unchanged": {"table"},
     "custom_unsupported": set(),
 }
-TASK_FIELDS = {"id", "title", "tags", "query", "user_context", "data_patch", "golden", "checks", "rubrics", "reply"}
+TASK_FIELDS = {
+    "id",
+    "title",
+    "tags",
+    "query",
+    "user_context",
+    "data_patch",
+    "golden",
+    "checks",
+    "rubrics",
+    "reply",
+}
 
 
 class SpecError(Exception):
@@ -73,7 +84,9 @@ def _read_yaml(path: Path) -> Any:
 
 
 def _type_ok(column_type: str, value: Any) -> bool:
-    if value is None or column_type == "json" or column_type not in COLUMN_TYPES:  # bad types reported once, at the column
+    if (
+        value is None or column_type == "json" or column_type not in COLUMN_TYPES
+    ):  # bad types reported once, at the column
         return True
     if column_type == "text":
         return isinstance(value, str)
@@ -84,7 +97,9 @@ def _type_ok(column_type: str, value: Any) -> bool:
     return isinstance(value, bool) or value in (0, 1)
 
 
-def _check_row(problems: _Problems, spec: TableSpec, row: Any, field: str, task_id: str | None, *, full_key: bool):
+def _check_row(
+    problems: _Problems, spec: TableSpec, row: Any, field: str, task_id: str | None, *, full_key: bool
+):
     if not isinstance(row, dict):
         problems.add(field, "must be a mapping of column -> value", task_id)
         return
@@ -143,7 +158,10 @@ def _load_tables(problems: _Problems, raw: Any) -> dict[str, TableSpec]:
             continue
         for column, kind in columns.items():
             if kind not in COLUMN_TYPES:
-                problems.add(f"{field}.columns.{column}", f"unknown type {kind!r} (use one of {', '.join(COLUMN_TYPES)})")
+                problems.add(
+                    f"{field}.columns.{column}",
+                    f"unknown type {kind!r} (use one of {', '.join(COLUMN_TYPES)})",
+                )
         primary_key = body.get("primary_key")
         if isinstance(primary_key, str):
             primary_key = [primary_key]
@@ -235,7 +253,9 @@ def _check_signature(problems: _Problems, impl, parameters: dict[str, Any], fiel
         return
     for name in parameters.get("properties", {}):
         if name not in accepted:
-            problems.add(f"{field}.parameters.properties.{name}", f"{impl.__name__}() has no argument {name!r}")
+            problems.add(
+                f"{field}.parameters.properties.{name}", f"{impl.__name__}() has no argument {name!r}"
+            )
 
 
 def load_domain(directory: str | Path) -> DomainSpec:

@@ -63,18 +63,32 @@ def positional_diff(result: Any, golden: Any, path: str = "") -> list[dict[str, 
     if isinstance(result, dict) and isinstance(golden, dict):
         items: list[dict[str, Any]] = []
         for key in sorted(set(result) | set(golden)):
-            items.extend(positional_diff(result.get(key), golden.get(key), f"{path}.{key}" if path else str(key)))
+            items.extend(
+                positional_diff(result.get(key), golden.get(key), f"{path}.{key}" if path else str(key))
+            )
         return items
     if isinstance(result, list) and isinstance(golden, list):
         items = []
         if len(result) != len(golden):
-            items.append({"path": path, "type": "length mismatch", "result": len(result), "golden": len(golden)})
+            items.append(
+                {"path": path, "type": "length mismatch", "result": len(result), "golden": len(golden)}
+            )
         for index in range(min(len(result), len(golden))):
             items.extend(positional_diff(result[index], golden[index], f"{path}[{index}]"))
-        items.extend({"path": f"{path}[{i}]", "type": "present in result (missing in golden)"} for i in range(len(golden), len(result)))
-        items.extend({"path": f"{path}[{i}]", "type": "missing in result (present in golden)"} for i in range(len(result), len(golden)))
+        items.extend(
+            {"path": f"{path}[{i}]", "type": "present in result (missing in golden)"}
+            for i in range(len(golden), len(result))
+        )
+        items.extend(
+            {"path": f"{path}[{i}]", "type": "missing in result (present in golden)"}
+            for i in range(len(result), len(golden))
+        )
         return items
-    return [] if result == golden else [{"path": path, "type": "value mismatch", "result": result, "golden": golden}]
+    return (
+        []
+        if result == golden
+        else [{"path": path, "type": "value mismatch", "result": result, "golden": golden}]
+    )
 
 
 @dataclass
@@ -96,14 +110,16 @@ class DomainServer:
     _attempts: dict[str, ServedAttempt] = field(default_factory=dict)
 
     @classmethod
-    def builtin(cls, domain_name: str, suite: SuiteSpec | None = None) -> "DomainServer":
+    def builtin(cls, domain_name: str, suite: SuiteSpec | None = None) -> DomainServer:
         """A server for one domain of the built-in starter suite (ValueError naming the choices)."""
         if suite is None:
             from tb_engine.loader import load_builtin_suite
 
             suite = load_builtin_suite("starter")
         if domain_name not in suite.domains:
-            raise ValueError(f"unknown domain {domain_name!r}; choose one of {', '.join(sorted(suite.domains))}")
+            raise ValueError(
+                f"unknown domain {domain_name!r}; choose one of {', '.join(sorted(suite.domains))}"
+            )
         tasks = {t.id: t for t in suite.tasks.values() if t.domain == domain_name}
         return cls(domain=suite.domains[domain_name], tasks=tasks)
 
@@ -126,11 +142,20 @@ class DomainServer:
         golden = []
         for position, step in enumerate(steps):
             if not isinstance(step, dict) or step.get("tool") not in self.domain.tools:
-                raise InitError(f"config.golden_test_case.tool_interactions[{position}]: unknown tool {step!r}")
+                raise InitError(
+                    f"config.golden_test_case.tool_interactions[{position}]: unknown tool {step!r}"
+                )
             golden.append(GoldenCall(step["tool"], dict(step.get("parameters") or {})))
         rubrics = tuple(str(r) for r in config.get("rubrics_yesno") or ())
-        return TaskSpec(id=str(config.get("id") or f"{self.domain.name}/adhoc"), domain=self.domain.name, query="",
-                        user_context="", data_patch=patch, golden=tuple(golden), rubrics=rubrics)
+        return TaskSpec(
+            id=str(config.get("id") or f"{self.domain.name}/adhoc"),
+            domain=self.domain.name,
+            query="",
+            user_context="",
+            data_patch=patch,
+            golden=tuple(golden),
+            rubrics=rubrics,
+        )
 
     def init(self, session: str, config: Any) -> dict[str, Any]:
         """Start a fresh sandbox for ``session``; an unusable config is answered with status error."""
@@ -211,15 +236,33 @@ def build_server(domain_server: DomainServer):
 
     domain = domain_server.domain
     reserved = [
-        types.Tool(name=RESERVED_INIT, description="Start a fresh sandbox: config selects task_id or gives data_patch.",
-                   input_schema={"type": "object", "properties": {"config": {"type": "object"}}, "required": ["config"]}),
-        types.Tool(name=RESERVED_GETEFFECTS, description="Initial, result and golden states, hashes and diffs.",
-                   input_schema={"type": "object", "properties": {}}),
-        types.Tool(name=RESERVED_TEARDOWN, description="Drop this session's sandbox.", input_schema={"type": "object", "properties": {}}),
+        types.Tool(
+            name=RESERVED_INIT,
+            description="Start a fresh sandbox: config selects task_id or gives data_patch.",
+            input_schema={
+                "type": "object",
+                "properties": {"config": {"type": "object"}},
+                "required": ["config"],
+            },
+        ),
+        types.Tool(
+            name=RESERVED_GETEFFECTS,
+            description="Initial, result and golden states, hashes and diffs.",
+            input_schema={"type": "object", "properties": {}},
+        ),
+        types.Tool(
+            name=RESERVED_TEARDOWN,
+            description="Drop this session's sandbox.",
+            input_schema={"type": "object", "properties": {}},
+        ),
     ]
     listed = reserved + [
-        types.Tool(name=tool.name, description=tool.description, input_schema=tool.parameters,
-                   annotations=types.ToolAnnotations(read_only_hint=tool.read_only))
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.parameters,
+            annotations=types.ToolAnnotations(read_only_hint=tool.read_only),
+        )
         for tool in domain.tools.values()
     ]
 
@@ -253,7 +296,9 @@ async def _serve_stdio(server) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Command line: serve one built-in domain over stdio (default) or streamable HTTP."""
-    parser = argparse.ArgumentParser(prog="python -m tb_engine.mcp_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tb_engine.mcp_server", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--domain", required=True, help="built-in domain, e.g. retail")
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1")

@@ -63,7 +63,7 @@ class PriceSheet:
         return None
 
     @classmethod
-    def from_dict(cls, data: Any, *, origin: str = "price sheet") -> "PriceSheet":
+    def from_dict(cls, data: Any, *, origin: str = "price sheet") -> PriceSheet:
         """Build from a parsed YAML/JSON mapping, naming the offending field on bad input."""
         if not isinstance(data, dict):
             raise PriceSheetError(f"{origin}: must be a mapping")
@@ -74,11 +74,14 @@ class PriceSheet:
             effective = data["effective_date"]
             effective = effective if isinstance(effective, date) else date.fromisoformat(str(effective))
         except ValueError as exc:
-            raise PriceSheetError(f"{origin}: effective_date: not an ISO date ({data['effective_date']!r})") from exc
+            raise PriceSheetError(
+                f"{origin}: effective_date: not an ISO date ({data['effective_date']!r})"
+            ) from exc
         if not isinstance(data["models"], dict) or not data["models"]:
             raise PriceSheetError(f"{origin}: models: must be a non-empty mapping of model name -> prices")
         models = {
-            str(name): _model_price(entry, f"{origin}: models.{name}") for name, entry in data["models"].items()
+            str(name): _model_price(entry, f"{origin}: models.{name}")
+            for name, entry in data["models"].items()
         }
         return cls(
             name=str(data["name"]),
@@ -139,8 +142,12 @@ def _model_price(entry: Any, where: str) -> ModelPrice:
     return ModelPrice(
         input=_decimal(entry["input"], f"{where}.input"),
         output=_decimal(entry["output"], f"{where}.output"),
-        cached_input=None if entry.get("cached_input") is None else _decimal(entry["cached_input"], f"{where}.cached_input"),
-        reasoning=None if entry.get("reasoning") is None else _decimal(entry["reasoning"], f"{where}.reasoning"),
+        cached_input=None
+        if entry.get("cached_input") is None
+        else _decimal(entry["cached_input"], f"{where}.cached_input"),
+        reasoning=None
+        if entry.get("reasoning") is None
+        else _decimal(entry["reasoning"], f"{where}.reasoning"),
         aliases=tuple(str(a) for a in aliases),
     )
 
@@ -195,7 +202,12 @@ class AttemptCost:
 
 
 def attempt_cost(
-    transcript: Transcript, *, agent_model: str, user_model: str | None, judge_model: str | None, sheet: PriceSheet
+    transcript: Transcript,
+    *,
+    agent_model: str,
+    user_model: str | None,
+    judge_model: str | None,
+    sheet: PriceSheet,
 ) -> AttemptCost:
     """Price a transcript's three usages; a role that used no tokens costs 0 whatever its model."""
 

@@ -13,7 +13,9 @@ Termination = Literal["agent_done", "user_done", "max_turns", "timeout", "agent_
 Verdict = Literal["pass", "fail"]
 
 DIFF_KINDS: tuple[str, ...] = ("missing_effect", "extra_effect", "wrong_value")
-MISSING = None  # value of a cell/row that does not exist in a snapshot is represented as None + row_present flags
+MISSING = (
+    None  # value of a cell/row that does not exist in a snapshot is represented as None + row_present flags
+)
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class DiffItem:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DiffItem":
+    def from_dict(cls, data: dict[str, Any]) -> DiffItem:
         return cls(**{**data, "written_by": tuple(data.get("written_by", ()))})
 
 
@@ -97,7 +99,9 @@ class AttemptResult:
     diff: list[DiffItem] = field(default_factory=list)  # SR vs SG, classified
     checks: list[CheckResult] = field(default_factory=list)
     rubrics: list[RubricResult] = field(default_factory=list)
-    categories: list[str] = field(default_factory=list)  # sorted set of diff kinds + rubric_failed/check_failed
+    categories: list[str] = field(
+        default_factory=list
+    )  # sorted set of diff kinds + rubric_failed/check_failed
     clean_looking: bool = False
     error: str = ""  # infra error or agent error detail
     phase_ms: dict[str, float] = field(default_factory=dict)  # per runner phase

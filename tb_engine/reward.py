@@ -18,7 +18,14 @@ from tb_engine.agents.base import Judge
 from tb_engine.backend import Backend
 from tb_engine.golden import GoldenReplayError
 from tb_engine.results import DIFF_KINDS, AttemptResult
-from tb_engine.runner import Dialogue, compute_diff, grade_attempt, record, take_golden_snapshot, take_result_snapshot
+from tb_engine.runner import (
+    Dialogue,
+    compute_diff,
+    grade_attempt,
+    record,
+    take_golden_snapshot,
+    take_result_snapshot,
+)
 from tb_engine.sandbox import task_hash_of
 from tb_engine.spec import TaskSpec
 from tb_engine.transcript import Transcript
@@ -40,7 +47,12 @@ class Reward:
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "reward": self.reward, "verdict": self.verdict, "diagnostics": self.diagnostics}
+        return {
+            "task_id": self.task_id,
+            "reward": self.reward,
+            "verdict": self.verdict,
+            "diagnostics": self.diagnostics,
+        }
 
 
 def diagnostics_of(result: AttemptResult) -> dict[str, Any]:
@@ -51,7 +63,13 @@ def diagnostics_of(result: AttemptResult) -> dict[str, Any]:
         "categories": list(result.categories),
         "diff_counts": {kind: counts.get(kind, 0) for kind in DIFF_KINDS},
         "diff": [
-            {"kind": item.kind, "table": item.table, "key": item.key, "field": item.field, "written_by": list(item.written_by)}
+            {
+                "kind": item.kind,
+                "table": item.table,
+                "key": item.key,
+                "field": item.field,
+                "written_by": list(item.written_by),
+            }
             for item in result.diff
         ],
         "checks": [{"kind": c.kind, "description": c.description, "passed": c.passed} for c in result.checks],
@@ -66,7 +84,9 @@ def reward_of(result: AttemptResult) -> Reward:
     if result.status != "done" or result.verdict not in ("pass", "fail"):
         detail = result.error or f"status {result.status!r}"
         raise RewardUnavailable(f"task {result.task_id}: attempt has no verdict ({detail})")
-    return Reward(result.task_id, 1.0 if result.verdict == "pass" else 0.0, result.verdict, diagnostics_of(result))
+    return Reward(
+        result.task_id, 1.0 if result.verdict == "pass" else 0.0, result.verdict, diagnostics_of(result)
+    )
 
 
 def grade_finished(
@@ -80,7 +100,9 @@ def grade_finished(
 ) -> AttemptResult:
     """Grade a finished dialogue on its backend through the runner's phases 3-7 (same path as run_attempt)."""
     if termination not in TERMINATIONS:
-        raise ValueError(f"task {task.id}: termination: {termination!r} is not one of {', '.join(TERMINATIONS)}")
+        raise ValueError(
+            f"task {task.id}: termination: {termination!r} is not one of {', '.join(TERMINATIONS)}"
+        )
     started = time.perf_counter()
     phase_ms: dict[str, float] = {}
 
@@ -97,7 +119,9 @@ def grade_finished(
         raise RewardUnavailable(f"task {task.id}: invalid task, its golden replay fails: {exc}") from exc
     diff, effect_list = compute_diff(initial, result, golden, writes)
     dialogue = Dialogue(transcript, termination, error)
-    graded = grade_attempt(task, dialogue, initial=initial, result=result, diff=diff, effect_list=effect_list, judge=judge)
+    graded = grade_attempt(
+        task, dialogue, initial=initial, result=result, diff=diff, effect_list=effect_list, judge=judge
+    )
     phase_ms["grade"] = clock.ms()
     return record(task, task_hash_of(task), dialogue, graded, phase_ms, clock)
 

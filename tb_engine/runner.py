@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, Generator, TypeVar
+from typing import Any, TypeVar
 
 from tb_engine.agents.base import (
     Agent,
@@ -93,7 +94,15 @@ def _tool_message(call: ToolCall, at_ms: float) -> Message:
         content = f"Error: {call.error}"
     else:
         content = json.dumps(call.result, default=str, sort_keys=True)
-    return Message("tool", content, tool_call_id=call.id, name=call.name, turn=call.turn, at_ms=at_ms, is_error=call.error is not None)
+    return Message(
+        "tool",
+        content,
+        tool_call_id=call.id,
+        name=call.name,
+        turn=call.turn,
+        at_ms=at_ms,
+        is_error=call.error is not None,
+    )
 
 
 def _user_view(task: TaskSpec, messages: list[Message]) -> UserView:
@@ -122,7 +131,14 @@ def drive(steps: Steps[Result], agent: Agent) -> Result:
 
 
 def run_dialogue(
-    task: TaskSpec, backend: Backend, prepared: Prepared, *, agent: Agent, user: UserSimulator, limits: Limits, clock=None
+    task: TaskSpec,
+    backend: Backend,
+    prepared: Prepared,
+    *,
+    agent: Agent,
+    user: UserSimulator,
+    limits: Limits,
+    clock=None,
 ) -> Dialogue:
     """Phase 2: alternate user, agent and tool calls until a termination condition (SPEC §2)."""
     return drive(dialogue_steps(task, backend, prepared, user=user, limits=limits, clock=clock), agent)
@@ -151,15 +167,32 @@ def dialogue_steps(
         except AgentOutputError as exc:
             repairs += 1
             if repairs > limits.max_repairs:
-                return Dialogue(transcript, "agent_error", f"agent output unusable after {limits.max_repairs} repairs: {exc}")
+                return Dialogue(
+                    transcript,
+                    "agent_error",
+                    f"agent output unusable after {limits.max_repairs} repairs: {exc}",
+                )
             messages.append(
-                Message("user", f"Your last output could not be used: {exc}. Please try again.", turn=turn, at_ms=clock.ms(), is_error=True)
+                Message(
+                    "user",
+                    f"Your last output could not be used: {exc}. Please try again.",
+                    turn=turn,
+                    at_ms=clock.ms(),
+                    is_error=True,
+                )
             )
             turn += 1
             continue
         transcript.agent_usage = transcript.agent_usage + step.usage
         messages.append(
-            Message("assistant", step.text, tool_calls=list(step.tool_calls), turn=turn, at_ms=clock.ms(), usage=step.usage)
+            Message(
+                "assistant",
+                step.text,
+                tool_calls=list(step.tool_calls),
+                turn=turn,
+                at_ms=clock.ms(),
+                usage=step.usage,
+            )
         )
         for request in step.tool_calls:
             if len(transcript.tool_calls) >= limits.max_tool_calls:
@@ -189,7 +222,9 @@ def take_golden_snapshot(backend: Backend) -> Snapshot:
     return backend.golden_snapshot()
 
 
-def compute_diff(initial: Snapshot, result: Snapshot, golden: Snapshot, writes: dict) -> tuple[list[DiffItem], list[Effect]]:
+def compute_diff(
+    initial: Snapshot, result: Snapshot, golden: Snapshot, writes: dict
+) -> tuple[list[DiffItem], list[Effect]]:
     """Phase 5: the classified SR-vs-SG diff and the S0 -> SR effects."""
     return diff_states(initial, result, golden, writes), effects(initial, result, writes)
 
@@ -209,12 +244,18 @@ def grade_attempt(
     rubrics, usage = judge_rubrics(task.rubrics, dialogue.transcript.final_reply(), judge)
     dialogue.transcript.judge_usage = dialogue.transcript.judge_usage + usage
     outcome = grade(
-        diff=diff, checks=checks, rubrics=rubrics, termination=dialogue.termination, tool_calls=dialogue.transcript.tool_calls
+        diff=diff,
+        checks=checks,
+        rubrics=rubrics,
+        termination=dialogue.termination,
+        tool_calls=dialogue.transcript.tool_calls,
     )
     return Graded(diff, effect_list, checks, rubrics, outcome)
 
 
-def record(task: TaskSpec, task_hash: str, dialogue: Dialogue, graded: Graded, phase_ms: dict[str, float], clock) -> AttemptResult:
+def record(
+    task: TaskSpec, task_hash: str, dialogue: Dialogue, graded: Graded, phase_ms: dict[str, float], clock
+) -> AttemptResult:
     """Phase 7: the AttemptResult the Django shell stores."""
     return AttemptResult(
         task_id=task.id,
@@ -287,7 +328,13 @@ def attempt_steps(
         timed("diff", started)
         phase, started = "grade", time.perf_counter()
         graded = grade_attempt(
-            task, dialogue, initial=prepared.initial, result=result, diff=diff, effect_list=effect_list, judge=judge
+            task,
+            dialogue,
+            initial=prepared.initial,
+            result=result,
+            diff=diff,
+            effect_list=effect_list,
+            judge=judge,
         )
         timed("grade", started)
         started = time.perf_counter()
@@ -296,11 +343,17 @@ def attempt_steps(
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:
-        return _infra_result(task, task_hash, transcript, f"invalid task: {exc}", phase_ms, clock, invalid_task=True)
+        return _infra_result(
+            task, task_hash, transcript, f"invalid task: {exc}", phase_ms, clock, invalid_task=True
+        )
     except InfraError as exc:
-        return _infra_result(task, task_hash, transcript, f"infra error during {phase}: {exc}", phase_ms, clock)
+        return _infra_result(
+            task, task_hash, transcript, f"infra error during {phase}: {exc}", phase_ms, clock
+        )
     except Exception as exc:  # a harness crash is infrastructure, never the agent's failure
-        return _infra_result(task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock)
+        return _infra_result(
+            task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock
+        )
 
 
 def _backend_evidence(backend: Backend) -> dict[str, Any]:
@@ -309,7 +362,9 @@ def _backend_evidence(backend: Backend) -> dict[str, Any]:
     return dict(result_extra() or {}) if callable(result_extra) else {}
 
 
-def _infra_result(task, task_hash, transcript, error, phase_ms, clock, *, invalid_task: bool = False) -> AttemptResult:
+def _infra_result(
+    task, task_hash, transcript, error, phase_ms, clock, *, invalid_task: bool = False
+) -> AttemptResult:
     return AttemptResult(
         task_id=task.id,
         task_hash=task_hash,
@@ -331,7 +386,7 @@ def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, s
     if spec.startswith("sim:"):
         from tb_engine.agents.simulated import make_simulated_agent
 
-        return make_simulated_agent(spec[len("sim:"):], task=task, domain=domain, seed=seed)
+        return make_simulated_agent(spec[len("sim:") :], task=task, domain=domain, seed=seed)
     raise ValueError(f"unknown agent spec {spec!r} (use 'golden' or 'sim:<persona>')")
 
 

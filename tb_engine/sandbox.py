@@ -18,8 +18,9 @@ import sqlite3
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
@@ -123,8 +124,18 @@ _SIMPLE_TYPES = {
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
 }
-_SIMPLE_PROPERTY_KEYS = {"type", "enum", "description", "minLength", "maxLength", "minimum", "maximum",
-                         "exclusiveMinimum", "exclusiveMaximum", "title"}
+_SIMPLE_PROPERTY_KEYS = {
+    "type",
+    "enum",
+    "description",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "title",
+}
 
 
 def _property_check(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
@@ -134,11 +145,18 @@ def _property_check(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
     enum = schema.get("enum")
     if enum is not None and not all(isinstance(item, str) for item in enum):
         return None  # Python's `in` treats True == 1; jsonschema does not
-    bounds = [(schema.get(k), op) for k, op in (
-        ("minimum", lambda v, b: v >= b), ("maximum", lambda v, b: v <= b),
-        ("exclusiveMinimum", lambda v, b: v > b), ("exclusiveMaximum", lambda v, b: v < b),
-        ("minLength", lambda v, b: len(v) >= b), ("maxLength", lambda v, b: len(v) <= b),
-    ) if k in schema]
+    bounds = [
+        (schema.get(k), op)
+        for k, op in (
+            ("minimum", lambda v, b: v >= b),
+            ("maximum", lambda v, b: v <= b),
+            ("exclusiveMinimum", lambda v, b: v > b),
+            ("exclusiveMaximum", lambda v, b: v < b),
+            ("minLength", lambda v, b: len(v) >= b),
+            ("maxLength", lambda v, b: len(v) <= b),
+        )
+        if k in schema
+    ]
 
     def check(value: Any) -> bool:
         if not type_ok(value) or (enum is not None and value not in enum):
@@ -196,7 +214,7 @@ class ToolOutcome:
 class Sandbox:
     """One attempt's private database plus the domain's tools over it."""
 
-    def __init__(self, db: sqlite3.Connection, runtime: "DomainRuntime", initial: Snapshot, release=None):
+    def __init__(self, db: sqlite3.Connection, runtime: DomainRuntime, initial: Snapshot, release=None):
         self.db = db
         self.runtime = runtime
         self.initial = initial
@@ -230,7 +248,10 @@ class Sandbox:
         if error is not None:
             db.execute("ROLLBACK TO tool_call")
         db.execute("RELEASE tool_call")
-        changed = db.execute(f"SELECT 1 FROM {EFFECTS_TABLE} WHERE call = ? LIMIT 1", (index,)).fetchone() is not None
+        changed = (
+            db.execute(f"SELECT 1 FROM {EFFECTS_TABLE} WHERE call = ? LIMIT 1", (index,)).fetchone()
+            is not None
+        )
         return ToolOutcome(result, error, changed)
 
     def writes(self) -> dict[tuple[str, str, str | None], tuple[int, ...]]:
@@ -261,7 +282,7 @@ class Sandbox:
 class TaskTemplate:
     """A domain template with one task's patch applied, plus its S0; copied for every attempt."""
 
-    def __init__(self, runtime: "DomainRuntime", task: TaskSpec):
+    def __init__(self, runtime: DomainRuntime, task: TaskSpec):
         self.runtime = runtime
         self.db = runtime.copy_template()
         db = self.db
@@ -306,7 +327,9 @@ class DomainRuntime:
         self.name = domain.name
         self.tables = domain.tables
         self.tools = domain.tools
-        self.schemas = [ToolSchema(t.name, t.description, t.parameters, t.read_only) for t in domain.tools.values()]
+        self.schemas = [
+            ToolSchema(t.name, t.description, t.parameters, t.read_only) for t in domain.tools.values()
+        ]
         self.validators = {name: Draft202012Validator(t.parameters) for name, t in domain.tools.items()}
         self.fast_checks = {name: fast_argument_check(t.parameters) for name, t in domain.tools.items()}
         self._template = _fresh_connection()
@@ -407,4 +430,3 @@ def domain_runtime(domain: DomainSpec) -> DomainRuntime:
 def new_sandbox(domain: DomainSpec, task: TaskSpec) -> Sandbox:
     """A fresh isolated sandbox holding the task's initial state."""
     return domain_runtime(domain).task_template(task).new_sandbox()
-

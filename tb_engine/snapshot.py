@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from tb_engine.spec import TableSpec
 
@@ -127,12 +128,14 @@ class Snapshot:
     tables: Mapping[str, TableState]
 
     @classmethod
-    def from_rows(cls, tables: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]) -> "Snapshot":
+    def from_rows(cls, tables: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]) -> Snapshot:
         """Build a snapshot from plain rows (e.g. a JSON state from an MCP backend)."""
         unknown = sorted(set(tables) - set(specs))
         if unknown:
             raise ValueError(f"snapshot: unknown table(s) {', '.join(unknown)}")
-        return cls({name: build_table(spec, tables.get(name, []), source="snapshot") for name, spec in specs.items()})
+        return cls(
+            {name: build_table(spec, tables.get(name, []), source="snapshot") for name, spec in specs.items()}
+        )
 
     @classmethod
     def from_sqlite(
@@ -140,9 +143,9 @@ class Snapshot:
         db: sqlite3.Connection,
         specs: dict[str, TableSpec],
         *,
-        base: "Snapshot | None" = None,
+        base: Snapshot | None = None,
         only: Iterable[str] | None = None,
-    ) -> "Snapshot":
+    ) -> Snapshot:
         """Read tables from SQLite; with ``base`` and ``only``, unread tables are shared from ``base``."""
         wanted = set(specs) if only is None or base is None else set(only)
         tables: dict[str, TableState] = {}
@@ -153,7 +156,9 @@ class Snapshot:
             columns = list(spec.columns)
             select = ", ".join(f'"{c}"' for c in columns)
             cursor = db.execute(f'SELECT {select} FROM "{name}"')
-            tables[name] = build_table(spec, (dict(zip(columns, values)) for values in cursor), source="sqlite")
+            tables[name] = build_table(
+                spec, (dict(zip(columns, values)) for values in cursor), source="sqlite"
+            )
         return cls(tables)
 
     def specs(self) -> dict[str, TableSpec]:
@@ -163,8 +168,9 @@ class Snapshot:
         """Plain rows per table (normalised values), e.g. for storing or printing."""
         return {name: [dict(row) for row in table.rows.values()] for name, table in self.tables.items()}
 
-    def same_state(self, other: "Snapshot") -> bool:
+    def same_state(self, other: Snapshot) -> bool:
         """True when every table holds the same keys with the same stable values."""
         return all(
-            name in other.tables and table.stable == other.tables[name].stable for name, table in self.tables.items()
+            name in other.tables and table.stable == other.tables[name].stable
+            for name, table in self.tables.items()
         ) and set(self.tables) == set(other.tables)

@@ -73,13 +73,20 @@ def domain_to_dict(domain: DomainSpec) -> dict[str, Any]:
             for name, t in domain.tables.items()
         },
         "tools": [
-            {"name": t.name, "description": t.description, "parameters": t.parameters, "read_only": t.read_only}
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "read_only": t.read_only,
+            }
             for t in domain.tools.values()
         ],
     }
 
 
-def domain_from_dict(data: dict[str, Any], base_data: dict[str, list[dict[str, Any]]] | None = None) -> DomainSpec:
+def domain_from_dict(
+    data: dict[str, Any], base_data: dict[str, list[dict[str, Any]]] | None = None
+) -> DomainSpec:
     """Rebuild a DomainSpec stored with domain_to_dict (tools carry no implementation)."""
     tables = {
         name: TableSpec(
@@ -92,7 +99,9 @@ def domain_from_dict(data: dict[str, Any], base_data: dict[str, list[dict[str, A
         for name, t in (data.get("tables") or {}).items()
     }
     tools = {
-        t["name"]: ToolSpec(t["name"], t.get("description", ""), t.get("parameters") or {}, bool(t.get("read_only")))
+        t["name"]: ToolSpec(
+            t["name"], t.get("description", ""), t.get("parameters") or {}, bool(t.get("read_only"))
+        )
         for t in data.get("tools", [])
     }
     return DomainSpec(

@@ -29,8 +29,8 @@ def next_id(db: sqlite3.Connection, table: str, prefix: str, *, start: int = 100
     """The next free id ``<prefix><n>`` in ``table.id``: one more than the largest number already used."""
     highest = start - 1
     for (existing,) in db.execute(f'SELECT id FROM "{table}" WHERE id LIKE ?', (prefix + "%",)):
-        match = _TRAILING_NUMBER.search(str(existing)[len(prefix):])
-        if match and str(existing)[len(prefix):] == match.group(1):
+        match = _TRAILING_NUMBER.search(str(existing)[len(prefix) :])
+        if match and str(existing)[len(prefix) :] == match.group(1):
             highest = max(highest, int(match.group(1)))
     return f"{prefix}{highest + 1}"
 

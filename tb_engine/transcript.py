@@ -32,7 +32,7 @@ class Usage:
     reasoning_tokens: int = 0
     calls: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.cached_input_tokens + other.cached_input_tokens,
@@ -49,7 +49,7 @@ class Usage:
         return shallow_fields(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         data = data or {}
         return cls(**{k: int(data.get(k, 0) or 0) for k in cls.__dataclass_fields__})
 
@@ -86,7 +86,7 @@ class ToolCall:
         return shallow_fields(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ToolCall":
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
@@ -111,7 +111,7 @@ class Message:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Message":
+    def from_dict(cls, data: dict[str, Any]) -> Message:
         return cls(
             role=data["role"],
             content=data.get("content") or "",
@@ -152,7 +152,7 @@ class Transcript:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Transcript":
+    def from_dict(cls, data: dict[str, Any]) -> Transcript:
         return cls(
             messages=[Message.from_dict(m) for m in data.get("messages", [])],
             tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls", [])],

@@ -36,7 +36,9 @@ class DoNothingAgent:
 def _attempt_problems(result) -> list[str]:
     problems = [describe_item(item) for item in result.diff]
     problems += [f"check failed: {c.description}: {c.detail}" for c in result.checks if not c.passed]
-    problems += [f"rubric not met: {r.question} ({r.explanation})" for r in result.rubrics if r.answer is not True]
+    problems += [
+        f"rubric not met: {r.question} ({r.explanation})" for r in result.rubrics if r.answer is not True
+    ]
     if result.status != "done":
         problems.append(result.error)
     return problems
@@ -57,7 +59,9 @@ def validate_task(domain: DomainSpec, task: TaskSpec) -> TaskValidation:
     judge = KeywordJudge.for_task(task)
     golden_run = run_task(domain, task, agent="golden", judge=judge)
     if golden_run.verdict != "pass":
-        return TaskValidation(task.id, "invalid", tuple(f"golden agent fails: {p}" for p in _attempt_problems(golden_run)))
+        return TaskValidation(
+            task.id, "invalid", tuple(f"golden agent fails: {p}" for p in _attempt_problems(golden_run))
+        )
     idle_run = run_task(domain, task, agent=DoNothingAgent(), judge=judge)
     if idle_run.verdict == "pass":
         return TaskValidation(task.id, "non_discriminating", ("a do-nothing attempt passes",))

@@ -37,7 +37,10 @@ def integration_run_active() -> tuple[bool, str]:
         return False, f"integration tests need PostgreSQL (DATABASE_URL), database engine is {engine}"
     broker = settings.CELERY_BROKER_URL
     if not broker.startswith(("redis://", "rediss://")):
-        return False, f"integration tests need a Redis broker (CELERY_BROKER_URL), broker is {broker.split(':')[0]}"
+        return (
+            False,
+            f"integration tests need a Redis broker (CELERY_BROKER_URL), broker is {broker.split(':')[0]}",
+        )
     return True, ""
 
 
@@ -178,14 +181,34 @@ class CeleryWorkerProcess:
     def start(self) -> None:
         """Start the worker and wait until it answers a ping."""
         command = [
-            sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker",
-            "--pool", "prefork", "--concurrency", "2", "--queues", self.queue,
-            "--hostname", self.nodename, "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "thinkingbox_web",
+            "worker",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "2",
+            "--queues",
+            self.queue,
+            "--hostname",
+            self.nodename,
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+        ]
         log = self.log_path.open("ab")
         # Own process group, so kill() takes the prefork children down too, like a machine crash.
         self.process = subprocess.Popen(
-            command, cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=PROJECT_ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
         self.wait_ready()
@@ -197,7 +220,9 @@ class CeleryWorkerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive:
-                raise RuntimeError(f"celery worker exited early (code {self.process.returncode}):\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"celery worker exited early (code {self.process.returncode}):\n{self.log_tail()}"
+                )
             try:
                 if app.control.ping(destination=[self.nodename], timeout=1.0):
                     return

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -28,7 +28,9 @@ def read_bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
         return True
     if word in FALSE_WORDS:
         return False
-    raise ImproperlyConfigured(f"environment variable {name}={raw!r}: expected one of 1/0, true/false, yes/no, on/off")
+    raise ImproperlyConfigured(
+        f"environment variable {name}={raw!r}: expected one of 1/0, true/false, yes/no, on/off"
+    )
 
 
 def read_int(environ: Mapping[str, str], name: str, default: int) -> int:

@@ -8,8 +8,9 @@ so an object of another team is a 404, never a 403: outsiders learn nothing abou
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Iterable
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -54,7 +55,9 @@ class ApiView(APIView):
     def get_exception_handler(self):
         return api_exception_handler
 
-    def paginate(self, items: Any, serializer_class: type[serializers.Serializer], *, transform=None, **context):
+    def paginate(
+        self, items: Any, serializer_class: type[serializers.Serializer], *, transform=None, **context
+    ):
         """One page of `items` (a queryset or list) serialized, in the shared list envelope.
 
         `transform` turns the page's items into what the serializer reads, so expensive
@@ -79,14 +82,16 @@ class ApiView(APIView):
         return serializer.validated_data
 
 
-@lru_cache(maxsize=None)
+@cache
 def paginated(serializer_class: type[serializers.Serializer]) -> type[serializers.Serializer]:
     """The list envelope around `serializer_class`, as its own schema component."""
     name = serializer_class.__name__.removesuffix("Serializer").removesuffix("Output")
     attrs = {
         "count": serializers.IntegerField(help_text="Items over all pages."),
         "next": serializers.URLField(allow_null=True, help_text="URL of the next page, null on the last."),
-        "previous": serializers.URLField(allow_null=True, help_text="URL of the previous page, null on the first."),
+        "previous": serializers.URLField(
+            allow_null=True, help_text="URL of the previous page, null on the first."
+        ),
         "results": serializer_class(many=True),
     }
     return type(f"Paginated{name}List", (serializers.Serializer,), attrs)

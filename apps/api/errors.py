@@ -74,7 +74,9 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
 
 
 class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField(help_text="Stable machine-readable code, e.g. not_found, invalid, permission_denied.")
+    code = serializers.CharField(
+        help_text="Stable machine-readable code, e.g. not_found, invalid, permission_denied."
+    )
     message = serializers.CharField(help_text="One line for humans.")
     details = serializers.JSONField(
         allow_null=True, help_text="For code 'invalid': field name -> list of messages; otherwise null."

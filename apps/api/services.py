@@ -21,13 +21,28 @@ class AgentInUse(Exception):
     """A behaviour field of an agent that campaigns already use cannot change."""
 
 
-def agent_config_create(*, name: str, kind: str, persona: str = "", model: str = "", base_url: str = "",
-                        api_key_env: str = "", parameters: dict | None = None, max_concurrency: int = 16) -> AgentConfig:  # fmt: skip
+def agent_config_create(
+    *,
+    name: str,
+    kind: str,
+    persona: str = "",
+    model: str = "",
+    base_url: str = "",
+    api_key_env: str = "",
+    parameters: dict | None = None,
+    max_concurrency: int = 16,
+) -> AgentConfig:
     """Create an agent configuration. Side effects: one AgentConfig row (credentials only by env-var name)."""
     return AgentConfig.objects.create(
-        name=name, kind=kind, persona=persona, model=model, base_url=base_url, api_key_env=api_key_env,
-        parameters=parameters or {}, max_concurrency=max_concurrency,
-    )  # fmt: skip
+        name=name,
+        kind=kind,
+        persona=persona,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        parameters=parameters or {},
+        max_concurrency=max_concurrency,
+    )
 
 
 @transaction.atomic
@@ -39,7 +54,9 @@ def agent_config_update(*, agent: AgentConfig, changes: dict) -> AgentConfig:
     their results must keep describing the configuration that produced them.
     """
     locked = AgentConfig.objects.select_for_update().get(pk=agent.pk)
-    changed = [field for field in BEHAVIOUR_FIELDS if field in changes and changes[field] != getattr(locked, field)]
+    changed = [
+        field for field in BEHAVIOUR_FIELDS if field in changes and changes[field] != getattr(locked, field)
+    ]
     if changed and locked.campaigns.exists():
         raise AgentInUse(
             f"agent {locked.name!r} is used by campaigns; {', '.join(changed)} cannot change "

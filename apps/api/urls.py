@@ -3,7 +3,14 @@
 from django.urls import path, re_path
 
 from apps.api import (
-    views_attempts, views_campaigns, views_catalog, views_config, views_exports, views_meta, views_metrics, views_triage,
+    views_attempts,
+    views_campaigns,
+    views_catalog,
+    views_config,
+    views_exports,
+    views_meta,
+    views_metrics,
+    views_triage,
 )
 
 app_name = "api"
@@ -21,10 +28,20 @@ urlpatterns = [
     path("api/price-sheets/<int:pk>/", views_config.PriceSheetDetailView.as_view(), name="price_sheet"),
     path("api/campaigns/", views_campaigns.CampaignListView.as_view(), name="campaigns"),
     path("api/campaigns/<int:pk>/", views_campaigns.CampaignDetailView.as_view(), name="campaign"),
-    path("api/campaigns/<int:pk>/progress/", views_campaigns.CampaignProgressView.as_view(), name="campaign_progress"),
-    path("api/campaigns/<int:pk>/launch/", views_campaigns.CampaignLaunchView.as_view(), name="campaign_launch"),
-    path("api/campaigns/<int:pk>/cancel/", views_campaigns.CampaignCancelView.as_view(), name="campaign_cancel"),
-    path("api/campaigns/<int:pk>/resume/", views_campaigns.CampaignResumeView.as_view(), name="campaign_resume"),
+    path(
+        "api/campaigns/<int:pk>/progress/",
+        views_campaigns.CampaignProgressView.as_view(),
+        name="campaign_progress",
+    ),
+    path(
+        "api/campaigns/<int:pk>/launch/", views_campaigns.CampaignLaunchView.as_view(), name="campaign_launch"
+    ),
+    path(
+        "api/campaigns/<int:pk>/cancel/", views_campaigns.CampaignCancelView.as_view(), name="campaign_cancel"
+    ),
+    path(
+        "api/campaigns/<int:pk>/resume/", views_campaigns.CampaignResumeView.as_view(), name="campaign_resume"
+    ),
     path("api/attempts/", views_attempts.AttemptListView.as_view(), name="attempts"),
     path("api/attempts/<int:pk>/", views_attempts.AttemptDetailView.as_view(), name="attempt"),
     path("api/metrics/leaderboard/", views_metrics.LeaderboardView.as_view(), name="leaderboard"),
@@ -35,7 +52,9 @@ urlpatterns = [
     path("api/attempts/<int:pk>/review/", views_triage.AttemptReviewView.as_view(), name="attempt_review"),
     path("api/triage/labels/", views_triage.LabelListView.as_view(), name="labels"),
     path("api/exports/tables/<slug:name>/", views_exports.TableExportView.as_view(), name="export_table"),
-    path("api/exports/procurement/", views_exports.ProcurementExportView.as_view(), name="export_procurement"),
+    path(
+        "api/exports/procurement/", views_exports.ProcurementExportView.as_view(), name="export_procurement"
+    ),
     path("api/exports/attempts/", views_exports.AttemptExportView.as_view(), name="export_attempts"),
     re_path(r"^api(?:/.*)?$", views_meta.UnknownEndpointView.as_view(), name="unknown"),
 ]

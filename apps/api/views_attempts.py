@@ -21,11 +21,33 @@ TAGS = ["attempts"]
 DIFF_KINDS = ("missing_effect", "extra_effect", "wrong_value")
 CATEGORIES = ("missing_effect", "extra_effect", "wrong_value", "rubric_failed", "check_failed")
 LIST_FIELDS = (
-    "id", "campaign_id", "task_id", "task__task_id", "task__domain__name", "index", "status", "termination",
-    "verdict", "categories", "clean_looking", "task_hash", "input_tokens", "cached_input_tokens", "output_tokens",
-    "reasoning_tokens", "eval_tokens", "agent_cost", "eval_cost", "tool_calls", "diff_items", "duration_ms",
-    "retries", "error_detail", "started_at", "finished_at",
-)  # fmt: skip
+    "id",
+    "campaign_id",
+    "task_id",
+    "task__task_id",
+    "task__domain__name",
+    "index",
+    "status",
+    "termination",
+    "verdict",
+    "categories",
+    "clean_looking",
+    "task_hash",
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "eval_tokens",
+    "agent_cost",
+    "eval_cost",
+    "tool_calls",
+    "diff_items",
+    "duration_ms",
+    "retries",
+    "error_detail",
+    "started_at",
+    "finished_at",
+)
 
 
 class AttemptOutput(serializers.ModelSerializer):
@@ -34,15 +56,43 @@ class AttemptOutput(serializers.ModelSerializer):
     task_id = serializers.CharField(source="task.task_id", read_only=True, help_text="The task's stable id.")
     domain = serializers.CharField(source="task.domain.name", read_only=True)
     categories = serializers.ListField(child=serializers.ChoiceField(choices=CATEGORIES), read_only=True)
-    agent_cost = serializers.DecimalField(max_digits=14, decimal_places=8, coerce_to_string=False, read_only=True, allow_null=True)
-    eval_cost = serializers.DecimalField(max_digits=14, decimal_places=8, coerce_to_string=False, read_only=True, allow_null=True)
+    agent_cost = serializers.DecimalField(
+        max_digits=14, decimal_places=8, coerce_to_string=False, read_only=True, allow_null=True
+    )
+    eval_cost = serializers.DecimalField(
+        max_digits=14, decimal_places=8, coerce_to_string=False, read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Attempt
-        fields = ["id", "campaign", "task", "task_id", "domain", "index", "status", "termination", "verdict",
-                  "categories", "clean_looking", "task_hash", "input_tokens", "cached_input_tokens", "output_tokens",
-                  "reasoning_tokens", "eval_tokens", "agent_cost", "eval_cost", "tool_calls", "diff_items",
-                  "duration_ms", "retries", "error_detail", "started_at", "finished_at"]  # fmt: skip
+        fields = [
+            "id",
+            "campaign",
+            "task",
+            "task_id",
+            "domain",
+            "index",
+            "status",
+            "termination",
+            "verdict",
+            "categories",
+            "clean_looking",
+            "task_hash",
+            "input_tokens",
+            "cached_input_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+            "eval_tokens",
+            "agent_cost",
+            "eval_cost",
+            "tool_calls",
+            "diff_items",
+            "duration_ms",
+            "retries",
+            "error_detail",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class DiffItemOutput(serializers.Serializer):
@@ -53,7 +103,9 @@ class DiffItemOutput(serializers.Serializer):
     initial = serializers.JSONField(allow_null=True)
     result = serializers.JSONField(allow_null=True)
     golden = serializers.JSONField(allow_null=True)
-    written_by = serializers.ListField(child=serializers.IntegerField(), help_text="Tool-call indexes that wrote it.")
+    written_by = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Tool-call indexes that wrote it."
+    )
 
 
 class CheckOutput(serializers.Serializer):
@@ -83,8 +135,12 @@ class EffectOutput(serializers.Serializer):
 class TranscriptOutput(serializers.Serializer):
     """tb_engine.transcript.Transcript.to_dict(); its inner records are documented in docs/engine.md."""
 
-    messages = serializers.ListField(child=serializers.DictField(), help_text="role, content, turn, at_ms, tool_calls…")
-    tool_calls = serializers.ListField(child=serializers.DictField(), help_text="Executed calls: index, name, arguments, result, error…")
+    messages = serializers.ListField(
+        child=serializers.DictField(), help_text="role, content, turn, at_ms, tool_calls…"
+    )
+    tool_calls = serializers.ListField(
+        child=serializers.DictField(), help_text="Executed calls: index, name, arguments, result, error…"
+    )
     agent_usage = serializers.DictField(help_text="Token usage of the agent.")
     user_usage = serializers.DictField(help_text="Token usage of the user simulator.")
     judge_usage = serializers.DictField(help_text="Token usage of the judge.")
@@ -128,12 +184,20 @@ class AttemptDetailOutput(AttemptOutput):
 
 class AttemptFilter(serializers.Serializer):
     campaign = id_field(required=False)
-    task = serializers.CharField(required=False, max_length=300, help_text="Stable task id (e.g. retail/…) or task pk.")
+    task = serializers.CharField(
+        required=False, max_length=300, help_text="Stable task id (e.g. retail/…) or task pk."
+    )
     status = serializers.ChoiceField(choices=Attempt.Status.choices, required=False)
     verdict = serializers.ChoiceField(choices=Attempt.Verdict.choices, required=False)
-    category = serializers.ChoiceField(choices=CATEGORIES, required=False, help_text="Attempts whose failure categories include it.")
-    clean_looking = serializers.BooleanField(required=False, allow_null=True, default=None,
-                                             help_text="SPEC §4 clean-looking failures only (true) or none of them (false).")  # fmt: skip
+    category = serializers.ChoiceField(
+        choices=CATEGORIES, required=False, help_text="Attempts whose failure categories include it."
+    )
+    clean_looking = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="SPEC §4 clean-looking failures only (true) or none of them (false).",
+    )
     page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
@@ -148,7 +212,11 @@ def filter_attempts(queryset, query: dict):
         queryset = queryset.filter(campaign_id=query["campaign"])
     if query.get("task"):
         task = query["task"]
-        queryset = queryset.filter(task_id=int(task)) if task.isdigit() and len(task) < 18 else queryset.filter(task__task_id=task)
+        queryset = (
+            queryset.filter(task_id=int(task))
+            if task.isdigit() and len(task) < 18
+            else queryset.filter(task__task_id=task)
+        )
     for field in ("status", "verdict"):
         if query.get(field):
             queryset = queryset.filter(**{field: query[field]})
@@ -165,20 +233,37 @@ def filter_attempts(queryset, query: dict):
 
 
 class AttemptListView(ApiView):
-    @api_schema(summary="List attempts of your teams' campaigns", operation_id="attempts_list", tags=TAGS, parameters=[AttemptFilter],
-                responses={200: paginated(AttemptOutput)})  # fmt: skip
+    @api_schema(
+        summary="List attempts of your teams' campaigns",
+        operation_id="attempts_list",
+        tags=TAGS,
+        parameters=[AttemptFilter],
+        responses={200: paginated(AttemptOutput)},
+    )
     def get(self, request):
         query = self.validated_query(AttemptFilter)
         attempts = visible_attempts().filter(campaign__in=campaigns_visible_to(request.user).values("pk"))
-        attempts = filter_attempts(attempts, query).only(*LIST_FIELDS).order_by("campaign_id", "task__task_id", "index")
+        attempts = (
+            filter_attempts(attempts, query)
+            .only(*LIST_FIELDS)
+            .order_by("campaign_id", "task__task_id", "index")
+        )
         return self.paginate(attempts, AttemptOutput)
 
 
 class AttemptDetailView(ApiView):
-    @api_schema(summary="One attempt with transcript, diff, effects, checks and rubrics", tags=TAGS,
-                responses={200: AttemptDetailOutput}, errors=(401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="One attempt with transcript, diff, effects, checks and rubrics",
+        tags=TAGS,
+        responses={200: AttemptDetailOutput},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
-        attempt = visible_attempts().filter(pk=pk, campaign__in=campaigns_visible_to(request.user).values("pk")).first()
+        attempt = (
+            visible_attempts()
+            .filter(pk=pk, campaign__in=campaigns_visible_to(request.user).values("pk"))
+            .first()
+        )
         if attempt is None:
             raise Http404("no such attempt")
         return Response(AttemptDetailOutput(attempt).data)

@@ -29,8 +29,11 @@ class CampaignOutput(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     agent = serializers.IntegerField(source="agent_id", read_only=True)
     agent_name = serializers.CharField(source="agent.name", read_only=True)
-    is_simulation = serializers.BooleanField(source="agent.is_simulation", read_only=True,
-                                             help_text="Golden or simulated agent: a simulation, not a model.")  # fmt: skip
+    is_simulation = serializers.BooleanField(
+        source="agent.is_simulation",
+        read_only=True,
+        help_text="Golden or simulated agent: a simulation, not a model.",
+    )
     suite = serializers.IntegerField(source="suite_id", read_only=True)
     price_sheet = serializers.IntegerField(source="price_sheet_id", read_only=True, allow_null=True)
     task_count = serializers.IntegerField(read_only=True)
@@ -39,9 +42,30 @@ class CampaignOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Campaign
-        fields = ["id", "name", "status", "team", "team_name", "owner", "agent", "agent_name", "is_simulation",
-                  "suite", "suite_version", "suite_hash", "harness_version", "task_count", "n_attempts", "seed",
-                  "user_simulator", "judge", "price_sheet", "created_at", "started_at", "finished_at"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "status",
+            "team",
+            "team_name",
+            "owner",
+            "agent",
+            "agent_name",
+            "is_simulation",
+            "suite",
+            "suite_version",
+            "suite_hash",
+            "harness_version",
+            "task_count",
+            "n_attempts",
+            "seed",
+            "user_simulator",
+            "judge",
+            "price_sheet",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class CampaignFilter(serializers.Serializer):
@@ -59,14 +83,19 @@ class CampaignInput(serializers.Serializer):
     agent = serializers.PrimaryKeyRelatedField(queryset=AgentConfig.objects.all())
     suite = serializers.PrimaryKeyRelatedField(queryset=Suite.objects.all())
     task_ids = serializers.ListField(
-        child=serializers.CharField(max_length=300), required=False,
+        child=serializers.CharField(max_length=300),
+        required=False,
         help_text="Stable task ids of the suite; default every gradable task (or every task of `domains`).",
-    )  # fmt: skip
+    )
     domains = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
     n_attempts = serializers.IntegerField(min_value=1, max_value=200, default=20)
     seed = serializers.IntegerField(default=0, min_value=-(2**63), max_value=2**63 - 1)
-    price_sheet = serializers.PrimaryKeyRelatedField(queryset=PriceSheet.objects.all(), required=False, allow_null=True)
-    launch = serializers.BooleanField(default=False, help_text="Start at once (same as POST …/launch/ afterwards).")
+    price_sheet = serializers.PrimaryKeyRelatedField(
+        queryset=PriceSheet.objects.all(), required=False, allow_null=True
+    )
+    launch = serializers.BooleanField(
+        default=False, help_text="Start at once (same as POST …/launch/ afterwards)."
+    )
 
     def validate_team(self, value: int):
         team = teams_for(self.context["request"].user).filter(pk=value).first()
@@ -83,7 +112,9 @@ class CampaignInput(serializers.Serializer):
             tasks = list(tasks.filter(task_id__in=wanted))
             unknown = sorted(wanted - {task.task_id for task in tasks})
             if unknown:
-                raise serializers.ValidationError({"task_ids": [f"not in suite {data['suite'].name}: {', '.join(unknown[:10])}"]})
+                raise serializers.ValidationError(
+                    {"task_ids": [f"not in suite {data['suite'].name}: {', '.join(unknown[:10])}"]}
+                )
         data["tasks"] = list(tasks)
         return data
 
@@ -103,8 +134,13 @@ def get_campaign_for_user(user, pk: int) -> Campaign:
 class CampaignListView(ApiView):
     roles = {"POST": Role.OPERATOR}
 
-    @api_schema(summary="List campaigns your teams may see", operation_id="campaigns_list", tags=TAGS, parameters=[CampaignFilter],
-                responses={200: paginated(CampaignOutput)})  # fmt: skip
+    @api_schema(
+        summary="List campaigns your teams may see",
+        operation_id="campaigns_list",
+        tags=TAGS,
+        parameters=[CampaignFilter],
+        responses={200: paginated(CampaignOutput)},
+    )
     def get(self, request):
         query = self.validated_query(CampaignFilter)
         campaigns = visible_campaigns(request.user).order_by("-created_at", "-pk")
@@ -113,20 +149,35 @@ class CampaignListView(ApiView):
                 campaigns = campaigns.filter(**{field: query[field]})
         return self.paginate(campaigns, CampaignOutput)
 
-    @api_schema(summary="Create a campaign (operator), optionally launching it", tags=TAGS, request=CampaignInput,
-                responses={201: CampaignOutput}, errors=(400, 401, 403))  # fmt: skip
+    @api_schema(
+        summary="Create a campaign (operator), optionally launching it",
+        tags=TAGS,
+        request=CampaignInput,
+        responses={201: CampaignOutput},
+        errors=(400, 401, 403),
+    )
     def post(self, request):
         data = self.validated_body(CampaignInput)
         try:
             campaign = campaign_create(
-                name=data["name"], team=data["team"], owner=request.user, agent=data["agent"], suite=data["suite"],
-                tasks=data["tasks"], n_attempts=data["n_attempts"], seed=data["seed"], price_sheet=data.get("price_sheet"),
-            )  # fmt: skip
+                name=data["name"],
+                team=data["team"],
+                owner=request.user,
+                agent=data["agent"],
+                suite=data["suite"],
+                tasks=data["tasks"],
+                n_attempts=data["n_attempts"],
+                seed=data["seed"],
+                price_sheet=data.get("price_sheet"),
+            )
         except ValueError as exc:  # e.g. no gradable task selected
-            raise serializers.ValidationError({"task_ids": [str(exc)]})
+            raise serializers.ValidationError({"task_ids": [str(exc)]}) from exc
         if data["launch"]:
             campaign_start(campaign=campaign)
-        return Response(CampaignOutput(get_campaign_for_user(request.user, campaign.pk)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            CampaignOutput(get_campaign_for_user(request.user, campaign.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class CampaignDetailView(ApiView):
@@ -153,20 +204,39 @@ class ProgressOutput(serializers.Serializer):
 
 def progress_data(campaign: Campaign) -> dict:
     progress = campaign_progress(campaign=campaign)
-    fields = ("total", "queued", "running", "done", "infra_error", "cancelled", "passed", "finished", "percent",
-              "pass_rate", "throughput_per_min", "eta_seconds")  # fmt: skip
+    fields = (
+        "total",
+        "queued",
+        "running",
+        "done",
+        "infra_error",
+        "cancelled",
+        "passed",
+        "finished",
+        "percent",
+        "pass_rate",
+        "throughput_per_min",
+        "eta_seconds",
+    )
     return {"status": campaign.status, **{name: getattr(progress, name) for name in fields}}
 
 
 class CampaignProgressView(ApiView):
-    @api_schema(summary="Status and progress of a campaign", tags=TAGS, responses={200: ProgressOutput}, errors=(401, 403, 404))
+    @api_schema(
+        summary="Status and progress of a campaign",
+        tags=TAGS,
+        responses={200: ProgressOutput},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
         return Response(ProgressOutput(progress_data(get_campaign_for_user(request.user, pk))).data)
 
 
 class ActionOutput(serializers.Serializer):
     campaign = CampaignOutput()
-    attempts = serializers.IntegerField(help_text="Attempts created (launch), cancelled (cancel) or re-queued (resume).")
+    attempts = serializers.IntegerField(
+        help_text="Attempts created (launch), cancelled (cancel) or re-queued (resume)."
+    )
 
 
 class _CampaignAction(ApiView):
@@ -190,7 +260,9 @@ class _CampaignAction(ApiView):
 
 
 def _action_schema(summary: str):
-    return api_schema(summary=summary, tags=TAGS, request=None, responses={200: ActionOutput}, errors=(401, 403, 404, 409))
+    return api_schema(
+        summary=summary, tags=TAGS, request=None, responses={200: ActionOutput}, errors=(401, 403, 404, 409)
+    )
 
 
 class CampaignLaunchView(_CampaignAction):

@@ -25,8 +25,19 @@ class SuiteOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Suite
-        fields = ["id", "name", "title", "version", "description", "source", "content_hash", "evaluation_only",
-                  "task_count", "created_at", "updated_at"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "title",
+            "version",
+            "description",
+            "source",
+            "content_hash",
+            "evaluation_only",
+            "task_count",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class SuiteDetailOutput(SuiteOutput):
@@ -43,11 +54,23 @@ class TaskOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Task
-        fields = ["id", "suite", "task_id", "domain", "title", "tags", "content_hash", "validation", "updated_at"]
+        fields = [
+            "id",
+            "suite",
+            "task_id",
+            "domain",
+            "title",
+            "tags",
+            "content_hash",
+            "validation",
+            "updated_at",
+        ]
 
 
 class TaskDetailOutput(TaskOutput):
-    spec = serializers.JSONField(read_only=True, help_text="The full task: query, initial-state patch, golden trajectory, checks.")
+    spec = serializers.JSONField(
+        read_only=True, help_text="The full task: query, initial-state patch, golden trajectory, checks."
+    )
     policy = serializers.CharField(source="domain.policy", read_only=True)
 
     class Meta(TaskOutput.Meta):
@@ -72,22 +95,38 @@ def _suites():
 
 
 class SuiteListView(ApiView):
-    @api_schema(summary="List suites", operation_id="suites_list", tags=TAGS, parameters=[PageFilter], responses={200: paginated(SuiteOutput)},
-                errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="List suites",
+        operation_id="suites_list",
+        tags=TAGS,
+        parameters=[PageFilter],
+        responses={200: paginated(SuiteOutput)},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         self.validated_query(PageFilter)
         return self.paginate(_suites(), SuiteOutput)
 
 
 class SuiteDetailView(ApiView):
-    @api_schema(summary="One suite with its domains", tags=TAGS, responses={200: SuiteDetailOutput}, errors=(401, 403, 404))
+    @api_schema(
+        summary="One suite with its domains",
+        tags=TAGS,
+        responses={200: SuiteDetailOutput},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
         suite = get_object_or_404(_suites().prefetch_related("domains"), pk=pk)
         return Response(SuiteDetailOutput(suite).data)
 
 
 class SuiteTaskListView(ApiView):
-    @api_schema(summary="List a suite's tasks", tags=TAGS, parameters=[TaskFilter], responses={200: paginated(TaskOutput)})
+    @api_schema(
+        summary="List a suite's tasks",
+        tags=TAGS,
+        parameters=[TaskFilter],
+        responses={200: paginated(TaskOutput)},
+    )
     def get(self, request, pk: int):
         suite = get_object_or_404(Suite, pk=pk)
         query = self.validated_query(TaskFilter)
@@ -103,8 +142,12 @@ class SuiteTaskListView(ApiView):
 
 
 class TaskDetailView(ApiView):
-    @api_schema(summary="One task with its full spec and domain policy", tags=TAGS,
-                responses={200: OpenApiResponse(TaskDetailOutput)}, errors=(401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="One task with its full spec and domain policy",
+        tags=TAGS,
+        responses={200: OpenApiResponse(TaskDetailOutput)},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
         task = get_object_or_404(Task.objects.select_related("domain"), pk=pk)
         return Response(TaskDetailOutput(task).data)

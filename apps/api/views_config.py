@@ -11,7 +11,6 @@ import re
 
 from django.db import IntegrityError
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -26,8 +25,19 @@ from tb_engine.pricing import PriceSheetError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Normalised (lowercase, '-' -> '_') names that would carry a secret rather than point at one.
-SECRET_KEYS = {"api_key", "apikey", "authorization", "x_api_key", "secret", "password", "token", "access_token"}
-NO_KEYS = "send no credentials: put the key in an environment variable on the workers and name it in api_key_env"
+SECRET_KEYS = {
+    "api_key",
+    "apikey",
+    "authorization",
+    "x_api_key",
+    "secret",
+    "password",
+    "token",
+    "access_token",
+}
+NO_KEYS = (
+    "send no credentials: put the key in an environment variable on the workers and name it in api_key_env"
+)
 
 
 def _secret_paths(value, path: str) -> list[str]:
@@ -50,21 +60,38 @@ class AgentOutput(serializers.ModelSerializer):
 
     class Meta:
         model = AgentConfig
-        fields = ["id", "name", "kind", "persona", "model", "base_url", "api_key_env", "parameters",
-                  "max_concurrency", "is_simulation", "created_at"]  # fmt: skip
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "persona",
+            "model",
+            "base_url",
+            "api_key_env",
+            "parameters",
+            "max_concurrency",
+            "is_simulation",
+            "created_at",
+        ]
 
 
 class AgentInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=AgentConfig.Kind.choices)
-    persona = serializers.ChoiceField(choices=sorted(PERSONAS), required=False, help_text="Simulated agents only.")
+    persona = serializers.ChoiceField(
+        choices=sorted(PERSONAS), required=False, help_text="Simulated agents only."
+    )
     model = serializers.CharField(max_length=200, required=False, allow_blank=True)
     base_url = serializers.URLField(max_length=500, required=False, allow_blank=True)
     api_key_env = serializers.CharField(
-        max_length=100, required=False, allow_blank=True,
+        max_length=100,
+        required=False,
+        allow_blank=True,
         help_text="Name of the environment variable holding the key on the workers (never the key itself).",
-    )  # fmt: skip
-    parameters = serializers.DictField(required=False, help_text="temperature, max_tokens, reasoning, headers…")
+    )
+    parameters = serializers.DictField(
+        required=False, help_text="temperature, max_tokens, reasoning, headers…"
+    )
     max_concurrency = serializers.IntegerField(min_value=1, max_value=1024, required=False)
 
     def to_internal_value(self, data):
@@ -78,7 +105,9 @@ class AgentInput(serializers.Serializer):
 
     def validate_api_key_env(self, value: str) -> str:
         if value and not ENV_NAME.match(value):
-            raise serializers.ValidationError("must be an environment variable name like OPENAI_API_KEY, not a key")
+            raise serializers.ValidationError(
+                "must be an environment variable name like OPENAI_API_KEY, not a key"
+            )
         return value
 
     def validate_name(self, value: str) -> str:
@@ -106,35 +135,53 @@ class AgentInput(serializers.Serializer):
 class AgentListView(ApiView):
     roles = {"POST": Role.OPERATOR}
 
-    @api_schema(summary="List agent configurations", operation_id="agents_list", tags=["agents"], parameters=[PageFilter],
-                responses={200: paginated(AgentOutput)})  # fmt: skip
+    @api_schema(
+        summary="List agent configurations",
+        operation_id="agents_list",
+        tags=["agents"],
+        parameters=[PageFilter],
+        responses={200: paginated(AgentOutput)},
+    )
     def get(self, request):
         self.validated_query(PageFilter)
         return self.paginate(AgentConfig.objects.order_by("name"), AgentOutput)
 
-    @api_schema(summary="Create an agent configuration (operator)", tags=["agents"], request=AgentInput,
-                responses={201: AgentOutput}, errors=(400, 401, 403))  # fmt: skip
+    @api_schema(
+        summary="Create an agent configuration (operator)",
+        tags=["agents"],
+        request=AgentInput,
+        responses={201: AgentOutput},
+        errors=(400, 401, 403),
+    )
     def post(self, request):
         data = self.validated_body(AgentInput)
         try:
             agent = agent_config_create(**data)
         except IntegrityError:  # a concurrent create with the same name won the race
-            raise Conflict("an agent configuration with this name exists")
+            raise Conflict("an agent configuration with this name exists") from None
         return Response(AgentOutput(agent).data, status=status.HTTP_201_CREATED)
 
 
 class AgentDetailView(ApiView):
     roles = {"PATCH": Role.OPERATOR}
 
-    @api_schema(summary="One agent configuration", tags=["agents"], responses={200: AgentOutput}, errors=(401, 403, 404))
+    @api_schema(
+        summary="One agent configuration",
+        tags=["agents"],
+        responses={200: AgentOutput},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
         return Response(AgentOutput(get_object_or_404(AgentConfig, pk=pk)).data)
 
     @api_schema(
-        summary="Update an agent configuration (operator)", tags=["agents"], request=AgentInput(partial=True),
-        responses={200: AgentOutput}, errors=(400, 401, 403, 404, 409),
+        summary="Update an agent configuration (operator)",
+        tags=["agents"],
+        request=AgentInput(partial=True),
+        responses={200: AgentOutput},
+        errors=(400, 401, 403, 404, 409),
         description="kind, persona, model, base_url and parameters cannot change once a campaign uses the agent (409).",
-    )  # fmt: skip
+    )
     def patch(self, request, pk: int):
         agent = get_object_or_404(AgentConfig, pk=pk)
         serializer = AgentInput(agent, data=request.data, partial=True)
@@ -142,12 +189,14 @@ class AgentDetailView(ApiView):
         try:
             agent = agent_config_update(agent=agent, changes=serializer.validated_data)
         except AgentInUse as exc:
-            raise Conflict(str(exc))
+            raise Conflict(str(exc)) from exc
         return Response(AgentOutput(agent).data)
 
 
 class ModelPriceInput(serializers.Serializer):
-    input = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0, help_text="USD per million tokens.")
+    input = serializers.DecimalField(
+        max_digits=12, decimal_places=6, min_value=0, help_text="USD per million tokens."
+    )
     output = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0)
     cached_input = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0, required=False)
     reasoning = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0, required=False)
@@ -156,8 +205,10 @@ class ModelPriceInput(serializers.Serializer):
 
 class PriceSheetOutput(serializers.ModelSerializer):
     prices = serializers.DictField(
-        child=serializers.DictField(), read_only=True, help_text="model -> {input, cached_input, output, reasoning} USD per million tokens."
-    )  # fmt: skip
+        child=serializers.DictField(),
+        read_only=True,
+        help_text="model -> {input, cached_input, output, reasoning} USD per million tokens.",
+    )
 
     class Meta:
         model = PriceSheet
@@ -166,9 +217,13 @@ class PriceSheetOutput(serializers.ModelSerializer):
 
 class PriceSheetInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    source = serializers.CharField(max_length=500, help_text="Where the prices come from (shown wherever cost is).")
+    source = serializers.CharField(
+        max_length=500, help_text="Where the prices come from (shown wherever cost is)."
+    )
     effective_date = serializers.DateField()
-    prices = serializers.DictField(child=ModelPriceInput(), allow_empty=False, help_text="model name -> prices")
+    prices = serializers.DictField(
+        child=ModelPriceInput(), allow_empty=False, help_text="model name -> prices"
+    )
 
     def validate_name(self, value: str) -> str:
         if PriceSheet.objects.filter(name=value).exists():
@@ -179,27 +234,44 @@ class PriceSheetInput(serializers.Serializer):
 class PriceSheetListView(ApiView):
     roles = {"POST": Role.OPERATOR}
 
-    @api_schema(summary="List price sheets", operation_id="price_sheets_list", tags=["price sheets"], parameters=[PageFilter],
-                responses={200: paginated(PriceSheetOutput)})  # fmt: skip
+    @api_schema(
+        summary="List price sheets",
+        operation_id="price_sheets_list",
+        tags=["price sheets"],
+        parameters=[PageFilter],
+        responses={200: paginated(PriceSheetOutput)},
+    )
     def get(self, request):
         self.validated_query(PageFilter)
         return self.paginate(PriceSheet.objects.order_by("-effective_date", "name"), PriceSheetOutput)
 
-    @api_schema(summary="Create a price sheet (operator)", tags=["price sheets"], request=PriceSheetInput,
-                responses={201: PriceSheetOutput}, errors=(400, 401, 403))  # fmt: skip
+    @api_schema(
+        summary="Create a price sheet (operator)",
+        tags=["price sheets"],
+        request=PriceSheetInput,
+        responses={201: PriceSheetOutput},
+        errors=(400, 401, 403),
+    )
     def post(self, request):
         data = self.validated_body(PriceSheetInput)
-        models = {name: {k: v for k, v in entry.items()} for name, entry in data["prices"].items()}
+        models = {name: dict(entry.items()) for name, entry in data["prices"].items()}
         try:
-            sheet = price_sheet_create(name=data["name"], source=data["source"], effective_date=data["effective_date"], models=models)
+            sheet = price_sheet_create(
+                name=data["name"], source=data["source"], effective_date=data["effective_date"], models=models
+            )
         except PriceSheetError as exc:
-            raise serializers.ValidationError({"prices": [str(exc)]})
+            raise serializers.ValidationError({"prices": [str(exc)]}) from exc
         except IntegrityError:
-            raise Conflict("a price sheet with this name exists")
+            raise Conflict("a price sheet with this name exists") from None
         return Response(PriceSheetOutput(sheet).data, status=status.HTTP_201_CREATED)
 
 
 class PriceSheetDetailView(ApiView):
-    @api_schema(summary="One price sheet", tags=["price sheets"], responses={200: PriceSheetOutput}, errors=(401, 403, 404))
+    @api_schema(
+        summary="One price sheet",
+        tags=["price sheets"],
+        responses={200: PriceSheetOutput},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
         return Response(PriceSheetOutput(get_object_or_404(PriceSheet, pk=pk)).data)

@@ -6,7 +6,7 @@ Only parameters validated here reach a builder: ids are bounded, choices are che
 
 from __future__ import annotations
 
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -45,14 +45,20 @@ def _attachment(response, filename: str):
 
 class TableExportFilter(serializers.Serializer):
     file = serializers.ChoiceField(choices=["csv", "xlsx"], default="csv", help_text="File format.")
-    campaign = serializers.ListField(child=id_field(), required=False, help_text="Campaign ids (repeat), where the table takes them.")
+    campaign = serializers.ListField(
+        child=id_field(), required=False, help_text="Campaign ids (repeat), where the table takes them."
+    )
     domain = serializers.CharField(required=False, max_length=100)
     sort = serializers.ChoiceField(choices=sorted(reports.LEADERBOARD_SORTS), required=False)
     dir = serializers.ChoiceField(choices=["asc", "desc"], required=False)
     a = id_field(required=False, help_text="compare: campaign A.")
     b = id_field(required=False, help_text="compare: campaign B.")
-    filter = serializers.ChoiceField(choices=["", "unreliable", "never", "flaky"], required=False, help_text="tasks table filter.")
-    healthy = serializers.ChoiceField(choices=["exclude"], required=False, help_text="leaderboard: leave out tasks with open health issues.")
+    filter = serializers.ChoiceField(
+        choices=["", "unreliable", "never", "flaky"], required=False, help_text="tasks table filter."
+    )
+    healthy = serializers.ChoiceField(
+        choices=["exclude"], required=False, help_text="leaderboard: leave out tasks with open health issues."
+    )
 
 
 def _builder_query(query: dict) -> QueryDict:
@@ -69,10 +75,15 @@ class TableExportView(ApiView):
     content_negotiation_class = FirstRendererNegotiation
 
     @api_schema(
-        summary="A dashboard table as CSV or XLSX", tags=TAGS, parameters=[
-            TableExportFilter, OpenApiParameter("name", str, OpenApiParameter.PATH, enum=sorted(BUILDERS)),
-        ], responses={(200, "text/csv"): FILE, (200, XLSX): FILE}, errors=(400, 401, 403, 404),
-    )  # fmt: skip
+        summary="A dashboard table as CSV or XLSX",
+        tags=TAGS,
+        parameters=[
+            TableExportFilter,
+            OpenApiParameter("name", str, OpenApiParameter.PATH, enum=sorted(BUILDERS)),
+        ],
+        responses={(200, "text/csv"): FILE, (200, XLSX): FILE},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request, name: str):
         builder = BUILDERS.get(name)
         if builder is None:
@@ -80,45 +91,70 @@ class TableExportView(ApiView):
         query = self.validated_query(TableExportFilter)
         table = builder(request.user, _builder_query(query))
         if query["file"] == "csv":
-            return _attachment(HttpResponse(table_csv(table), content_type="text/csv; charset=utf-8"), f"{name}.csv")
+            return _attachment(
+                HttpResponse(table_csv(table), content_type="text/csv; charset=utf-8"), f"{name}.csv"
+            )
         return _attachment(HttpResponse(table_xlsx(table), content_type=XLSX), f"{name}.xlsx")
 
 
 class CampaignChoice(serializers.Serializer):
-    campaign = serializers.ListField(child=id_field(), allow_empty=False, help_text="Campaign ids (repeat the parameter).")
+    campaign = serializers.ListField(
+        child=id_field(), allow_empty=False, help_text="Campaign ids (repeat the parameter)."
+    )
 
 
 class ProcurementExportView(ApiView):
     content_negotiation_class = FirstRendererNegotiation
 
-    @api_schema(summary="The procurement workbook for chosen campaigns (XLSX, SHA-256 in X-Content-SHA256)", tags=TAGS,
-                parameters=[CampaignChoice], responses={(200, XLSX): FILE}, errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="The procurement workbook for chosen campaigns (XLSX, SHA-256 in X-Content-SHA256)",
+        tags=TAGS,
+        parameters=[CampaignChoice],
+        responses={(200, XLSX): FILE},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         campaigns = dashboard_campaigns(request.user, ids=self.validated_query(CampaignChoice)["campaign"])
         if not campaigns:
             raise Http404("none of these campaigns is visible to you")
         content, digest = procurement.build_workbook(campaigns=campaigns)
-        response = _attachment(HttpResponse(content, content_type=XLSX), f"procurement-{datetime.now(dt_timezone.utc):%Y%m%d}.xlsx")
+        response = _attachment(
+            HttpResponse(content, content_type=XLSX),
+            f"procurement-{datetime.now(UTC):%Y%m%d}.xlsx",
+        )
         response["X-Content-SHA256"] = digest
         return response
 
 
 class AttemptExportFilter(CampaignChoice):
     file = serializers.ChoiceField(choices=["csv", "jsonl"], default="jsonl")
-    result = serializers.BooleanField(default=False, help_text="Add each attempt's full result JSON (transcript, diff).")
+    result = serializers.BooleanField(
+        default=False, help_text="Add each attempt's full result JSON (transcript, diff)."
+    )
 
 
 class AttemptExportView(ApiView):
     content_negotiation_class = FirstRendererNegotiation
 
-    @api_schema(summary="Every attempt of chosen campaigns, streamed as JSON lines or CSV", tags=TAGS,
-                parameters=[AttemptExportFilter], responses={(200, "application/x-ndjson"): FILE, (200, "text/csv"): FILE},
-                errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="Every attempt of chosen campaigns, streamed as JSON lines or CSV",
+        tags=TAGS,
+        parameters=[AttemptExportFilter],
+        responses={(200, "application/x-ndjson"): FILE, (200, "text/csv"): FILE},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         query = self.validated_query(AttemptExportFilter)
-        visible = list(campaigns_visible_to(request.user).filter(pk__in=query["campaign"]).values_list("pk", flat=True))
+        visible = list(
+            campaigns_visible_to(request.user).filter(pk__in=query["campaign"]).values_list("pk", flat=True)
+        )
         if not visible:
             raise Http404("none of these campaigns is visible to you")
         fmt = query["file"]
-        body = stream.attempt_export(Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=query["result"])
-        return _attachment(StreamingHttpResponse(body, content_type=stream.CONTENT_TYPES[fmt]), f"attempts-{'-'.join(map(str, visible))}.{fmt}")
+        body = stream.attempt_export(
+            Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=query["result"]
+        )
+        return _attachment(
+            StreamingHttpResponse(body, content_type=stream.CONTENT_TYPES[fmt]),
+            f"attempts-{'-'.join(map(str, visible))}.{fmt}",
+        )

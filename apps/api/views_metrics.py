@@ -6,9 +6,9 @@ cache, same fixed bootstrap seed), so the API and the pages show the same number
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import math
+from collections.abc import Callable
+from typing import Any
 
 from django.http import Http404
 from rest_framework import serializers
@@ -32,16 +32,22 @@ class CampaignRefOutput(serializers.Serializer):
     id = serializers.IntegerField(source="pk")
     name = serializers.CharField()
     agent_name = serializers.CharField(source="agent.name")
-    is_simulation = serializers.BooleanField(source="agent.is_simulation", help_text="A simulation, not a model.")
+    is_simulation = serializers.BooleanField(
+        source="agent.is_simulation", help_text="A simulation, not a model."
+    )
     n_attempts = serializers.IntegerField(help_text="N, attempts planned per task.")
 
 
 class EstimateOutput(serializers.Serializer):
-    value = serializers.FloatField(allow_null=True, help_text="Point estimate (share 0..1); null when no task is eligible.")
+    value = serializers.FloatField(
+        allow_null=True, help_text="Point estimate (share 0..1); null when no task is eligible."
+    )
     lo = serializers.FloatField(allow_null=True, help_text="95% task-bootstrap interval, fixed seed.")
     hi = serializers.FloatField(allow_null=True)
     tasks = serializers.IntegerField(help_text="Tasks the estimate averages over.")
-    excluded = serializers.ListField(child=serializers.CharField(), help_text="Tasks without enough done attempts.")
+    excluded = serializers.ListField(
+        child=serializers.CharField(), help_text="Tasks without enough done attempts."
+    )
 
 
 class AllNOutput(EstimateOutput):
@@ -71,7 +77,9 @@ class CostOutput(serializers.Serializer):
     successes = serializers.IntegerField()
     cost_per_attempt = serializers.FloatField(allow_null=True)
     cost_per_success = serializers.FloatField(allow_null=True)
-    cost_per_dependable_task = serializers.FloatField(allow_null=True, help_text="null when no task is dependable.")
+    cost_per_dependable_task = serializers.FloatField(
+        allow_null=True, help_text="null when no task is dependable."
+    )
     eval_cost_per_attempt = serializers.FloatField(allow_null=True)
     tokens = serializers.DictField(child=serializers.IntegerField())
 
@@ -85,27 +93,33 @@ class FiguresOutput(serializers.Serializer):
     pass_at_k = serializers.DictField(child=EstimateOutput(), help_text="k -> unbiased pass@k.")
     pass_hat_k = serializers.DictField(child=EstimateOutput(), help_text="k -> unbiased pass^k.")
     pass_hat_k_plugin = serializers.DictField(
-        child=serializers.FloatField(allow_null=True), help_text="k -> plug-in (c/n)^k, as ThinkingBox's tb agg prints it."
-    )  # fmt: skip
+        child=serializers.FloatField(allow_null=True),
+        help_text="k -> plug-in (c/n)^k, as ThinkingBox's tb agg prints it.",
+    )
     pass_at_n_observed = EstimateOutput()
     all_n = AllNOutput()
     gap_pp = IntervalOutput(help_text="pass@N observed - all-N share, percentage points.")
     cost = CostOutput()
-    mean_tokens = serializers.FloatField(allow_null=True, help_text="Input + output tokens per billed attempt.")
+    mean_tokens = serializers.FloatField(
+        allow_null=True, help_text="Input + output tokens per billed attempt."
+    )
     unpriced = serializers.IntegerField(help_text="Attempts on a model the price sheet does not list.")
 
 
 class LeaderboardRowOutput(serializers.Serializer):
     campaign = CampaignRefOutput()
     figures = FiguresOutput()
-    reversed_with = serializers.ListField(child=serializers.CharField(), help_text="Campaigns ordered the other way by all-N.")
+    reversed_with = serializers.ListField(
+        child=serializers.CharField(), help_text="Campaigns ordered the other way by all-N."
+    )
 
 
 def healthy_field():
     return serializers.ChoiceField(
-        choices=["exclude"], required=False,
+        choices=["exclude"],
+        required=False,
         help_text="exclude: leave out tasks with open health issues (triage labels grader bug, task ambiguous).",
-    )  # fmt: skip
+    )
 
 
 class LeaderboardFilter(serializers.Serializer):
@@ -119,8 +133,11 @@ class LeaderboardFilter(serializers.Serializer):
 
 
 class CampaignsFilter(serializers.Serializer):
-    campaign = serializers.ListField(child=id_field(), required=False,
-                                     help_text="Only these campaigns (repeat the parameter); default every visible one.")  # fmt: skip
+    campaign = serializers.ListField(
+        child=id_field(),
+        required=False,
+        help_text="Only these campaigns (repeat the parameter); default every visible one.",
+    )
     healthy = healthy_field()
     page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
@@ -138,9 +155,14 @@ def _has_tasks_in_slice(frame, *, domain: str, tag: str) -> bool:
 
 
 class LeaderboardView(ApiView):
-    @api_schema(summary="Leaderboard: every SPEC §5 figure per campaign over a task slice", tags=TAGS,
-                description="With domain and/or tag, only campaigns that ran at least one task of that slice are listed.",
-                parameters=[LeaderboardFilter], responses={200: paginated(LeaderboardRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="Leaderboard: every SPEC §5 figure per campaign over a task slice",
+        tags=TAGS,
+        description="With domain and/or tag, only campaigns that ran at least one task of that slice are listed.",
+        parameters=[LeaderboardFilter],
+        responses={200: paginated(LeaderboardRowOutput)},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         query = self.validated_query(LeaderboardFilter)
         campaigns = dashboard_campaigns(request.user)
@@ -150,9 +172,14 @@ class LeaderboardView(ApiView):
             campaigns = [c for c in campaigns if _has_tasks_in_slice(frames[c.pk], domain=domain, tag=tag)]
         sort = query["sort"]
         descending = query.get("dir", "asc" if sort == "name" else "desc") == "desc"
-        rows = reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health_scope(query, campaigns).exclude)
+        rows = reports.leaderboard_rows(
+            campaigns, domain=domain, tag=tag, exclude=health_scope(query, campaigns).exclude
+        )
         rows = reports.sort_rows(rows, key=sort, descending=descending)
-        items = [{"campaign": r["campaign"], "figures": _figures(r["m"]), "reversed_with": r["reversed_with"]} for r in rows]
+        items = [
+            {"campaign": r["campaign"], "figures": _figures(r["m"]), "reversed_with": r["reversed_with"]}
+            for r in rows
+        ]
         return self.paginate(items, LeaderboardRowOutput)
 
 
@@ -160,7 +187,9 @@ def _selected_campaigns(user, query: dict) -> list[Campaign]:
     return dashboard_campaigns(user, ids=query.get("campaign") or None)
 
 
-def per_campaign(row: Callable[[Campaign, Any, str], dict], *, query: dict) -> Callable[[list[Campaign]], list[dict]]:
+def per_campaign(
+    row: Callable[[Campaign, Any, str], dict], *, query: dict
+) -> Callable[[list[Campaign]], list[dict]]:
     """A page transform: one frame load for the page (health toggle applied), then `row(campaign, frame, stamp)` per campaign."""
 
     def rows(page: list[Campaign]) -> list[dict]:
@@ -178,12 +207,17 @@ class GapRowOutput(serializers.Serializer):
     pass_hat_curves = serializers.DictField(
         child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
         help_text='"all" and each domain -> unbiased pass^k for k = 1..N.',
-    )  # fmt: skip
+    )
 
 
 class GapView(ApiView):
-    @api_schema(summary="Discovery-reliability gap and pass^k curves per campaign", tags=TAGS,
-                parameters=[CampaignsFilter], responses={200: paginated(GapRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="Discovery-reliability gap and pass^k curves per campaign",
+        tags=TAGS,
+        parameters=[CampaignsFilter],
+        responses={200: paginated(GapRowOutput)},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         query = self.validated_query(CampaignsFilter)
         campaigns = _selected_campaigns(request.user, query)
@@ -191,9 +225,12 @@ class GapView(ApiView):
         def row(campaign: Campaign, frame, stamp) -> dict:
             m = reports.campaign_figures(campaign, frame, stamp)
             return {
-                "campaign": campaign, "pass_at_n_observed": m["pass_at_n_observed"]["value"], "all_n": m["all_n"]["value"],
-                "gap_pp": m["gap_pp"], "pass_hat_curves": reports.pass_hat_curves(campaign, frame, stamp),
-            }  # fmt: skip
+                "campaign": campaign,
+                "pass_at_n_observed": m["pass_at_n_observed"]["value"],
+                "all_n": m["all_n"]["value"],
+                "gap_pp": m["gap_pp"],
+                "pass_hat_curves": reports.pass_hat_curves(campaign, frame, stamp),
+            }
 
         return self.paginate(campaigns, GapRowOutput, transform=per_campaign(row, query=query))
 
@@ -207,7 +244,9 @@ class PriceSheetRefOutput(serializers.Serializer):
 
 class CostRowOutput(serializers.Serializer):
     campaign = CampaignRefOutput()
-    price_sheet = PriceSheetRefOutput(allow_null=True, help_text="Source and date of the prices; null when unpriced.")
+    price_sheet = PriceSheetRefOutput(
+        allow_null=True, help_text="Source and date of the prices; null when unpriced."
+    )
     cost = CostOutput()
     mean_tokens = serializers.FloatField(allow_null=True)
     eval_tokens = serializers.IntegerField(help_text="Tokens of the user simulator and judge.")
@@ -215,16 +254,27 @@ class CostRowOutput(serializers.Serializer):
 
 
 class CostView(ApiView):
-    @api_schema(summary="Cost per attempt, success and dependable task, with the price sheet used", tags=TAGS,
-                parameters=[CampaignsFilter], responses={200: paginated(CostRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="Cost per attempt, success and dependable task, with the price sheet used",
+        tags=TAGS,
+        parameters=[CampaignsFilter],
+        responses={200: paginated(CostRowOutput)},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         query = self.validated_query(CampaignsFilter)
         campaigns = _selected_campaigns(request.user, query)
 
         def row(campaign: Campaign, frame, stamp) -> dict:
             m = reports.campaign_figures(campaign, frame, stamp)
-            return {"campaign": campaign, "price_sheet": campaign.price_sheet, "cost": m["cost"],
-                    "mean_tokens": m["mean_tokens"], "eval_tokens": m["tokens_eval"], "unpriced": m["unpriced"]}  # fmt: skip
+            return {
+                "campaign": campaign,
+                "price_sheet": campaign.price_sheet,
+                "cost": m["cost"],
+                "mean_tokens": m["mean_tokens"],
+                "eval_tokens": m["tokens_eval"],
+                "unpriced": m["unpriced"],
+            }
 
         return self.paginate(campaigns, CostRowOutput, transform=per_campaign(row, query=query))
 
@@ -233,7 +283,9 @@ class DomainFiguresOutput(serializers.Serializer):
     domain = serializers.CharField()
     tasks = serializers.IntegerField()
     pass_at_1 = serializers.FloatField(allow_null=True)
-    pass_at_n = serializers.FloatField(allow_null=True, help_text="pass@N observed: share of tasks solved at least once.")
+    pass_at_n = serializers.FloatField(
+        allow_null=True, help_text="pass@N observed: share of tasks solved at least once."
+    )
     all_n = serializers.FloatField(allow_null=True, help_text="Share of tasks solved in all N attempts.")
 
 
@@ -243,15 +295,26 @@ class DomainsRowOutput(serializers.Serializer):
 
 
 class DomainsView(ApiView):
-    @api_schema(summary="Per-domain pass@1, pass@N observed and all-N share per campaign", tags=TAGS,
-                parameters=[CampaignsFilter], responses={200: paginated(DomainsRowOutput)}, errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="Per-domain pass@1, pass@N observed and all-N share per campaign",
+        tags=TAGS,
+        parameters=[CampaignsFilter],
+        responses={200: paginated(DomainsRowOutput)},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         query = self.validated_query(CampaignsFilter)
         campaigns = _selected_campaigns(request.user, query)
 
         def row(campaign: Campaign, frame, stamp) -> dict:
             table = reports.domain_table(campaign, frame, stamp)
-            return {"campaign": campaign, "domains": [{key: _clean(value) for key, value in record.items()} for record in table.to_dict("records")]}
+            return {
+                "campaign": campaign,
+                "domains": [
+                    {key: _clean(value) for key, value in record.items()}
+                    for record in table.to_dict("records")
+                ],
+            }
 
         return self.paginate(campaigns, DomainsRowOutput, transform=per_campaign(row, query=query))
 
@@ -296,8 +359,13 @@ class ComparisonOutput(serializers.Serializer):
 
 
 class CompareView(ApiView):
-    @api_schema(summary="Paired comparison of two campaigns on their shared tasks", tags=TAGS,
-                parameters=[CompareFilter], responses={200: ComparisonOutput}, errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="Paired comparison of two campaigns on their shared tasks",
+        tags=TAGS,
+        parameters=[CompareFilter],
+        responses={200: ComparisonOutput},
+        errors=(400, 401, 403, 404),
+    )
     def get(self, request):
         query = self.validated_query(CompareFilter)
         by_id = {c.pk: c for c in dashboard_campaigns(request.user, ids=[query["a"], query["b"]])}
@@ -305,10 +373,12 @@ class CompareView(ApiView):
         if missing:
             raise Http404(f"no such campaign: {', '.join(missing)}")
         a, b = by_id[query["a"]], by_id[query["b"]]
-        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude)
+        frames, stamps = reports.load_frames(
+            [a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude
+        )
         try:
             result = reports.comparison(a, b, frames, stamps)
         except ValueError as exc:  # different N: all-N is not comparable
-            raise serializers.ValidationError({"b": [str(exc)]})
+            raise serializers.ValidationError({"b": [str(exc)]}) from exc
         keys = [key for key in ComparisonOutput().fields if key not in ("a", "b")]
         return Response(ComparisonOutput({"a": a, "b": b, **{key: result[key] for key in keys}}).data)

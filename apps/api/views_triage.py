@@ -31,8 +31,13 @@ class LabelOutput(serializers.ModelSerializer):
 
 
 class LabelListView(ApiView):
-    @api_schema(summary="The failure-label taxonomy", tags=TAGS, parameters=[PageFilter], operation_id="triage_labels_list",
-                responses={200: paginated(LabelOutput)})  # fmt: skip
+    @api_schema(
+        summary="The failure-label taxonomy",
+        tags=TAGS,
+        parameters=[PageFilter],
+        operation_id="triage_labels_list",
+        responses={200: paginated(LabelOutput)},
+    )
     def get(self, request):
         self.validated_query(PageFilter)
         return self.paginate(Label.objects.all(), LabelOutput)
@@ -58,11 +63,18 @@ class ReviewOutput(serializers.Serializer):
 
 
 class ReviewInput(serializers.Serializer):
-    labels = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
-                                   help_text="Replaces the attempt's labels (names from the taxonomy).")  # fmt: skip
+    labels = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        help_text="Replaces the attempt's labels (names from the taxonomy).",
+    )
     note = serializers.CharField(required=False, allow_blank=True, max_length=20000)
-    assignee = serializers.CharField(required=False, allow_null=True, max_length=150,
-                                     help_text="Username of a triager in the campaign's team; null clears.")  # fmt: skip
+    assignee = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=150,
+        help_text="Username of a triager in the campaign's team; null clears.",
+    )
     status = serializers.ChoiceField(choices=AttemptReview.Status.choices, required=False)
 
     def validate_labels(self, names: list[str]) -> list[Label]:
@@ -108,12 +120,22 @@ def _review_data(attempt: Attempt) -> dict:
 class AttemptReviewView(ApiView):
     roles = {"PATCH": Role.TRIAGER}
 
-    @api_schema(summary="An attempt's triage review and audit trail", tags=TAGS, responses={200: ReviewOutput}, errors=(401, 403, 404))
+    @api_schema(
+        summary="An attempt's triage review and audit trail",
+        tags=TAGS,
+        responses={200: ReviewOutput},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
         return Response(ReviewOutput(_review_data(_attempt_for(request.user, pk))).data)
 
-    @api_schema(summary="Label, annotate, assign or close an attempt's review (triager)", tags=TAGS, request=ReviewInput,
-                responses={200: ReviewOutput}, errors=(400, 401, 403, 404))  # fmt: skip
+    @api_schema(
+        summary="Label, annotate, assign or close an attempt's review (triager)",
+        tags=TAGS,
+        request=ReviewInput,
+        responses={200: ReviewOutput},
+        errors=(400, 401, 403, 404),
+    )
     def patch(self, request, pk: int):
         attempt = _attempt_for(request.user, pk)
         data = self.validated_body(ReviewInput, attempt=attempt)
@@ -128,7 +150,7 @@ class AttemptReviewView(ApiView):
                 if "status" in data:
                     services.attempt_set_status(attempt=attempt, status=data["status"], actor=request.user)
         except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
+            raise serializers.ValidationError(
+                exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+            ) from exc
         return Response(ReviewOutput(_review_data(attempt)).data)
-
-

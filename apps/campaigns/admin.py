@@ -21,7 +21,16 @@ class CampaignAdmin(admin.ModelAdmin):
 
 @admin.register(Attempt)
 class AttemptAdmin(admin.ModelAdmin):
-    list_display = ("campaign", "task", "index", "status", "termination", "verdict", "clean_looking", "retries")
+    list_display = (
+        "campaign",
+        "task",
+        "index",
+        "status",
+        "termination",
+        "verdict",
+        "clean_looking",
+        "retries",
+    )
     list_filter = ("status", "verdict", "clean_looking")
     raw_id_fields = ("campaign", "task")
 

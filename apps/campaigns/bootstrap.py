@@ -12,7 +12,8 @@ def agent_config_for(spec: str) -> AgentConfig:
     """'golden', 'sim:<persona>' (created on first use) or the name of an existing AgentConfig."""
     if spec == "golden":
         agent, _ = AgentConfig.objects.get_or_create(
-            name="golden (harness self-check)", defaults={"kind": AgentConfig.Kind.GOLDEN, "max_concurrency": 64}
+            name="golden (harness self-check)",
+            defaults={"kind": AgentConfig.Kind.GOLDEN, "max_concurrency": 64},
         )
         return agent
     if spec.startswith("sim:"):
@@ -23,13 +24,20 @@ def agent_config_for(spec: str) -> AgentConfig:
             raise CommandError(f"unknown simulated persona {persona!r}; known: {', '.join(sorted(PERSONAS))}")
         agent, _ = AgentConfig.objects.get_or_create(
             name=f"sim:{persona} (simulated persona, not a model)",
-            defaults={"kind": AgentConfig.Kind.SIMULATED, "persona": persona, "model": f"sim-{persona}", "max_concurrency": 64},
+            defaults={
+                "kind": AgentConfig.Kind.SIMULATED,
+                "persona": persona,
+                "model": f"sim-{persona}",
+                "max_concurrency": 64,
+            },
         )
         return agent
     try:
         return AgentConfig.objects.get(name=spec)
     except AgentConfig.DoesNotExist:
-        raise CommandError(f"unknown agent {spec!r}: use golden, sim:<persona> or an AgentConfig name")
+        raise CommandError(
+            f"unknown agent {spec!r}: use golden, sim:<persona> or an AgentConfig name"
+        ) from None
 
 
 def default_team(owner) -> Team:

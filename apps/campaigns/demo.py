@@ -75,7 +75,13 @@ def run_demo_campaigns(context: DemoContext) -> None:
         if existing is not None and existing.status == Campaign.Status.DONE:
             continue
         campaign = existing or campaign_create(
-            name=name, team=team, owner=user, agent=agent, suite=suite, n_attempts=repeat, seed=7,
+            name=name,
+            team=team,
+            owner=user,
+            agent=agent,
+            suite=suite,
+            n_attempts=repeat,
+            seed=7,
             price_sheet=context.shared["demo_price_sheet"],
         )
         campaign_start(campaign=campaign)
@@ -95,7 +101,9 @@ def run_demo_campaigns(context: DemoContext) -> None:
     total = sum(campaign_progress(campaign=c).finished for c in to_wait)
     context.out.write("\n")
     seconds = time.monotonic() - started
-    context.notes.append(f"Demo campaigns: {total} attempts in {seconds:.0f} s ({total / max(seconds, 1e-9):.0f}/s)")
+    context.notes.append(
+        f"Demo campaigns: {total} attempts in {seconds:.0f} s ({total / max(seconds, 1e-9):.0f}/s)"
+    )
     if not finished:
         context.notes.append("Some demo campaigns are still running; the page shows their live progress.")
 

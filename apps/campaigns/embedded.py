@@ -32,12 +32,23 @@ def start_embedded_worker(*, concurrency: int = 2, log_file: Path | None = None)
     log_path = log_file or Path(settings.DATA_DIR) / "embedded-worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [
-        sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker",
-        f"--concurrency={concurrency}", "--loglevel=WARNING", "--without-gossip", "--without-mingle",
-        "--hostname", f"embedded-{os.getpid()}@%h",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "thinkingbox_web",
+        "worker",
+        f"--concurrency={concurrency}",
+        "--loglevel=WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--hostname",
+        f"embedded-{os.getpid()}@%h",
     ]
     handle = open(log_path, "ab")
-    return subprocess.Popen(command, cwd=base_dir, env=os.environ.copy(), stdout=handle, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        command, cwd=base_dir, env=os.environ.copy(), stdout=handle, stderr=subprocess.STDOUT
+    )
 
 
 def stop_worker(process: subprocess.Popen, *, timeout: float = 20.0) -> None:
@@ -53,7 +64,12 @@ def stop_worker(process: subprocess.Popen, *, timeout: float = 20.0) -> None:
 
 
 def wait_for_campaigns(
-    campaign_ids: list[int], *, timeout: float, on_progress=None, sweep_every: float = 5.0, poll_s: float = 0.5
+    campaign_ids: list[int],
+    *,
+    timeout: float,
+    on_progress=None,
+    sweep_every: float = 5.0,
+    poll_s: float = 0.5,
 ) -> bool:
     """Block until the campaigns are no longer running, sweeping stale attempts meanwhile."""
     from apps.campaigns.models import Campaign

@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from django.conf import settings
 
@@ -26,7 +27,6 @@ from tb_engine.runner import Limits, make_agent, run_attempt
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.specio import domain_from_dict, task_from_dict
 from tb_engine.transcript import Usage
-
 
 
 class AttemptCancelled(BaseException):
@@ -57,11 +57,11 @@ class AttemptOutcome:
     error_detail: str = ""
 
     @classmethod
-    def infra_error(cls, message: str) -> "AttemptOutcome":
+    def infra_error(cls, message: str) -> AttemptOutcome:
         return cls(status=Attempt.Status.INFRA_ERROR, error_detail=message)
 
     @classmethod
-    def from_result(cls, result: AttemptResult, *, agent_cost, eval_cost) -> "AttemptOutcome":
+    def from_result(cls, result: AttemptResult, *, agent_cost, eval_cost) -> AttemptOutcome:
         transcript = result.transcript
         eval_usage = transcript.user_usage + transcript.judge_usage
         return cls(
@@ -153,7 +153,9 @@ def warm_builtin_suites() -> int:
     from apps.suites.models import Domain
 
     count = 0
-    pairs = Domain.objects.filter(suite__source=Suite.Source.BUILTIN).values_list("suite__name", "suite__content_hash", "spec")
+    pairs = Domain.objects.filter(suite__source=Suite.Source.BUILTIN).values_list(
+        "suite__name", "suite__content_hash", "spec"
+    )
     for suite_name, content_hash, spec in pairs.distinct():
         name = (spec or {}).get("builtin_suite", suite_name)
         try:
@@ -273,7 +275,12 @@ def engine_price_sheet(campaign: Campaign) -> EnginePriceSheet | None:
     if sheet is None:
         return None
     return EnginePriceSheet.from_dict(
-        {"name": sheet.name, "source": sheet.source, "effective_date": sheet.effective_date, "models": sheet.prices},
+        {
+            "name": sheet.name,
+            "source": sheet.source,
+            "effective_date": sheet.effective_date,
+            "models": sheet.prices,
+        },
         origin=f"price sheet {sheet.name}",
     )
 
@@ -284,7 +291,10 @@ def price_attempt(campaign: Campaign, result: AttemptResult) -> tuple[Decimal | 
     agent_model = campaign.agent.model or campaign.agent.engine_spec
     agent_cost = _cost(result.transcript.agent_usage, agent_model, sheet)
     eval_cost = Decimal(0)
-    for usage, config in ((result.transcript.user_usage, campaign.user_simulator), (result.transcript.judge_usage, campaign.judge)):
+    for usage, config in (
+        (result.transcript.user_usage, campaign.user_simulator),
+        (result.transcript.judge_usage, campaign.judge),
+    ):
         part = _cost(usage, config.get("model", ""), sheet)
         eval_cost = None if part is None or eval_cost is None else eval_cost + part
     return agent_cost, eval_cost

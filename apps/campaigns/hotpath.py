@@ -19,8 +19,9 @@ the fields' own ``get_db_prep_save`` and db converters, so a model change cannot
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.db import DatabaseError, ProgrammingError
 from django.db import connection as default_connection
@@ -30,8 +31,18 @@ from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet
 from apps.suites.models import Domain, Suite, Task
 
 # Attempt columns the worker needs (everything else, e.g. the result JSON, stays deferred).
-_ATTEMPT_COLUMNS = ("id", "campaign_id", "task_id", "index", "status", "retries", "worker", "lease_expires_at",
-                    "dispatched_at", "started_at")  # fmt: skip
+_ATTEMPT_COLUMNS = (
+    "id",
+    "campaign_id",
+    "task_id",
+    "index",
+    "status",
+    "retries",
+    "worker",
+    "lease_expires_at",
+    "dispatched_at",
+    "started_at",
+)
 # (model, alias, deferred field names): the related rows run_engine_attempt and pricing read.
 _RELATED = (
     (Campaign, "c", ()),
@@ -80,13 +91,21 @@ def _quote(connection, name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-def _part(model: type[Model], alias: str, deferred: tuple[str, ...], connection, only: tuple[str, ...] | None = None):
-    fields = [f for f in model._meta.concrete_fields if f.name not in deferred and (only is None or f.attname in only)]
+def _part(
+    model: type[Model], alias: str, deferred: tuple[str, ...], connection, only: tuple[str, ...] | None = None
+):
+    fields = [
+        f
+        for f in model._meta.concrete_fields
+        if f.name not in deferred and (only is None or f.attname in only)
+    ]
     columns = [f"{alias}.{_quote(connection, f.column)}" for f in fields]
     converters = []
     for offset, field in enumerate(fields):
         expression = field.get_col(alias)
-        found = tuple(connection.ops.get_db_converters(expression)) + tuple(expression.get_db_converters(connection))
+        found = tuple(connection.ops.get_db_converters(expression)) + tuple(
+            expression.get_db_converters(connection)
+        )
         if found:
             converters.append((offset, found, expression))
     return columns, _Part(model, tuple(f.attname for f in fields), tuple(converters))
@@ -98,10 +117,14 @@ def _claim_plan(connection) -> _ClaimPlan:
         return plan
     q = lambda name: _quote(connection, name)  # noqa: E731
     tables = {
-        "attempt": q(Attempt._meta.db_table), "campaign": q(Campaign._meta.db_table),
-        "agent": q(AgentConfig._meta.db_table), "price": q(PriceSheet._meta.db_table),
-        "task": q(Task._meta.db_table), "suite": q(Suite._meta.db_table), "domain": q(Domain._meta.db_table),
-    }  # fmt: skip
+        "attempt": q(Attempt._meta.db_table),
+        "campaign": q(Campaign._meta.db_table),
+        "agent": q(AgentConfig._meta.db_table),
+        "price": q(PriceSheet._meta.db_table),
+        "task": q(Task._meta.db_table),
+        "suite": q(Suite._meta.db_table),
+        "domain": q(Domain._meta.db_table),
+    }
     attempt_columns, attempt_part = _part(Attempt, "claimed", (), connection, only=_ATTEMPT_COLUMNS)
     select_columns, parts = list(attempt_columns), [attempt_part]
     for model, alias, deferred in _RELATED:
@@ -138,8 +161,15 @@ def claim_and_load(*, attempt_id: int, worker: str, now, lease_expires_at, conne
     """
     connection = connection or default_connection
     plan = _claim_plan(connection)
-    params = [Attempt.Status.RUNNING, worker, now, lease_expires_at, attempt_id, Attempt.Status.QUEUED,
-              Campaign.Status.RUNNING]  # fmt: skip
+    params = [
+        Attempt.Status.RUNNING,
+        worker,
+        now,
+        lease_expires_at,
+        attempt_id,
+        Attempt.Status.QUEUED,
+        Campaign.Status.RUNNING,
+    ]
     params = _prep_datetimes(connection, params)
     with connection.cursor() as cursor:
         if plan.one_statement:
@@ -248,8 +278,9 @@ def _build(plan: _ClaimPlan, row: list[Any], connection) -> Attempt:
     return attempt
 
 
-def _owned_update_sql(connection, attempt_id: int, worker: str, values: dict[str, Any],
-                      require_running_campaign: bool) -> tuple[str, list[Any]]:  # fmt: skip
+def _owned_update_sql(
+    connection, attempt_id: int, worker: str, values: dict[str, Any], require_running_campaign: bool
+) -> tuple[str, list[Any]]:
     q = lambda name: _quote(connection, name)  # noqa: E731
     table = q(Attempt._meta.db_table)
     assignments, params = [], []
@@ -268,8 +299,9 @@ def _owned_update_sql(connection, attempt_id: int, worker: str, values: dict[str
     return sql, params
 
 
-def update_owned(*, attempt_id: int, worker: str, values: dict[str, Any], require_running_campaign: bool,
-                 connection=None) -> bool:  # fmt: skip
+def update_owned(
+    *, attempt_id: int, worker: str, values: dict[str, Any], require_running_campaign: bool, connection=None
+) -> bool:
     """Write ``values`` to a running attempt owned by ``worker`` (and of a running campaign); whether it was."""
     connection = connection or default_connection
     sql, params = _owned_update_sql(connection, attempt_id, worker, values, require_running_campaign)
@@ -316,8 +348,9 @@ class Recorded:
     dispatched: list[int]  # attempts marked dispatched; their messages are the caller's to send
 
 
-def record_summarise_dispatch(*, attempt: Attempt, worker: str, values: dict[str, Any], now,
-                              connection=None) -> Recorded | None:  # fmt: skip
+def record_summarise_dispatch(
+    *, attempt: Attempt, worker: str, values: dict[str, Any], now, connection=None
+) -> Recorded | None:
     """Record an outcome, recount its summary and dispatch the campaign's next attempt: one round trip.
 
     PostgreSQL outside a transaction only (None otherwise: the caller takes the step by step

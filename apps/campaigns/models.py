@@ -22,9 +22,13 @@ class AgentConfig(models.Model):
     model = models.CharField(max_length=200, blank=True)
     base_url = models.URLField(max_length=500, blank=True)
     api_key_env = models.CharField(
-        max_length=100, blank=True, help_text="Name of the environment variable holding the key (never the key)."
+        max_length=100,
+        blank=True,
+        help_text="Name of the environment variable holding the key (never the key).",
     )
-    parameters = models.JSONField(default=dict, blank=True, help_text="temperature, max_tokens, reasoning, headers…")
+    parameters = models.JSONField(
+        default=dict, blank=True, help_text="temperature, max_tokens, reasoning, headers…"
+    )
     max_concurrency = models.PositiveIntegerField(default=16, help_text="Concurrent attempts per endpoint.")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -82,7 +86,9 @@ class Campaign(models.Model):
     tasks = models.ManyToManyField(Task, related_name="campaigns", blank=True)
     n_attempts = models.PositiveIntegerField(default=20)
     seed = models.BigIntegerField(default=0)
-    user_simulator = models.JSONField(default=dict, blank=True, help_text='{"kind": "scripted"} or an endpoint config.')
+    user_simulator = models.JSONField(
+        default=dict, blank=True, help_text='{"kind": "scripted"} or an endpoint config.'
+    )
     judge = models.JSONField(default=dict, blank=True, help_text='{"kind": "keyword"} or an endpoint config.')
     price_sheet = models.ForeignKey(PriceSheet, null=True, blank=True, on_delete=models.PROTECT)
     harness_version = models.CharField(max_length=50)
@@ -136,7 +142,9 @@ class Attempt(models.Model):
     tool_calls = models.PositiveIntegerField(default=0)
     diff_items = models.PositiveIntegerField(default=0)
     duration_ms = models.FloatField(default=0.0)
-    result = models.JSONField(default=dict, blank=True, help_text="AttemptResult.to_dict(): transcript, diff, checks…")
+    result = models.JSONField(
+        default=dict, blank=True, help_text="AttemptResult.to_dict(): transcript, diff, checks…"
+    )
     error_detail = models.TextField(blank=True)
     retries = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Iterable
 
 from django.conf import settings
 from django.db import transaction
@@ -126,9 +126,14 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
     # whole transaction anyway, and a savepoint costs two more round trips per attempt.
     with transaction.atomic(savepoint=False):
         if limit is None:
-            busy = Attempt.objects.filter(campaign=campaign).filter(
-                Q(status=Attempt.Status.RUNNING) | Q(status=Attempt.Status.QUEUED, dispatched_at__isnull=False)
-            ).count()
+            busy = (
+                Attempt.objects.filter(campaign=campaign)
+                .filter(
+                    Q(status=Attempt.Status.RUNNING)
+                    | Q(status=Attempt.Status.QUEUED, dispatched_at__isnull=False)
+                )
+                .count()
+            )
             limit = campaign_window(campaign) - busy
         if limit <= 0:
             return 0
@@ -155,7 +160,9 @@ def campaign_cancel(*, campaign: Campaign) -> int:
     can be claimed (claims require a running campaign). Returns attempts cancelled now.
     """
     with transaction.atomic():
-        Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED, finished_at=timezone.now())
+        Campaign.objects.filter(pk=campaign.pk).update(
+            status=Campaign.Status.CANCELLED, finished_at=timezone.now()
+        )
         count = Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).update(
             status=Attempt.Status.CANCELLED, finished_at=timezone.now()
         )
@@ -173,7 +180,9 @@ def campaign_resume(*, campaign: Campaign) -> int:
     with transaction.atomic():
         count = Attempt.objects.filter(
             campaign=campaign, status__in=[Attempt.Status.CANCELLED, Attempt.Status.INFRA_ERROR]
-        ).update(status=Attempt.Status.QUEUED, dispatched_at=None, worker="", lease_expires_at=None, retries=0)
+        ).update(
+            status=Attempt.Status.QUEUED, dispatched_at=None, worker="", lease_expires_at=None, retries=0
+        )
     campaign_start(campaign=campaign)
     summary_refresh(campaign_id=campaign.pk)
     return count
@@ -194,9 +203,11 @@ def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
     """Extend the lease; False when the attempt is no longer ours or its campaign was cancelled."""
     lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
     return hotpath.update_owned(
-        attempt_id=attempt_id, worker=worker, values={"lease_expires_at": timezone.now() + lease},
+        attempt_id=attempt_id,
+        worker=worker,
+        values={"lease_expires_at": timezone.now() + lease},
         require_running_campaign=True,
-    )  # fmt: skip
+    )
 
 
 def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
@@ -214,7 +225,9 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     if attempt is None:
         return "not-claimed"
     try:
-        outcome = run_engine_attempt(attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker))
+        outcome = run_engine_attempt(
+            attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker)
+        )
     except AttemptCancelled:
         outcome = None
     except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
@@ -347,7 +360,9 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
     now = now or timezone.now()
     host = socket.gethostname()
     stale_ids, exhausted_ids = [], []
-    running = Attempt.objects.filter(status=Attempt.Status.RUNNING).values_list("id", "worker", "lease_expires_at", "retries")
+    running = Attempt.objects.filter(status=Attempt.Status.RUNNING).values_list(
+        "id", "worker", "lease_expires_at", "retries"
+    )
     for attempt_id, worker, lease, retries in running:
         dead_here = _dead_on_this_host(worker, host)
         expired = lease is not None and lease < now and not same_host_dead_only
@@ -356,15 +371,24 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
     with transaction.atomic():
         if stale_ids:
             Attempt.objects.filter(id__in=stale_ids, status=Attempt.Status.RUNNING).update(
-                status=Attempt.Status.QUEUED, worker="", lease_expires_at=None, dispatched_at=None, retries=F("retries") + 1
+                status=Attempt.Status.QUEUED,
+                worker="",
+                lease_expires_at=None,
+                dispatched_at=None,
+                retries=F("retries") + 1,
             )
         if exhausted_ids:
             Attempt.objects.filter(id__in=exhausted_ids, status=Attempt.Status.RUNNING).update(
-                status=Attempt.Status.INFRA_ERROR, error_detail="worker lost", finished_at=now, lease_expires_at=None
+                status=Attempt.Status.INFRA_ERROR,
+                error_detail="worker lost",
+                finished_at=now,
+                lease_expires_at=None,
             )
         # Messages lost with a dead worker's prefetch: queued, dispatched long ago, never claimed.
         lost_after = timedelta(seconds=settings.ATTEMPT_REDISPATCH_SECONDS)
-        Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=now - lost_after).update(dispatched_at=None)
+        Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=now - lost_after).update(
+            dispatched_at=None
+        )
     for campaign in Campaign.objects.filter(status=Campaign.Status.RUNNING).select_related("agent"):
         campaign_dispatch(campaign=campaign)
         if exhausted_ids:

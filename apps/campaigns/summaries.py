@@ -61,7 +61,9 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
     # No savepoint when nested in attempt_execute's record transaction (two round trips saved).
     with transaction.atomic(savepoint=False):
         if task_id is None:
-            task_ids = list(Attempt.objects.filter(campaign_id=campaign_id).values_list("task_id", flat=True).distinct())
+            task_ids = list(
+                Attempt.objects.filter(campaign_id=campaign_id).values_list("task_id", flat=True).distinct()
+            )
             summaries_create(campaign_id=campaign_id, task_ids=task_ids)
             where, params = "campaign_id = %s", [campaign_id]
         else:
@@ -75,7 +77,10 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
 def lock_pair_sql(campaign_id: int, task_id: int) -> tuple[str, list]:
     """SELECT … FOR UPDATE (where supported) of a pair's summary row."""
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    return f"SELECT id FROM {TaskSummary._meta.db_table} WHERE campaign_id = %s AND task_id = %s{lock}", [campaign_id, task_id]
+    return f"SELECT id FROM {TaskSummary._meta.db_table} WHERE campaign_id = %s AND task_id = %s{lock}", [
+        campaign_id,
+        task_id,
+    ]
 
 
 def recount_sql(campaign_id: int, task_id: int, now) -> tuple[str, list]:

@@ -26,7 +26,11 @@ def _drop_stale_connections() -> bool:
         return False
     close_old_connections()
     last_ok = getattr(_thread, "ok_at", None)
-    if connection.connection is not None and last_ok is not None and time.monotonic() - last_ok < TRUSTED_FOR_S:
+    if (
+        connection.connection is not None
+        and last_ok is not None
+        and time.monotonic() - last_ok < TRUSTED_FOR_S
+    ):
         connection.health_check_done = True
         return True
     return False

@@ -21,13 +21,17 @@ def _get_campaign_for_user(request, pk: int) -> Campaign:
     try:
         return campaigns_visible_to(request.user).get(pk=pk)
     except Campaign.DoesNotExist:
-        raise Http404("no such campaign")
+        raise Http404("no such campaign") from None
 
 
 @login_required
 def campaign_list(request):
     campaigns = list(campaigns_visible_to(request.user)[:200])
-    return render(request, "campaigns/list.html", {"campaigns": campaigns, "can_launch": user_has_role(request.user, "operator")})
+    return render(
+        request,
+        "campaigns/list.html",
+        {"campaigns": campaigns, "can_launch": user_has_role(request.user, "operator")},
+    )
 
 
 @login_required
@@ -61,8 +65,15 @@ def campaign_launch(request):
             tasks = tasks.filter(domain__name__in=domains)
         try:
             campaign = campaign_create(
-                name=data["name"], team=data["team"], owner=request.user, agent=data["agent"], suite=data["suite"],
-                tasks=list(tasks), n_attempts=data["n_attempts"], seed=data["seed"], price_sheet=data["price_sheet"],
+                name=data["name"],
+                team=data["team"],
+                owner=request.user,
+                agent=data["agent"],
+                suite=data["suite"],
+                tasks=list(tasks),
+                n_attempts=data["n_attempts"],
+                seed=data["seed"],
+                price_sheet=data["price_sheet"],
             )
         except ValueError as exc:
             form.add_error(None, str(exc))

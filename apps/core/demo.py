@@ -10,8 +10,9 @@ Example (in apps/suites/demo.py, imported from that app's AppConfig.ready()):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import TextIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model

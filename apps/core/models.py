@@ -8,7 +8,7 @@ from django.utils import timezone
 
 
 class TeamManager(models.Manager):
-    def get_by_natural_key(self, slug: str) -> "Team":
+    def get_by_natural_key(self, slug: str) -> Team:
         return self.get(slug=slug)
 
 

@@ -29,7 +29,9 @@ def healthz(request):
     """JSON health for load balancers: 200 when every check passes, else 503."""
     checks = run_checks()
     healthy = all(check["ok"] for check in checks.values())
-    return JsonResponse({"status": "ok" if healthy else "error", "checks": checks}, status=200 if healthy else 503)
+    return JsonResponse(
+        {"status": "ok" if healthy else "error", "checks": checks}, status=200 if healthy else 503
+    )
 
 
 @require_GET

@@ -31,7 +31,10 @@ def _layout(title: str, **extra: Any) -> dict:
 
 def _clean(values) -> list:
     # JSON has no NaN; Plotly draws gaps for null.
-    return [None if value is None or (isinstance(value, float) and math.isnan(value)) else value for value in values]
+    return [
+        None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+        for value in values
+    ]
 
 
 def gap_scatter(frame: pd.DataFrame) -> dict:
@@ -51,9 +54,14 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
         "hovertemplate": "%{text}<br>pass@N observed %{x:.1f}%<br>all-N %{y:.1f}%<extra></extra>",
     }
     diagonal = {
-        "type": "scatter", "mode": "lines", "name": "no gap (all-N = pass@N)",
-        "x": [0, 100], "y": [0, 100], "line": {"dash": "dot", "color": "#9aa3b0"}, "hoverinfo": "skip",
-    }  # fmt: skip
+        "type": "scatter",
+        "mode": "lines",
+        "name": "no gap (all-N = pass@N)",
+        "x": [0, 100],
+        "y": [0, 100],
+        "line": {"dash": "dot", "color": "#9aa3b0"},
+        "hoverinfo": "skip",
+    }
     axis = {"range": [0, 102], "ticksuffix": "%", "gridcolor": "#eef0f3", "zeroline": False}
     return {
         "data": [diagonal, points],
@@ -74,12 +82,15 @@ def pass_hat_k_figure(frame: pd.DataFrame, *, title: str = "pass^k by k (unbiase
         group = group.sort_values("k")
         traces.append(
             {
-                "type": "scatter", "mode": "lines+markers", "name": str(series),
-                "x": [int(k) for k in group["k"]], "y": _clean(group["value"] * 100),
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": str(series),
+                "x": [int(k) for k in group["k"]],
+                "y": _clean(group["value"] * 100),
                 "line": {"color": PALETTE[position % len(PALETTE)]},
                 "hovertemplate": f"{series}<br>k = %{{x}}<br>pass^k %{{y:.1f}}%<extra></extra>",
             }
-        )  # fmt: skip
+        )
     return {
         "data": traces,
         "layout": _layout(
@@ -101,15 +112,18 @@ def heatmap(frame: pd.DataFrame, *, title: str) -> dict:
                 "z": z,
                 "x": [str(c) for c in frame.columns],
                 "y": [str(i) for i in frame.index],
-                "zmin": 0, "zmax": 100,
+                "zmin": 0,
+                "zmax": 100,
                 "colorscale": [[0, "#fdeceb"], [0.5, "#fff3cd"], [1, "#cfe9d8"]],
                 "text": [["—" if v is None else f"{v:.0f}%" for v in row] for row in z],
                 "texttemplate": "%{text}",
                 "hovertemplate": "%{y}<br>%{x}: %{z:.1f}%<extra></extra>",
                 "colorbar": {"ticksuffix": "%", "len": 0.9},
             }
-        ],  # fmt: skip
-        "layout": _layout(title, height=max(220, 60 + 36 * len(frame.index)), margin={"l": 200, "r": 20, "t": 40, "b": 60}),
+        ],
+        "layout": _layout(
+            title, height=max(220, 60 + 36 * len(frame.index)), margin={"l": 200, "r": 20, "t": 40, "b": 60}
+        ),
     }
 
 
@@ -118,14 +132,29 @@ def cost_bars(frame: pd.DataFrame) -> dict:
     names = list(frame["name"])
     return {
         "data": [
-            {"type": "bar", "name": "agent", "x": names, "y": _clean(frame["agent_cost"]), "marker": {"color": PALETTE[0]},
-             "hovertemplate": "%{x}<br>agent $%{y:.4f}<extra></extra>"},
-            {"type": "bar", "name": "evaluation (user simulator, judge)", "x": names, "y": _clean(frame["eval_cost"]),
-             "marker": {"color": PALETTE[1]}, "hovertemplate": "%{x}<br>evaluation $%{y:.4f}<extra></extra>"},
-        ],  # fmt: skip
-        "layout": _layout("Agent cost vs evaluation overhead", barmode="stack",
-                          yaxis={"title": {"text": "USD"}, "tickprefix": "$", "gridcolor": "#eef0f3"},
-                          legend={"orientation": "h", "y": -0.3}),  # fmt: skip
+            {
+                "type": "bar",
+                "name": "agent",
+                "x": names,
+                "y": _clean(frame["agent_cost"]),
+                "marker": {"color": PALETTE[0]},
+                "hovertemplate": "%{x}<br>agent $%{y:.4f}<extra></extra>",
+            },
+            {
+                "type": "bar",
+                "name": "evaluation (user simulator, judge)",
+                "x": names,
+                "y": _clean(frame["eval_cost"]),
+                "marker": {"color": PALETTE[1]},
+                "hovertemplate": "%{x}<br>evaluation $%{y:.4f}<extra></extra>",
+            },
+        ],
+        "layout": _layout(
+            "Agent cost vs evaluation overhead",
+            barmode="stack",
+            yaxis={"title": {"text": "USD"}, "tickprefix": "$", "gridcolor": "#eef0f3"},
+            legend={"orientation": "h", "y": -0.3},
+        ),
     }
 
 
@@ -144,12 +173,22 @@ def token_bars(frame: pd.DataFrame) -> dict:
         output_visible=frame["output_tokens"] - frame["reasoning_tokens"].clip(upper=frame["output_tokens"]),
     )
     traces = [
-        {"type": "bar", "name": label, "x": list(parts["name"]), "y": [int(v) for v in parts[column]],
-         "marker": {"color": PALETTE[position]}, "hovertemplate": f"%{{x}}<br>{label}: %{{y:,}}<extra></extra>"}
+        {
+            "type": "bar",
+            "name": label,
+            "x": list(parts["name"]),
+            "y": [int(v) for v in parts[column]],
+            "marker": {"color": PALETTE[position]},
+            "hovertemplate": f"%{{x}}<br>{label}: %{{y:,}}<extra></extra>",
+        }
         for position, (column, label) in enumerate(TOKEN_PARTS)
-    ]  # fmt: skip
+    ]
     return {
         "data": traces,
-        "layout": _layout("Agent tokens", barmode="stack", yaxis={"title": {"text": "tokens"}, "gridcolor": "#eef0f3"},
-                          legend={"orientation": "h", "y": -0.3}),  # fmt: skip
+        "layout": _layout(
+            "Agent tokens",
+            barmode="stack",
+            yaxis={"title": {"text": "tokens"}, "gridcolor": "#eef0f3"},
+            legend={"orientation": "h", "y": -0.3},
+        ),
     }

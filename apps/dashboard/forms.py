@@ -31,4 +31,6 @@ class WhatIfPriceForm(_CampaignChoiceForm):
     reasoning = forms.DecimalField(min_value=0, max_digits=12, decimal_places=6, label="reasoning $/M")
 
     def prices(self) -> dict[str, float]:
-        return {key: float(self.cleaned_data[key]) for key in ("input", "cached_input", "output", "reasoning")}
+        return {
+            key: float(self.cleaned_data[key]) for key in ("input", "cached_input", "output", "reasoning")
+        }

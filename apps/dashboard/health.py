@@ -7,8 +7,8 @@ never silently computed on a different task set than the reader assumes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from apps.campaigns.models import Campaign
 
@@ -27,7 +27,11 @@ class HealthScope:
 
     def context(self) -> dict:
         """Template variables of the toggle and its banner (dashboard/_health.html)."""
-        return {"healthy": EXCLUDE if self.excluding else "", "unhealthy_count": len(self.unhealthy), "excluded_count": len(self.exclude)}
+        return {
+            "healthy": EXCLUDE if self.excluding else "",
+            "unhealthy_count": len(self.unhealthy),
+            "excluded_count": len(self.exclude),
+        }
 
 
 def health_scope(query: Mapping[str, str], campaigns: list[Campaign]) -> HealthScope:
@@ -35,4 +39,6 @@ def health_scope(query: Mapping[str, str], campaigns: list[Campaign]) -> HealthS
     # Imported here: triage builds on the dashboard, not the other way round.
     from apps.triage.selectors import unhealthy_task_pks
 
-    return HealthScope(unhealthy=unhealthy_task_pks(campaigns=campaigns), excluding=query.get("healthy") == EXCLUDE)
+    return HealthScope(
+        unhealthy=unhealthy_task_pks(campaigns=campaigns), excluding=query.get("healthy") == EXCLUDE
+    )

@@ -9,7 +9,9 @@ from django.db import models
 class ExternalScore(models.Model):
     """One published score (e.g. a vendor's own benchmark figure) for the agent of a campaign."""
 
-    campaign = models.ForeignKey("campaigns.Campaign", on_delete=models.CASCADE, related_name="external_scores")
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="external_scores"
+    )
     benchmark = models.CharField(max_length=100, help_text="e.g. tau-bench retail, SWE-bench Verified")
     score = models.FloatField(help_text="As published; higher is better.")
     entered_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
@@ -17,7 +19,9 @@ class ExternalScore(models.Model):
 
     class Meta:
         ordering = ["benchmark", "campaign"]
-        constraints = [models.UniqueConstraint(fields=["campaign", "benchmark"], name="external_score_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "benchmark"], name="external_score_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.benchmark}: {self.score} ({self.campaign_id})"

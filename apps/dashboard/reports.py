@@ -9,7 +9,8 @@ the same numbers on every load.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,9 @@ def load_frames(
     if not exclude:
         return frames, stamps
     marker = "|without:" + ",".join(str(pk) for pk in sorted(exclude))
-    return {pk: filter_frame(frame, exclude=exclude) for pk, frame in frames.items()}, {pk: stamp + marker for pk, stamp in stamps.items()}
+    return {pk: filter_frame(frame, exclude=exclude) for pk, frame in frames.items()}, {
+        pk: stamp + marker for pk, stamp in stamps.items()
+    }
 
 
 def _stored_frames(campaigns: list[Campaign]) -> tuple[dict[int, pd.DataFrame], dict[int, str]]:
@@ -58,7 +61,9 @@ def _stored_frames(campaigns: list[Campaign]) -> tuple[dict[int, pd.DataFrame], 
     return frames, stamps
 
 
-def filter_frame(frame: pd.DataFrame, *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()) -> pd.DataFrame:
+def filter_frame(
+    frame: pd.DataFrame, *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+) -> pd.DataFrame:
     """Rows of one domain and/or carrying one tag (a slice averages over its tasks, SPEC §5), minus `exclude` task pks."""
     if exclude:
         frame = frame[~frame["task_pk"].isin(list(exclude))]
@@ -80,7 +85,13 @@ def _cached(key: str, compute: Callable[[], Any]) -> Any:
 
 
 def campaign_figures(
-    campaign: Campaign, frame: pd.DataFrame, stamp: str, *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+    campaign: Campaign,
+    frame: pd.DataFrame,
+    stamp: str,
+    *,
+    domain: str = "",
+    tag: str = "",
+    exclude: frozenset[int] = frozenset(),
 ) -> dict:
     """campaign_metrics of the (filtered) tasks plus mean tokens and unpriced attempts, cached.
 
@@ -108,7 +119,9 @@ def leaderboard_rows(
     frames, stamps = load_frames(campaigns)
     rows = []
     for campaign in campaigns:
-        figures = campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk], domain=domain, tag=tag, exclude=exclude)
+        figures = campaign_figures(
+            campaign, frames[campaign.pk], stamps[campaign.pk], domain=domain, tag=tag, exclude=exclude
+        )
         rows.append({"campaign": campaign, "m": figures, "reversed_with": []})
     _mark_reversals(rows)
     return rows
@@ -188,7 +201,10 @@ def domain_table(campaign: Campaign, frame: pd.DataFrame, stamp: str) -> pd.Data
             dependable=((frame["c"] == frame["n"]) & (frame["n"] == campaign.n_attempts)).astype(float),
         )
         grouped = table.groupby("domain", sort=True).agg(
-            pass_at_1=("rate", "mean"), pass_at_n=("found", "mean"), all_n=("dependable", "mean"), tasks=("task_id", "count")
+            pass_at_1=("rate", "mean"),
+            pass_at_n=("found", "mean"),
+            all_n=("dependable", "mean"),
+            tasks=("task_id", "count"),
         )
         return grouped.reset_index()
 
@@ -198,7 +214,9 @@ def domain_table(campaign: Campaign, frame: pd.DataFrame, stamp: str) -> pd.Data
 def comparison(a: Campaign, b: Campaign, frames: dict[int, pd.DataFrame], stamps: dict[int, str]) -> dict:
     """paired_comparison of A minus B on shared tasks (same N required), cached per stamp pair."""
     if a.n_attempts != b.n_attempts:
-        raise ValueError(f"campaigns have different N ({a.n_attempts} vs {b.n_attempts}); all-N is not comparable")
+        raise ValueError(
+            f"campaigns have different N ({a.n_attempts} vs {b.n_attempts}); all-N is not comparable"
+        )
 
     def compute() -> dict:
         return paired_comparison(frames[a.pk], frames[b.pk], n_attempts=a.n_attempts)
@@ -206,7 +224,9 @@ def comparison(a: Campaign, b: Campaign, frames: dict[int, pd.DataFrame], stamps
     return _cached(_key("compare", a.pk, stamps[a.pk], b.pk, stamps[b.pk]), compute)
 
 
-def whatif_cost(frame: pd.DataFrame, prices: dict[str, float], *, all_n_count: int, successes: int, billed: int) -> dict:
+def whatif_cost(
+    frame: pd.DataFrame, prices: dict[str, float], *, all_n_count: int, successes: int, billed: int
+) -> dict:
     """Agent cost recomputed from stored token sums at edited per-million prices; nothing is written.
 
     Mirrors tb_engine.pricing.cost_of: cached tokens are part of input, reasoning part of output.

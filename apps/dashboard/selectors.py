@@ -6,7 +6,7 @@ campaign x task, kept current by the campaigns app), loaded in a constant number
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import pandas as pd
 from django.db.models import Count, Max, Sum
@@ -16,11 +16,30 @@ from apps.campaigns.selectors import campaigns_visible_to
 from apps.suites.models import Task
 
 TOKEN_COLUMNS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens")
-STAMP_SUMS = ("n_done", "n_pass", "n_infra_error", "n_clean_looking", "input_tokens", "output_tokens", "agent_cost", "eval_cost")
+STAMP_SUMS = (
+    "n_done",
+    "n_pass",
+    "n_infra_error",
+    "n_clean_looking",
+    "input_tokens",
+    "output_tokens",
+    "agent_cost",
+    "eval_cost",
+)
 FRAME_COLUMNS = (
-    "task_pk", "task_id", "domain", "tags", "n", "c", "infra_errors", "clean_looking",
-    "agent_cost", "eval_cost", "unpriced", *TOKEN_COLUMNS,
-)  # fmt: skip
+    "task_pk",
+    "task_id",
+    "domain",
+    "tags",
+    "n",
+    "c",
+    "infra_errors",
+    "clean_looking",
+    "agent_cost",
+    "eval_cost",
+    "unpriced",
+    *TOKEN_COLUMNS,
+)
 
 
 def dashboard_campaigns(user, *, ids: Iterable[int] | None = None) -> list[Campaign]:
@@ -46,7 +65,7 @@ def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
         .values("campaign_id")
         .annotate(latest=Max("updated_at"), rows=Count("id"), **sums)
     )
-    stamps = {campaign_id: "empty" for campaign_id in ids}
+    stamps = dict.fromkeys(ids, "empty")
     for row in rows:
         parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])] + [str(row[key]) for key in sums]
         stamps[row["campaign_id"]] = "-".join(parts)
@@ -60,13 +79,27 @@ def per_task_frames(campaign_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
         "campaign_id", "task_id", "task__task_id", "task__domain__name", "task__tags"
     )
     summaries = TaskSummary.objects.filter(campaign_id__in=ids).values_list(
-        "campaign_id", "task_id", "n_done", "n_pass", "n_infra_error", "n_clean_looking",
-        "agent_cost", "eval_cost", "unpriced_attempts", *TOKEN_COLUMNS,
-    )  # fmt: skip
+        "campaign_id",
+        "task_id",
+        "n_done",
+        "n_pass",
+        "n_infra_error",
+        "n_clean_looking",
+        "agent_cost",
+        "eval_cost",
+        "unpriced_attempts",
+        *TOKEN_COLUMNS,
+    )
     counts = {(row[0], row[1]): row[2:] for row in summaries}
     empty = (0, 0, 0, 0, 0.0, 0.0, 0, *([0] * len(TOKEN_COLUMNS)))
     rows: dict[int, list[tuple]] = {campaign_id: [] for campaign_id in ids}
-    for campaign_id, task_pk, task_id, domain, tags, in membership:
+    for (
+        campaign_id,
+        task_pk,
+        task_id,
+        domain,
+        tags,
+    ) in membership:
         values = counts.get((campaign_id, task_pk), empty)
         rows[campaign_id].append((task_pk, task_id, domain, list(tags or []), *values))
     frames = {}

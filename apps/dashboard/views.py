@@ -17,8 +17,8 @@ from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.access import require_role, user_has_role
 from apps.core.roles import Role
 from apps.dashboard import charts, reports
-from apps.dashboard.health import health_scope
 from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
+from apps.dashboard.health import health_scope
 from apps.dashboard.models import ExternalScore
 from apps.dashboard.selectors import attempt_strip, dashboard_campaigns, filter_options
 from apps.suites.models import Task
@@ -52,17 +52,32 @@ def leaderboard(request):
     # Triage: tasks with open health issues (grader bug, ambiguous) can be left out of every figure.
     health = health_scope(request.GET, campaigns)
     healthy = health.context()["healthy"]
-    rows = reports.sort_rows(reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude), key=sort, descending=descending)
+    rows = reports.sort_rows(
+        reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude),
+        key=sort,
+        descending=descending,
+    )
     benchmarks, correlations = _external_scores(rows)
     domains, tags = filter_options(campaigns)
-    filter_query = urlencode({key: value for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy)) if value})
+    filter_query = urlencode(
+        {key: value for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy)) if value}
+    )
     context = {
-        "rows": rows, "domain": domain, "tag": tag, "sort": sort, "descending": descending, **health.context(),
+        "rows": rows,
+        "domain": domain,
+        "tag": tag,
+        "sort": sort,
+        "descending": descending,
+        **health.context(),
         "export_query": f"{filter_query}&sort={sort}&dir={'desc' if descending else 'asc'}".lstrip("&"),
         "base_query": filter_query,
-        "domains": domains, "tags": tags, "benchmarks": benchmarks, "correlations": correlations,
-        "score_form": ExternalScoreForm(campaigns=campaigns), "can_edit": user_has_role(request.user, Role.OPERATOR),
-    }  # fmt: skip
+        "domains": domains,
+        "tags": tags,
+        "benchmarks": benchmarks,
+        "correlations": correlations,
+        "score_form": ExternalScoreForm(campaigns=campaigns),
+        "can_edit": user_has_role(request.user, Role.OPERATOR),
+    }
     return _render(request, "dashboard/leaderboard.html", "leaderboard-table", context)
 
 
@@ -88,9 +103,10 @@ def external_score_add(request):
     form = ExternalScoreForm(request.POST, campaigns=list(campaigns_visible_to(request.user)))
     if form.is_valid():
         ExternalScore.objects.update_or_create(
-            campaign=form.cleaned_data["campaign"], benchmark=form.cleaned_data["benchmark"],
+            campaign=form.cleaned_data["campaign"],
+            benchmark=form.cleaned_data["benchmark"],
             defaults={"score": form.cleaned_data["score"], "entered_by": request.user},
-        )  # fmt: skip
+        )
     return redirect("dashboard:leaderboard")
 
 
@@ -104,28 +120,50 @@ def gap(request):
     points, curves = [], {}
     for campaign in campaigns:
         figures = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
-        points.append({"name": campaign.name, "pass_at_n": figures["pass_at_n_observed"]["value"], "all_n": figures["all_n"]["value"],
-                       "gap": figures["gap_pp"]["value"], "campaign": campaign})  # fmt: skip
+        points.append(
+            {
+                "name": campaign.name,
+                "pass_at_n": figures["pass_at_n_observed"]["value"],
+                "all_n": figures["all_n"]["value"],
+                "gap": figures["gap_pp"]["value"],
+                "campaign": campaign,
+            }
+        )
         curves[campaign] = reports.pass_hat_curves(campaign, frames[campaign.pk], stamps[campaign.pk])
     scatter = charts.gap_scatter(pd.DataFrame(points, columns=["name", "pass_at_n", "all_n"]))
     overall = [
         {"series": campaign.name, "k": k, "value": value}
-        for campaign, by in curves.items() for k, value in enumerate(by["all"], start=1)
-    ]  # fmt: skip
+        for campaign, by in curves.items()
+        for k, value in enumerate(by["all"], start=1)
+    ]
     domain_names = sorted({name for by in curves.values() for name in by if name != "all"})
     per_domain = []
     for position, name in enumerate(domain_names):
         rows = [
             {"series": campaign.name, "k": k, "value": value}
-            for campaign, by in curves.items() for k, value in enumerate(by.get(name, []), start=1)
-        ]  # fmt: skip
-        per_domain.append({"domain": name, "id": f"chart-passk-{position}", "chart": _chart(charts.pass_hat_k_figure(pd.DataFrame(rows, columns=["series", "k", "value"]), title=f"pass^k · {name}"))})
+            for campaign, by in curves.items()
+            for k, value in enumerate(by.get(name, []), start=1)
+        ]
+        per_domain.append(
+            {
+                "domain": name,
+                "id": f"chart-passk-{position}",
+                "chart": _chart(
+                    charts.pass_hat_k_figure(
+                        pd.DataFrame(rows, columns=["series", "k", "value"]), title=f"pass^k · {name}"
+                    )
+                ),
+            }
+        )
     context = {
-        "points": points, "scatter": _chart(scatter),
+        "points": points,
+        "scatter": _chart(scatter),
         "overall": _chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
-        "per_domain": per_domain, "all_campaigns": dashboard_campaigns(request.user), "selected": {c.pk for c in campaigns},
+        "per_domain": per_domain,
+        "all_campaigns": dashboard_campaigns(request.user),
+        "selected": {c.pk for c in campaigns},
         **health.context(),
-    }  # fmt: skip
+    }
     return _render(request, "dashboard/gap.html", "gap-body", context)
 
 
@@ -146,16 +184,37 @@ def cost(request):
     if request.method == "POST":
         return _whatif(request, campaigns, frames, rows)
     table = pd.DataFrame(
-        [{"name": r["campaign"].name, "agent_cost": r["m"]["cost"]["agent_cost"], "eval_cost": r["m"]["cost"]["eval_cost"],
-          **{k: r["tokens"].get(k, 0) for k in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")}}
-         for r in rows],
-        columns=["name", "agent_cost", "eval_cost", "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"],
-    )  # fmt: skip
+        [
+            {
+                "name": r["campaign"].name,
+                "agent_cost": r["m"]["cost"]["agent_cost"],
+                "eval_cost": r["m"]["cost"]["eval_cost"],
+                **{
+                    k: r["tokens"].get(k, 0)
+                    for k in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
+                },
+            }
+            for r in rows
+        ],
+        columns=[
+            "name",
+            "agent_cost",
+            "eval_cost",
+            "input_tokens",
+            "cached_input_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+        ],
+    )
     sheets = {campaign.price_sheet_id: campaign.price_sheet for campaign in campaigns if campaign.price_sheet}
     context = {
-        "rows": rows, "cost_chart": _chart(charts.cost_bars(table)), "token_chart": _chart(charts.token_bars(table)),
-        "sheets": list(sheets.values()), "whatif_form": WhatIfPriceForm(campaigns=campaigns), **health.context(),
-    }  # fmt: skip
+        "rows": rows,
+        "cost_chart": _chart(charts.cost_bars(table)),
+        "token_chart": _chart(charts.token_bars(table)),
+        "sheets": list(sheets.values()),
+        "whatif_form": WhatIfPriceForm(campaigns=campaigns),
+        **health.context(),
+    }
     return render(request, "dashboard/cost.html", context)
 
 
@@ -166,9 +225,12 @@ def _whatif(request, campaigns, frames, rows):
         campaign = form.cleaned_data["campaign"]
         row = next(r for r in rows if r["campaign"].pk == campaign.pk)
         result = reports.whatif_cost(
-            frames[campaign.pk], form.prices(),
-            all_n_count=row["m"]["all_n"]["count"], successes=row["m"]["cost"]["successes"], billed=row["m"]["cost"]["billed_attempts"],
-        )  # fmt: skip
+            frames[campaign.pk],
+            form.prices(),
+            all_n_count=row["m"]["all_n"]["count"],
+            successes=row["m"]["cost"]["successes"],
+            billed=row["m"]["cost"]["billed_attempts"],
+        )
         result["campaign"], result["stored"] = campaign, row["m"]["cost"]
     return render(request, "dashboard/cost.html#whatif-result", {"whatif_form": form, "whatif": result})
 
@@ -180,24 +242,51 @@ def domains(request):
     campaigns = dashboard_campaigns(request.user)
     health = health_scope(request.GET, campaigns)
     frames, stamps = reports.load_frames(campaigns, exclude=health.exclude)
-    tables = {c.pk: reports.domain_table(c, frames[c.pk], stamps[c.pk]).set_index("domain") for c in campaigns}
+    tables = {
+        c.pk: reports.domain_table(c, frames[c.pk], stamps[c.pk]).set_index("domain") for c in campaigns
+    }
     heatmaps = []
-    for column, title in (("pass_at_1", "pass@1"), ("pass_at_n", "pass@N observed"), ("all_n", "observed all-N")):
-        grid = pd.DataFrame({c.name: tables[c.pk][column] for c in campaigns}).T if campaigns else pd.DataFrame()
-        heatmaps.append({"title": title, "id": f"chart-heat-{column}", "chart": _chart(charts.heatmap(grid, title=f"{title} by domain"))})
+    for column, title in (
+        ("pass_at_1", "pass@1"),
+        ("pass_at_n", "pass@N observed"),
+        ("all_n", "observed all-N"),
+    ):
+        grid = (
+            pd.DataFrame({c.name: tables[c.pk][column] for c in campaigns}).T if campaigns else pd.DataFrame()
+        )
+        heatmaps.append(
+            {
+                "title": title,
+                "id": f"chart-heat-{column}",
+                "chart": _chart(charts.heatmap(grid, title=f"{title} by domain")),
+            }
+        )
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
     deltas = []
     if a and b:
         joined = tables[a.pk].merge(tables[b.pk], left_index=True, right_index=True, suffixes=("_a", "_b"))
         for domain_name, row in joined.iterrows():
-            deltas.append({"domain": domain_name, **{m: (row[f"{m}_a"] - row[f"{m}_b"]) * 100 for m in ("pass_at_1", "pass_at_n", "all_n")}})
-    context = {"heatmaps": heatmaps, "campaigns": campaigns, "a": a, "b": b, "deltas": deltas, **health.context()}
+            deltas.append(
+                {
+                    "domain": domain_name,
+                    **{m: (row[f"{m}_a"] - row[f"{m}_b"]) * 100 for m in ("pass_at_1", "pass_at_n", "all_n")},
+                }
+            )
+    context = {
+        "heatmaps": heatmaps,
+        "campaigns": campaigns,
+        "a": a,
+        "b": b,
+        "deltas": deltas,
+        **health.context(),
+    }
     return _render(request, "dashboard/domains.html", "domain-deltas", context)
 
 
 def _pair(request, by_id: dict):
     """Campaigns ?a= and ?b= among the visible ones (None when absent or not visible)."""
+
     def pick(name):
         value = request.GET.get(name, "")
         return by_id.get(int(value)) if value.isdigit() else None
@@ -237,20 +326,41 @@ def tasks(request):
     grid: dict[str, dict] = {}
     for position, campaign in enumerate(campaigns):
         frame = reports.filter_frame(frames[campaign.pk], domain=domain)
-        for task_pk, task_id, task_domain, n, c in zip(frame["task_pk"], frame["task_id"], frame["domain"], frame["n"], frame["c"]):
-            entry = grid.setdefault(task_id, {"task_pk": int(task_pk), "task_id": task_id, "domain": task_domain, "cells": [None] * len(campaigns)})
+        for task_pk, task_id, task_domain, n, c in zip(
+            frame["task_pk"], frame["task_id"], frame["domain"], frame["n"], frame["c"]
+        ):
+            entry = grid.setdefault(
+                task_id,
+                {
+                    "task_pk": int(task_pk),
+                    "task_id": task_id,
+                    "domain": task_domain,
+                    "cells": [None] * len(campaigns),
+                },
+            )
             entry["cells"][position] = {
-                "c": int(c), "n": int(n), "N": campaign.n_attempts,
-                "rate": (c / n) if n else None, "dependable": bool(c == n == campaign.n_attempts),
-            }  # fmt: skip
+                "c": int(c),
+                "n": int(n),
+                "N": campaign.n_attempts,
+                "rate": (c / n) if n else None,
+                "dependable": bool(c == n == campaign.n_attempts),
+            }
     rows = [grid[key] for key in sorted(grid) if _task_matches(grid[key]["cells"], kind)]
     page = Paginator(rows, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     domains_list, _ = filter_options(campaigns)
     context = {
-        "campaigns": campaigns, "page": page, "filter": kind, "filters": TASK_FILTERS, "domain": domain,
-        "domains": domains_list, "total": len(rows), "selected_ids": _selected_ids(request) or [],
-        "page_query": urlencode([("c", pk) for pk in _selected_ids(request) or []] + [("filter", kind), ("domain", domain)]),
-    }  # fmt: skip
+        "campaigns": campaigns,
+        "page": page,
+        "filter": kind,
+        "filters": TASK_FILTERS,
+        "domain": domain,
+        "domains": domains_list,
+        "total": len(rows),
+        "selected_ids": _selected_ids(request) or [],
+        "page_query": urlencode(
+            [("c", pk) for pk in _selected_ids(request) or []] + [("filter", kind), ("domain", domain)]
+        ),
+    }
     return _render(request, "dashboard/tasks.html", "task-grid", context)
 
 
@@ -259,7 +369,9 @@ def tasks(request):
 def task_detail(request, pk: int):
     """One task: policy, initial-state patch, golden trajectory, validation, every attempt as a strip."""
     visible = campaigns_visible_to(request.user)
-    task = Task.objects.select_related("domain", "suite").filter(pk=pk, campaigns__in=visible).distinct().first()
+    task = (
+        Task.objects.select_related("domain", "suite").filter(pk=pk, campaigns__in=visible).distinct().first()
+    )
     if task is None:
         raise Http404("no such task in your campaigns")
     campaigns = dashboard_campaigns(request.user, ids=visible.filter(tasks=task).values_list("pk", flat=True))

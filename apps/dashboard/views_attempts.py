@@ -49,10 +49,12 @@ def diff_groups(diff: list[dict]) -> list[dict]:
     tables: dict[str, dict[str, list[dict]]] = {}
     for position, item in enumerate(diff):
         entry = {
-            **item, "position": position, "headline": diff_headline(item),
+            **item,
+            "position": position,
+            "headline": diff_headline(item),
             "kind_label": KIND_LABELS.get(item["kind"], item["kind"]),
             "calls": " ".join(str(i) for i in item.get("written_by") or []),
-        }  # fmt: skip
+        }
         tables.setdefault(item["table"], {}).setdefault(str(item["key"]), []).append(entry)
     return [
         {"table": table, "rows": [{"key": key, "items": items} for key, items in rows.items()]}
@@ -74,19 +76,41 @@ def transcript_steps(transcript: dict, diff: list[dict]) -> list[dict]:
         if role == "tool" and message.get("tool_call_id") in executed:
             continue  # its content is the result of a call already shown with that call
         if message.get("content") or role != "assistant":
-            steps.append({"kind": "message", "role": role, "content": message.get("content") or "",
-                          "turn": message.get("turn", 0), "at_ms": message.get("at_ms", 0.0), "is_error": message.get("is_error", False)})  # fmt: skip
+            steps.append(
+                {
+                    "kind": "message",
+                    "role": role,
+                    "content": message.get("content") or "",
+                    "turn": message.get("turn", 0),
+                    "at_ms": message.get("at_ms", 0.0),
+                    "is_error": message.get("is_error", False),
+                }
+            )
         for request in message.get("tool_calls") or []:
             call = executed.get(request.get("id"))
             if call is None:
-                steps.append({"kind": "unexecuted", "name": request.get("name"), "arguments": request.get("arguments")})
+                steps.append(
+                    {"kind": "unexecuted", "name": request.get("name"), "arguments": request.get("arguments")}
+                )
                 continue
             shown.add(call.get("id"))
-            steps.append({"kind": "call", "call": call, "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), []))})
+            steps.append(
+                {
+                    "kind": "call",
+                    "call": call,
+                    "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), [])),
+                }
+            )
     # Calls no message announced (e.g. imported transcripts) still appear, in index order.
     for call in sorted(transcript.get("tool_calls", []), key=lambda c: c.get("index", 0)):
         if call.get("id") not in shown:
-            steps.append({"kind": "call", "call": call, "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), []))})
+            steps.append(
+                {
+                    "kind": "call",
+                    "call": call,
+                    "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), [])),
+                }
+            )
     return steps
 
 
@@ -94,17 +118,25 @@ def transcript_steps(transcript: dict, diff: list[dict]) -> list[dict]:
 @require_role(Role.VIEWER)
 def attempt_detail(request, pk: int):
     """The drilldown of one attempt of a visible campaign (404 for everyone else)."""
-    attempt = get_visible_or_404(Attempt.objects.select_related("campaign__agent", "task__domain"), request.user, pk=pk)
+    attempt = get_visible_or_404(
+        Attempt.objects.select_related("campaign__agent", "task__domain"), request.user, pk=pk
+    )
     result = attempt.result or {}
     diff = result.get("diff") or []
     previous_id, next_id = attempt_neighbours(attempt)
     context = {
-        "attempt": attempt, "campaign": attempt.campaign, "task": attempt.task, "result": result,
-        "steps": transcript_steps(result.get("transcript") or {}, diff), "groups": diff_groups(diff),
+        "attempt": attempt,
+        "campaign": attempt.campaign,
+        "task": attempt.task,
+        "result": result,
+        "steps": transcript_steps(result.get("transcript") or {}, diff),
+        "groups": diff_groups(diff),
         "headlines": [diff_headline(item) for item in diff[:3]],
-        "checks": result.get("checks") or [], "rubrics": result.get("rubrics") or [],
-        "previous_id": previous_id, "next_id": next_id,
-    }  # fmt: skip
+        "checks": result.get("checks") or [],
+        "rubrics": result.get("rubrics") or [],
+        "previous_id": previous_id,
+        "next_id": next_id,
+    }
     return render(request, "dashboard/attempt.html", context)
 
 
@@ -113,6 +145,8 @@ def attempt_detail(request, pk: int):
 def attempt_raw(request, pk: int):
     """The stored AttemptResult JSON as a download."""
     attempt = get_visible_or_404(Attempt.objects.only("id", "campaign_id", "result"), request.user, pk=pk)
-    response = HttpResponse(json.dumps(attempt.result, indent=2, sort_keys=True), content_type="application/json")
+    response = HttpResponse(
+        json.dumps(attempt.result, indent=2, sort_keys=True), content_type="application/json"
+    )
     response["Content-Disposition"] = f'attachment; filename="attempt-{attempt.pk}.json"'
     return response

@@ -22,21 +22,37 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
 from json.encoder import encode_basestring_ascii
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from django.conf import settings
 
 MEMO_LIMIT = 10_000
-INTEGER_TYPES = frozenset({"AutoField", "BigAutoField", "SmallAutoField", "IntegerField", "BigIntegerField", "SmallIntegerField",
-                           "PositiveIntegerField", "PositiveBigIntegerField", "PositiveSmallIntegerField"})  # fmt: skip
+INTEGER_TYPES = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "SmallAutoField",
+        "IntegerField",
+        "BigIntegerField",
+        "SmallIntegerField",
+        "PositiveIntegerField",
+        "PositiveBigIntegerField",
+        "PositiveSmallIntegerField",
+    }
+)
 TEXT_TYPES = frozenset({"CharField", "TextField", "SlugField", "EmailField", "URLField"})
 JSON_BOOLEANS = {True: "true", False: "false", None: "null"}
-JSON_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # float repr -> what json writes (allow_nan)
+JSON_NON_FINITE = {
+    "nan": "NaN",
+    "inf": "Infinity",
+    "-inf": "-Infinity",
+}  # float repr -> what json writes (allow_nan)
 
 Cell = Callable[[Any], Any]
 ColumnCells = Callable[[tuple], Iterable]  # a column of raw values -> its cells, in order
@@ -75,7 +91,9 @@ def fast_driver_types(connection) -> Iterator[None]:
     def native_timestamptz(execute, sql, params, many, context):
         cursor = context["cursor"].cursor  # psycopg's cursor under Django's wrapper
         if cursor.connection.info.parameter_status("TimeZone") == connection.timezone_name:
-            cursor.adapters.register_loader("timestamptz", TimestamptzLoader)  # psycopg swaps in its C version
+            cursor.adapters.register_loader(
+                "timestamptz", TimestamptzLoader
+            )  # psycopg swaps in its C version
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(native_timestamptz):
@@ -196,7 +214,9 @@ def _raw_cell(column: Column, format_orm: Cell, empty: str, iso_text: Cell) -> C
 
 def _only_converter_is(column: Column, vendor: str, name: str) -> bool:
     """True when the column's one converter is the backend's `name` (not a custom field's own)."""
-    return column.connection.vendor == vendor and column.converters == (getattr(column.connection.ops, name, None),)
+    return column.connection.vendor == vendor and column.converters == (
+        getattr(column.connection.ops, name, None),
+    )
 
 
 def _sqlite_datetime(tz, converted: Cell, iso_text: Cell) -> Cell:
@@ -249,7 +269,12 @@ def json_cells(column: Column, *, memoize: bool) -> ColumnCells | None:
         return None  # '%s' writes ints as the JSON encoder does
     if _passes_through(column, frozenset({"FloatField"})):
         return _json_floats
-    for kinds, cell in ((frozenset({"BooleanField"}), JSON_BOOLEANS.__getitem__), (TEXT_TYPES, encode_basestring_ascii)):
+    for kinds, cell in (
+        (frozenset({"BooleanField"}), JSON_BOOLEANS.__getitem__),
+        (TEXT_TYPES, encode_basestring_ascii),
+    ):
         if _passes_through(column, kinds):
             return lambda values: map(cell, values)
-    return _column_of(_raw_cell(column, _json_of_orm(column.kind), "null", encode_basestring_ascii), "null", memoize=memoize)
+    return _column_of(
+        _raw_cell(column, _json_of_orm(column.kind), "null", encode_basestring_ascii), "null", memoize=memoize
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from openpyxl import Workbook
 from openpyxl.styles import Font
@@ -21,36 +21,69 @@ from apps.exports.tables import Column
 from apps.exports.writers import write_sheet
 
 SUMMARY_COLUMNS = [
-    Column("campaign_id", "campaign id", "int"), Column("campaign", "campaign"), Column("agent", "agent"),
-    Column("simulation", "simulation (not a model)", "bool"), Column("n_attempts", "N", "int"), Column("tasks", "tasks", "int"),
-    Column("pass_at_1", "pass@1", "share"), Column("pass_at_1_lo", "pass@1 95% lo", "share"), Column("pass_at_1_hi", "pass@1 95% hi", "share"),
-    Column("pass_at_n", "pass@N (unbiased)", "share"), Column("pass_at_n_observed", "pass@N observed", "share"),
-    Column("all_n_count", "all-N tasks", "int"), Column("all_n", "all-N share", "share"), Column("gap_pp", "gap (pp)", "points"),
-    Column("agent_cost", "agent cost $", "money"), Column("eval_cost", "evaluation cost $", "money"),
-    Column("cost_per_success", "$ per success", "money"), Column("cost_per_dependable_task", "$ per dependable task", "money"),
-]  # fmt: skip
+    Column("campaign_id", "campaign id", "int"),
+    Column("campaign", "campaign"),
+    Column("agent", "agent"),
+    Column("simulation", "simulation (not a model)", "bool"),
+    Column("n_attempts", "N", "int"),
+    Column("tasks", "tasks", "int"),
+    Column("pass_at_1", "pass@1", "share"),
+    Column("pass_at_1_lo", "pass@1 95% lo", "share"),
+    Column("pass_at_1_hi", "pass@1 95% hi", "share"),
+    Column("pass_at_n", "pass@N (unbiased)", "share"),
+    Column("pass_at_n_observed", "pass@N observed", "share"),
+    Column("all_n_count", "all-N tasks", "int"),
+    Column("all_n", "all-N share", "share"),
+    Column("gap_pp", "gap (pp)", "points"),
+    Column("agent_cost", "agent cost $", "money"),
+    Column("eval_cost", "evaluation cost $", "money"),
+    Column("cost_per_success", "$ per success", "money"),
+    Column("cost_per_dependable_task", "$ per dependable task", "money"),
+]
 DOMAIN_COLUMNS = [
-    Column("campaign", "campaign"), Column("domain", "domain"), Column("tasks", "tasks", "int"), Column("pass_at_1", "pass@1", "share"),
-    Column("pass_at_n", "pass@N observed", "share"), Column("all_n", "all-N share", "share"),
-]  # fmt: skip
+    Column("campaign", "campaign"),
+    Column("domain", "domain"),
+    Column("tasks", "tasks", "int"),
+    Column("pass_at_1", "pass@1", "share"),
+    Column("pass_at_n", "pass@N observed", "share"),
+    Column("all_n", "all-N share", "share"),
+]
 TASK_COLUMNS = [
-    Column("campaign", "campaign"), Column("task_id", "task"), Column("domain", "domain"), Column("n", "done attempts", "int"),
-    Column("c", "passes", "int"), Column("infra_errors", "infra errors", "int"), Column("pass_rate", "c/n", "share"),
-    Column("dependable", "all-N (dependable)", "bool"), Column("agent_cost", "agent cost $", "money"),
-]  # fmt: skip
+    Column("campaign", "campaign"),
+    Column("task_id", "task"),
+    Column("domain", "domain"),
+    Column("n", "done attempts", "int"),
+    Column("c", "passes", "int"),
+    Column("infra_errors", "infra errors", "int"),
+    Column("pass_rate", "c/n", "share"),
+    Column("dependable", "all-N (dependable)", "bool"),
+    Column("agent_cost", "agent cost $", "money"),
+]
 METHODOLOGY = [
-    ("pass@1", "Mean over tasks of c/n, n = attempts with status done, c = passing attempts among them (SPEC §5). "
-               "95% interval: percentile bootstrap over tasks (2000 replicates, fixed seed 0)."),
+    (
+        "pass@1",
+        "Mean over tasks of c/n, n = attempts with status done, c = passing attempts among them (SPEC §5). "
+        "95% interval: percentile bootstrap over tasks (2000 replicates, fixed seed 0).",
+    ),
     ("pass@N (unbiased)", "Mean over tasks with n ≥ N of 1 − C(n−c, N)/C(n, N)."),
     ("pass@N observed", "Share of all tasks with c ≥ 1."),
-    ("all-N", "Tasks with c = n = N (every one of N attempts passed); share over all tasks, incomplete tasks included as not dependable."),
+    (
+        "all-N",
+        "Tasks with c = n = N (every one of N attempts passed); share over all tasks, incomplete tasks included as not dependable.",
+    ),
     ("gap", "pass@N observed − all-N share, in percentage points."),
-    ("cost", "Tokens × the campaign's price sheet (input, cached input, output, reasoning priced separately); agent and evaluation cost apart; infra errors are billed."),
+    (
+        "cost",
+        "Tokens × the campaign's price sheet (input, cached input, output, reasoning priced separately); agent and evaluation cost apart; infra errors are billed.",
+    ),
     ("cost per success", "Agent cost / Σ c over tasks."),
     ("cost per dependable task", "Agent cost / all-N count; empty when no task is dependable."),
     ("infrastructure errors", "Excluded from every success metric and reported as missing coverage."),
-    ("verdict", "pass iff every check holds: end-state diff against the golden end state, explicit checks, rubrics; no partial credit."),
-]  # fmt: skip
+    (
+        "verdict",
+        "pass iff every check holds: end-state diff against the golden end state, explicit checks, rubrics; no partial credit.",
+    ),
+]
 
 
 def _estimate(m: dict, key: str, part: str = "value"):
@@ -66,24 +99,47 @@ def workbook_data(campaigns: list[Campaign]) -> dict[str, list[dict]]:
         frame, stamp = frames[campaign.pk], stamps[campaign.pk]
         m = reports.campaign_figures(campaign, frame, stamp)
         n = campaign.n_attempts
-        summary.append({
-            "campaign_id": campaign.pk, "campaign": campaign.name, "agent": campaign.agent.name, "simulation": campaign.agent.is_simulation,
-            "n_attempts": n, "tasks": m["coverage"]["tasks"], "pass_at_1": _estimate(m, "pass_at_1"),
-            "pass_at_1_lo": _estimate(m, "pass_at_1", "lo"), "pass_at_1_hi": _estimate(m, "pass_at_1", "hi"),
-            "pass_at_n": (m["pass_at_k"].get(n) or {}).get("value"), "pass_at_n_observed": _estimate(m, "pass_at_n_observed"),
-            "all_n_count": m["all_n"]["count"], "all_n": m["all_n"]["value"], "gap_pp": m["gap_pp"]["value"],
-            "agent_cost": m["cost"]["agent_cost"], "eval_cost": m["cost"]["eval_cost"],
-            "cost_per_success": m["cost"]["cost_per_success"], "cost_per_dependable_task": m["cost"]["cost_per_dependable_task"],
-        })  # fmt: skip
+        summary.append(
+            {
+                "campaign_id": campaign.pk,
+                "campaign": campaign.name,
+                "agent": campaign.agent.name,
+                "simulation": campaign.agent.is_simulation,
+                "n_attempts": n,
+                "tasks": m["coverage"]["tasks"],
+                "pass_at_1": _estimate(m, "pass_at_1"),
+                "pass_at_1_lo": _estimate(m, "pass_at_1", "lo"),
+                "pass_at_1_hi": _estimate(m, "pass_at_1", "hi"),
+                "pass_at_n": (m["pass_at_k"].get(n) or {}).get("value"),
+                "pass_at_n_observed": _estimate(m, "pass_at_n_observed"),
+                "all_n_count": m["all_n"]["count"],
+                "all_n": m["all_n"]["value"],
+                "gap_pp": m["gap_pp"]["value"],
+                "agent_cost": m["cost"]["agent_cost"],
+                "eval_cost": m["cost"]["eval_cost"],
+                "cost_per_success": m["cost"]["cost_per_success"],
+                "cost_per_dependable_task": m["cost"]["cost_per_dependable_task"],
+            }
+        )
         for record in reports.domain_table(campaign, frame, stamp).to_dict("records"):
-            domains.append({"campaign": campaign.name, **{key: _clean(value) for key, value in record.items()}})
+            domains.append(
+                {"campaign": campaign.name, **{key: _clean(value) for key, value in record.items()}}
+            )
         for record in frame.to_dict("records"):
             n_done, c = int(record["n"]), int(record["c"])
-            tasks.append({
-                "campaign": campaign.name, "task_id": record["task_id"], "domain": record["domain"], "n": n_done, "c": c,
-                "infra_errors": int(record["infra_errors"]), "pass_rate": c / n_done if n_done else None,
-                "dependable": c == n_done == n, "agent_cost": float(record["agent_cost"]),
-            })  # fmt: skip
+            tasks.append(
+                {
+                    "campaign": campaign.name,
+                    "task_id": record["task_id"],
+                    "domain": record["domain"],
+                    "n": n_done,
+                    "c": c,
+                    "infra_errors": int(record["infra_errors"]),
+                    "pass_rate": c / n_done if n_done else None,
+                    "dependable": c == n_done == n,
+                    "agent_cost": float(record["agent_cost"]),
+                }
+            )
     return {"summary": summary, "domains": domains, "tasks": tasks}
 
 
@@ -104,7 +160,11 @@ def content_hash(data: dict[str, list[dict]]) -> str:
 
 def _provenance(campaigns: list[Campaign], digest: str, generated_at: datetime) -> list[tuple[str, object]]:
     counts = {row["campaign_id"]: row for row in _attempt_counts(campaigns)}
-    rows: list[tuple[str, object]] = [("generated at (UTC)", generated_at.isoformat(timespec="seconds")), ("content hash (sha256 of the data sheets)", digest), ("", "")]
+    rows: list[tuple[str, object]] = [
+        ("generated at (UTC)", generated_at.isoformat(timespec="seconds")),
+        ("content hash (sha256 of the data sheets)", digest),
+        ("", ""),
+    ]
     for campaign in campaigns:
         count = counts.get(campaign.pk, {})
         planned = campaign.n_attempts * count.get("tasks", 0)
@@ -112,14 +172,25 @@ def _provenance(campaigns: list[Campaign], digest: str, generated_at: datetime) 
         sheet = campaign.price_sheet
         rows += [
             (f"campaign {campaign.pk}", campaign.name),
-            ("  agent", f"{campaign.agent.name} ({campaign.agent.get_kind_display()}{', model ' + campaign.agent.model if campaign.agent.model else ''})"),
+            (
+                "  agent",
+                f"{campaign.agent.name} ({campaign.agent.get_kind_display()}{', model ' + campaign.agent.model if campaign.agent.model else ''})",
+            ),
             ("  suite", f"{campaign.suite.name} version {campaign.suite_version}"),
             ("  suite hash", campaign.suite_hash),
             ("  harness version", campaign.harness_version),
             ("  N attempts per task", campaign.n_attempts),
-            ("  attempts planned / done / infra errors / other", f"{planned} / {done} / {count.get('infra', 0)} / {count.get('total', 0) - done - count.get('infra', 0)}"),
+            (
+                "  attempts planned / done / infra errors / other",
+                f"{planned} / {done} / {count.get('infra', 0)} / {count.get('total', 0) - done - count.get('infra', 0)}",
+            ),
             ("  coverage (done / planned)", done / planned if planned else None),
-            ("  price sheet", f"{sheet.name} — source: {sheet.source}, effective {sheet.effective_date.isoformat()}" if sheet else "none (cost not priced)"),
+            (
+                "  price sheet",
+                f"{sheet.name} — source: {sheet.source}, effective {sheet.effective_date.isoformat()}"
+                if sheet
+                else "none (cost not priced)",
+            ),
             ("  user simulator", json.dumps(campaign.user_simulator, sort_keys=True)),
             ("  judge", json.dumps(campaign.judge, sort_keys=True)),
         ]
@@ -132,12 +203,22 @@ def _attempt_counts(campaigns: list[Campaign]) -> list[dict]:
     from django.db.models import Count, Q
 
     ids = [c.pk for c in campaigns]
-    tasks = dict(Campaign.tasks.through.objects.filter(campaign_id__in=ids).values_list("campaign_id").annotate(n=Count("id")).values_list("campaign_id", "n"))
+    tasks = dict(
+        Campaign.tasks.through.objects.filter(campaign_id__in=ids)
+        .values_list("campaign_id")
+        .annotate(n=Count("id"))
+        .values_list("campaign_id", "n")
+    )
     rows = list(
-        Attempt.objects.filter(campaign_id__in=ids).order_by().values("campaign_id").annotate(
-            total=Count("id"), done=Count("id", filter=Q(status=Attempt.Status.DONE)), infra=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR))
+        Attempt.objects.filter(campaign_id__in=ids)
+        .order_by()
+        .values("campaign_id")
+        .annotate(
+            total=Count("id"),
+            done=Count("id", filter=Q(status=Attempt.Status.DONE)),
+            infra=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
         )
-    )  # fmt: skip
+    )
     seen = {row["campaign_id"] for row in rows}
     rows += [{"campaign_id": pk, "total": 0, "done": 0, "infra": 0} for pk in ids if pk not in seen]
     for row in rows:
@@ -149,16 +230,24 @@ def build_workbook(*, campaigns: list[Campaign], generated_at: datetime | None =
     """The .xlsx bytes and the content hash for the campaigns (in the given order)."""
     if not campaigns:
         raise ValueError("procurement workbook: choose at least one campaign")
-    generated_at = generated_at or datetime.now(dt_timezone.utc)
+    generated_at = generated_at or datetime.now(UTC)
     data = workbook_data(campaigns)
     digest = content_hash(data)
     workbook = Workbook()
-    for title, columns, key in (("Summary", SUMMARY_COLUMNS, "summary"), ("Per domain", DOMAIN_COLUMNS, "domains"), ("Per task", TASK_COLUMNS, "tasks")):
+    for title, columns, key in (
+        ("Summary", SUMMARY_COLUMNS, "summary"),
+        ("Per domain", DOMAIN_COLUMNS, "domains"),
+        ("Per task", TASK_COLUMNS, "tasks"),
+    ):
         sheet = workbook.active if key == "summary" else workbook.create_sheet()
         sheet.title = title
         write_sheet(sheet, columns, [[row.get(column.key) for column in columns] for row in data[key]])
     methodology = workbook.create_sheet("Methodology & provenance")
-    write_sheet(methodology, [Column("item", "item"), Column("value", "value")], _provenance(campaigns, digest, generated_at))
+    write_sheet(
+        methodology,
+        [Column("item", "item"), Column("value", "value")],
+        _provenance(campaigns, digest, generated_at),
+    )
     for row in methodology.iter_rows(min_row=2):
         if row[0].value and not str(row[0].value).startswith(("  ", "how:")):
             row[0].font = Font(bold=True)

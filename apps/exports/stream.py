@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii
-from typing import Iterator
 
 from django.db import connections
 from django.db.models import QuerySet
@@ -27,14 +27,31 @@ CHUNK_SIZE = 2000
 RESULT_CHUNK_SIZE = 100
 # (output name, ORM path) in column order.
 FIELDS: tuple[tuple[str, str], ...] = (
-    ("attempt_id", "id"), ("campaign_id", "campaign_id"), ("task_id", "task__task_id"), ("domain", "task__domain__name"),
-    ("index", "index"), ("status", "status"), ("termination", "termination"), ("verdict", "verdict"),
-    ("categories", "categories"), ("clean_looking", "clean_looking"), ("input_tokens", "input_tokens"),
-    ("cached_input_tokens", "cached_input_tokens"), ("output_tokens", "output_tokens"), ("reasoning_tokens", "reasoning_tokens"),
-    ("eval_tokens", "eval_tokens"), ("agent_cost", "agent_cost"), ("eval_cost", "eval_cost"), ("tool_calls", "tool_calls"),
-    ("diff_items", "diff_items"), ("duration_ms", "duration_ms"), ("retries", "retries"), ("task_hash", "task_hash"),
-    ("started_at", "started_at"), ("finished_at", "finished_at"),
-)  # fmt: skip
+    ("attempt_id", "id"),
+    ("campaign_id", "campaign_id"),
+    ("task_id", "task__task_id"),
+    ("domain", "task__domain__name"),
+    ("index", "index"),
+    ("status", "status"),
+    ("termination", "termination"),
+    ("verdict", "verdict"),
+    ("categories", "categories"),
+    ("clean_looking", "clean_looking"),
+    ("input_tokens", "input_tokens"),
+    ("cached_input_tokens", "cached_input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("reasoning_tokens", "reasoning_tokens"),
+    ("eval_tokens", "eval_tokens"),
+    ("agent_cost", "agent_cost"),
+    ("eval_cost", "eval_cost"),
+    ("tool_calls", "tool_calls"),
+    ("diff_items", "diff_items"),
+    ("duration_ms", "duration_ms"),
+    ("retries", "retries"),
+    ("task_hash", "task_hash"),
+    ("started_at", "started_at"),
+    ("finished_at", "finished_at"),
+)
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 # Columns whose values repeat across attempts: their formatted text is remembered (bounded).
 REPEATING = frozenset({"task_id", "domain", "status", "termination", "verdict", "categories", "task_hash"})
@@ -58,7 +75,9 @@ def _pieces(rows: QuerySet, names: list[str], *, fmt: str, chunk_size: int) -> I
     yield from (_csv_pieces if fmt == "csv" else _jsonl_pieces)(columns, chunks)
 
 
-def _raw_chunks(rows: QuerySet, names: list[str], *, chunk_size: int) -> tuple[list[Column], Iterator[list[tuple]]]:
+def _raw_chunks(
+    rows: QuerySet, names: list[str], *, chunk_size: int
+) -> tuple[list[Column], Iterator[list[tuple]]]:
     """The columns and the rows exactly as the driver returns them, chunk_size at a time.
 
     Same cursor as .iterator(chunk_size) (server-side on PostgreSQL unless disabled), without the
@@ -76,7 +95,16 @@ def _raw_chunks(rows: QuerySet, names: list[str], *, chunk_size: int) -> tuple[l
     columns = []
     for index, (name, expression) in enumerate(zip(names, expressions)):
         convs = tuple(converters[index][0]) if index in converters else ()
-        columns.append(Column(name, expression.output_field, _may_be_null(expression, rows.query), convs, expression, connection))
+        columns.append(
+            Column(
+                name,
+                expression.output_field,
+                _may_be_null(expression, rows.query),
+                convs,
+                expression,
+                connection,
+            )
+        )
     return columns, chunks
 
 
@@ -101,8 +129,11 @@ def _csv_pieces(columns: list[Column], chunks: Iterator[list[tuple]]) -> Iterato
     header = io.StringIO()
     csv.writer(header).writerow([column.name for column in columns])
     yield header.getvalue()
-    formatters = [(index, cells) for index, column in enumerate(columns)
-                  if (cells := csv_cells(column, memoize=column.name in REPEATING)) is not None]  # fmt: skip
+    formatters = [
+        (index, cells)
+        for index, column in enumerate(columns)
+        if (cells := csv_cells(column, memoize=column.name in REPEATING)) is not None
+    ]
     line = csv.excel.delimiter.join(["%s"] * len(columns)) + csv.excel.lineterminator
     for chunk in chunks:
         yield "".join(map(line.__mod__, _formatted_rows(chunk, formatters)))
@@ -110,8 +141,11 @@ def _csv_pieces(columns: list[Column], chunks: Iterator[list[tuple]]) -> Iterato
 
 def _jsonl_pieces(columns: list[Column], chunks: Iterator[list[tuple]]) -> Iterator[str]:
     """One JSON object per line, keys in column order, one piece per chunk."""
-    formatters = [(index, cells) for index, column in enumerate(columns)
-                  if (cells := json_cells(column, memoize=column.name in REPEATING)) is not None]  # fmt: skip
+    formatters = [
+        (index, cells)
+        for index, column in enumerate(columns)
+        if (cells := json_cells(column, memoize=column.name in REPEATING)) is not None
+    ]
     line = "{" + ",".join(f"{encode_basestring_ascii(column.name)}:%s" for column in columns) + "}"
     for chunk in chunks:
         yield "\n".join(map(line.__mod__, _formatted_rows(chunk, formatters))) + "\n"

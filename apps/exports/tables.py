@@ -6,8 +6,9 @@ view calls with the same query parameters; nothing here recomputes a metric.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.http import QueryDict
 
@@ -58,35 +59,67 @@ def leaderboard_table(user, query: QueryDict) -> Table:
     sort = query.get("sort", "pass1")
     sort = sort if sort in reports.LEADERBOARD_SORTS else "pass1"
     descending = query.get("dir", "desc" if sort != "name" else "asc") == "desc"
-    rows = reports.sort_rows(reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude), key=sort, descending=descending)
+    rows = reports.sort_rows(
+        reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude),
+        key=sort,
+        descending=descending,
+    )
     columns = [
-        Column("campaign", "campaign"), Column("simulation", "simulation", "bool"), Column("n_attempts", "N", "int"),
-        Column("tasks", "tasks", "int"), Column("pass_at_1", "pass@1", "share"), Column("pass_at_1_lo", "pass@1 lo", "share"),
-        Column("pass_at_1_hi", "pass@1 hi", "share"), Column("pass_at_5", "pass@5", "share"), Column("pass_at_10", "pass@10", "share"),
-        Column("pass_at_n", "pass@N", "share"), Column("pass_hat_5", "pass^5", "share"), Column("pass_hat_n", "pass^N", "share"),
-        Column("pass_at_n_observed", "pass@N observed", "share"), Column("all_n_count", "all-N tasks", "int"),
-        Column("all_n", "all-N share", "share"), Column("gap_pp", "gap (pp)", "points"), Column("mean_tokens", "tokens per attempt", "float"),
-        Column("cost_per_attempt", "$ per attempt", "money"), Column("cost_per_success", "$ per success", "money"),
-        Column("cost_per_dependable_task", "$ per dependable task", "money"), Column("infra_errors", "infra errors", "int"),
-        Column("incomplete_tasks", "incomplete tasks", "int"), EXCLUDED_COLUMN,
-    ]  # fmt: skip
+        Column("campaign", "campaign"),
+        Column("simulation", "simulation", "bool"),
+        Column("n_attempts", "N", "int"),
+        Column("tasks", "tasks", "int"),
+        Column("pass_at_1", "pass@1", "share"),
+        Column("pass_at_1_lo", "pass@1 lo", "share"),
+        Column("pass_at_1_hi", "pass@1 hi", "share"),
+        Column("pass_at_5", "pass@5", "share"),
+        Column("pass_at_10", "pass@10", "share"),
+        Column("pass_at_n", "pass@N", "share"),
+        Column("pass_hat_5", "pass^5", "share"),
+        Column("pass_hat_n", "pass^N", "share"),
+        Column("pass_at_n_observed", "pass@N observed", "share"),
+        Column("all_n_count", "all-N tasks", "int"),
+        Column("all_n", "all-N share", "share"),
+        Column("gap_pp", "gap (pp)", "points"),
+        Column("mean_tokens", "tokens per attempt", "float"),
+        Column("cost_per_attempt", "$ per attempt", "money"),
+        Column("cost_per_success", "$ per success", "money"),
+        Column("cost_per_dependable_task", "$ per dependable task", "money"),
+        Column("infra_errors", "infra errors", "int"),
+        Column("incomplete_tasks", "incomplete tasks", "int"),
+        EXCLUDED_COLUMN,
+    ]
     out = []
     for row in rows:
         m, campaign = row["m"], row["campaign"]
         n = m["n_attempts"]
-        out.append({
-            "campaign": campaign.name, "simulation": campaign.agent.is_simulation, "n_attempts": campaign.n_attempts,
-            "tasks": m["coverage"]["tasks"], "pass_at_1": _value(m["pass_at_1"]), "pass_at_1_lo": m["pass_at_1"].get("lo"),
-            "pass_at_1_hi": m["pass_at_1"].get("hi"), "pass_at_5": _value(m["pass_at_k"].get(5)), "pass_at_10": _value(m["pass_at_k"].get(10)),
-            "pass_at_n": _value(m["pass_at_k"].get(n)), "pass_hat_5": _value(m["pass_hat_k"].get(5)), "pass_hat_n": _value(m["pass_hat_k"].get(n)),
-            "pass_at_n_observed": _value(m["pass_at_n_observed"]), "all_n_count": m["all_n"]["count"], "all_n": m["all_n"]["value"],
-            "gap_pp": m["gap_pp"]["value"], "mean_tokens": m["mean_tokens"],
-            "cost_per_attempt": None if m["unpriced"] else m["cost"]["cost_per_attempt"],
-            "cost_per_success": None if m["unpriced"] else m["cost"]["cost_per_success"],
-            "cost_per_dependable_task": None if m["unpriced"] else m["cost"]["cost_per_dependable_task"],
-            "infra_errors": m["coverage"]["infra_errors"], "incomplete_tasks": len(m["coverage"]["incomplete_tasks"]),
-            "excluded_unhealthy_tasks": len(exclude),
-        })  # fmt: skip
+        out.append(
+            {
+                "campaign": campaign.name,
+                "simulation": campaign.agent.is_simulation,
+                "n_attempts": campaign.n_attempts,
+                "tasks": m["coverage"]["tasks"],
+                "pass_at_1": _value(m["pass_at_1"]),
+                "pass_at_1_lo": m["pass_at_1"].get("lo"),
+                "pass_at_1_hi": m["pass_at_1"].get("hi"),
+                "pass_at_5": _value(m["pass_at_k"].get(5)),
+                "pass_at_10": _value(m["pass_at_k"].get(10)),
+                "pass_at_n": _value(m["pass_at_k"].get(n)),
+                "pass_hat_5": _value(m["pass_hat_k"].get(5)),
+                "pass_hat_n": _value(m["pass_hat_k"].get(n)),
+                "pass_at_n_observed": _value(m["pass_at_n_observed"]),
+                "all_n_count": m["all_n"]["count"],
+                "all_n": m["all_n"]["value"],
+                "gap_pp": m["gap_pp"]["value"],
+                "mean_tokens": m["mean_tokens"],
+                "cost_per_attempt": None if m["unpriced"] else m["cost"]["cost_per_attempt"],
+                "cost_per_success": None if m["unpriced"] else m["cost"]["cost_per_success"],
+                "cost_per_dependable_task": None if m["unpriced"] else m["cost"]["cost_per_dependable_task"],
+                "infra_errors": m["coverage"]["infra_errors"],
+                "incomplete_tasks": len(m["coverage"]["incomplete_tasks"]),
+                "excluded_unhealthy_tasks": len(exclude),
+            }
+        )
     return Table("leaderboard", "Leaderboard", columns, out)
 
 
@@ -97,12 +130,26 @@ def gap_table(user, query: QueryDict) -> Table:
     rows = []
     for campaign in campaigns:
         m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
-        rows.append({"campaign": campaign.name, "pass_at_n_observed": m["pass_at_n_observed"]["value"], "all_n": m["all_n"]["value"],
-                     "gap_pp": m["gap_pp"]["value"], "gap_lo": m["gap_pp"]["lo"], "gap_hi": m["gap_pp"]["hi"],
-                     "excluded_unhealthy_tasks": len(exclude)})  # fmt: skip
-    columns = [Column("campaign", "campaign"), Column("pass_at_n_observed", "pass@N observed", "share"), Column("all_n", "all-N share", "share"),
-               Column("gap_pp", "gap (pp)", "points"), Column("gap_lo", "gap lo (pp)", "points"), Column("gap_hi", "gap hi (pp)", "points"),
-               EXCLUDED_COLUMN]  # fmt: skip
+        rows.append(
+            {
+                "campaign": campaign.name,
+                "pass_at_n_observed": m["pass_at_n_observed"]["value"],
+                "all_n": m["all_n"]["value"],
+                "gap_pp": m["gap_pp"]["value"],
+                "gap_lo": m["gap_pp"]["lo"],
+                "gap_hi": m["gap_pp"]["hi"],
+                "excluded_unhealthy_tasks": len(exclude),
+            }
+        )
+    columns = [
+        Column("campaign", "campaign"),
+        Column("pass_at_n_observed", "pass@N observed", "share"),
+        Column("all_n", "all-N share", "share"),
+        Column("gap_pp", "gap (pp)", "points"),
+        Column("gap_lo", "gap lo (pp)", "points"),
+        Column("gap_hi", "gap hi (pp)", "points"),
+        EXCLUDED_COLUMN,
+    ]
     return Table("gap", "Discovery–reliability gap", columns, rows)
 
 
@@ -114,23 +161,44 @@ def cost_table(user, query: QueryDict) -> Table:
     for campaign in campaigns:
         m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
         cost, tokens, sheet = m["cost"], m["cost"]["tokens"], campaign.price_sheet
-        rows.append({
-            "campaign": campaign.name, "agent_cost": cost["agent_cost"], "eval_cost": cost["eval_cost"],
-            "cost_per_attempt": cost["cost_per_attempt"], "cost_per_success": cost["cost_per_success"],
-            "cost_per_dependable_task": cost["cost_per_dependable_task"], "billed_attempts": cost["billed_attempts"],
-            **{key: tokens.get(key, 0) for key in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")},
-            "unpriced": m["unpriced"], "price_sheet": sheet.name if sheet else "", "price_source": sheet.source if sheet else "",
-            "price_date": sheet.effective_date.isoformat() if sheet else "", "excluded_unhealthy_tasks": len(exclude),
-        })  # fmt: skip
+        rows.append(
+            {
+                "campaign": campaign.name,
+                "agent_cost": cost["agent_cost"],
+                "eval_cost": cost["eval_cost"],
+                "cost_per_attempt": cost["cost_per_attempt"],
+                "cost_per_success": cost["cost_per_success"],
+                "cost_per_dependable_task": cost["cost_per_dependable_task"],
+                "billed_attempts": cost["billed_attempts"],
+                **{
+                    key: tokens.get(key, 0)
+                    for key in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
+                },
+                "unpriced": m["unpriced"],
+                "price_sheet": sheet.name if sheet else "",
+                "price_source": sheet.source if sheet else "",
+                "price_date": sheet.effective_date.isoformat() if sheet else "",
+                "excluded_unhealthy_tasks": len(exclude),
+            }
+        )
     columns = [
-        Column("campaign", "campaign"), Column("agent_cost", "agent cost $", "money"), Column("eval_cost", "evaluation cost $", "money"),
-        Column("cost_per_attempt", "$ per attempt", "money"), Column("cost_per_success", "$ per success", "money"),
-        Column("cost_per_dependable_task", "$ per dependable task", "money"), Column("billed_attempts", "billed attempts", "int"),
-        Column("input_tokens", "input tokens", "int"), Column("cached_input_tokens", "cached input tokens", "int"),
-        Column("output_tokens", "output tokens", "int"), Column("reasoning_tokens", "reasoning tokens", "int"),
-        Column("unpriced", "unpriced attempts", "int"), Column("price_sheet", "price sheet"), Column("price_source", "price source"),
-        Column("price_date", "price date"), EXCLUDED_COLUMN,
-    ]  # fmt: skip
+        Column("campaign", "campaign"),
+        Column("agent_cost", "agent cost $", "money"),
+        Column("eval_cost", "evaluation cost $", "money"),
+        Column("cost_per_attempt", "$ per attempt", "money"),
+        Column("cost_per_success", "$ per success", "money"),
+        Column("cost_per_dependable_task", "$ per dependable task", "money"),
+        Column("billed_attempts", "billed attempts", "int"),
+        Column("input_tokens", "input tokens", "int"),
+        Column("cached_input_tokens", "cached input tokens", "int"),
+        Column("output_tokens", "output tokens", "int"),
+        Column("reasoning_tokens", "reasoning tokens", "int"),
+        Column("unpriced", "unpriced attempts", "int"),
+        Column("price_sheet", "price sheet"),
+        Column("price_source", "price source"),
+        Column("price_date", "price date"),
+        EXCLUDED_COLUMN,
+    ]
     return Table("cost", "Cost", columns, rows)
 
 
@@ -143,9 +211,15 @@ def domains_table(user, query: QueryDict) -> Table:
         table = reports.domain_table(campaign, frames[campaign.pk], stamps[campaign.pk])
         for record in table.to_dict("records"):
             rows.append({"campaign": campaign.name, **record, "excluded_unhealthy_tasks": len(exclude)})
-    columns = [Column("campaign", "campaign"), Column("domain", "domain"), Column("tasks", "tasks", "int"),
-               Column("pass_at_1", "pass@1", "share"), Column("pass_at_n", "pass@N observed", "share"), Column("all_n", "all-N share", "share"),
-               EXCLUDED_COLUMN]  # fmt: skip
+    columns = [
+        Column("campaign", "campaign"),
+        Column("domain", "domain"),
+        Column("tasks", "tasks", "int"),
+        Column("pass_at_1", "pass@1", "share"),
+        Column("pass_at_n", "pass@N observed", "share"),
+        Column("all_n", "all-N share", "share"),
+        EXCLUDED_COLUMN,
+    ]
     return Table("domains", "Domains", columns, rows)
 
 
@@ -161,11 +235,20 @@ def tasks_table(user, query: QueryDict) -> Table:
     for position, campaign in enumerate(campaigns):
         frame = reports.filter_frame(frames[campaign.pk], domain=query.get("domain", ""))
         for task_id, domain, n, c in zip(frame["task_id"], frame["domain"], frame["n"], frame["c"]):
-            entry = grid.setdefault(task_id, {"task_id": task_id, "domain": domain, "cells": [None] * len(campaigns)})
-            entry["cells"][position] = {"c": int(c), "n": int(n), "dependable": bool(c == n == campaign.n_attempts)}
+            entry = grid.setdefault(
+                task_id, {"task_id": task_id, "domain": domain, "cells": [None] * len(campaigns)}
+            )
+            entry["cells"][position] = {
+                "c": int(c),
+                "n": int(n),
+                "dependable": bool(c == n == campaign.n_attempts),
+            }
     columns = [Column("task_id", "task"), Column("domain", "domain")]
     for position, campaign in enumerate(campaigns):
-        columns += [Column(f"c{position}", f"{campaign.name} · passes", "int"), Column(f"n{position}", f"{campaign.name} · done", "int")]
+        columns += [
+            Column(f"c{position}", f"{campaign.name} · passes", "int"),
+            Column(f"n{position}", f"{campaign.name} · done", "int"),
+        ]
     rows = []
     for key in sorted(grid):
         entry = grid[key]
@@ -183,12 +266,22 @@ def compare_table(user, query: QueryDict) -> Table:
     by_id = {c.pk: c for c in dashboard_campaigns(user)}
     a = by_id.get(int(query["a"])) if query.get("a", "").isdigit() else None
     b = by_id.get(int(query["b"])) if query.get("b", "").isdigit() else None
-    columns = [Column("task_id", "task"), Column("c_a", "A passes", "int"), Column("n_a", "A done", "int"), Column("c_b", "B passes", "int"),
-               Column("n_b", "B done", "int"), Column("delta_pass_at_1", "Δ pass@1", "share"), Column("dependable_a", "dependable in A", "bool"),
-               Column("dependable_b", "dependable in B", "bool"), Column("p_a_better", "P(A better)", "share")]  # fmt: skip
+    columns = [
+        Column("task_id", "task"),
+        Column("c_a", "A passes", "int"),
+        Column("n_a", "A done", "int"),
+        Column("c_b", "B passes", "int"),
+        Column("n_b", "B done", "int"),
+        Column("delta_pass_at_1", "Δ pass@1", "share"),
+        Column("dependable_a", "dependable in A", "bool"),
+        Column("dependable_b", "dependable in B", "bool"),
+        Column("p_a_better", "P(A better)", "share"),
+    ]
     rows = []
     if a and b and a.n_attempts == b.n_attempts:
-        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude)
+        frames, stamps = reports.load_frames(
+            [a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude
+        )
         rows = reports.comparison(a, b, frames, stamps)["per_task"]
     return Table("compare", "Compare", columns, rows)
 
@@ -197,16 +290,37 @@ def triage_queue_table(user, query: QueryDict) -> Table:
     from apps.triage.selectors import QueueFilters, queue_queryset, queue_rows
 
     attempts = queue_rows(queue_queryset(user=user, filters=QueueFilters.from_query(query)))
-    rows = [{
-        "attempt": a.pk, "campaign": a.campaign.name, "task_id": a.task.task_id, "domain": a.task.domain.name, "index": a.index,
-        "termination": a.termination, "categories": ", ".join(a.categories or []),
-        "labels": ", ".join(label.name for label in a.review.labels.all()) if hasattr(a, "review") else "",
-        "assignee": a.review.assignee.get_username() if hasattr(a, "review") and a.review.assignee else "",
-        "status": a.review.status if hasattr(a, "review") else "open",
-    } for a in attempts]  # fmt: skip
-    columns = [Column("attempt", "attempt id", "int"), Column("campaign", "campaign"), Column("task_id", "task"), Column("domain", "domain"),
-               Column("index", "index", "int"), Column("termination", "termination"), Column("categories", "categories"),
-               Column("labels", "labels"), Column("assignee", "assignee"), Column("status", "status")]  # fmt: skip
+    rows = [
+        {
+            "attempt": a.pk,
+            "campaign": a.campaign.name,
+            "task_id": a.task.task_id,
+            "domain": a.task.domain.name,
+            "index": a.index,
+            "termination": a.termination,
+            "categories": ", ".join(a.categories or []),
+            "labels": ", ".join(label.name for label in a.review.labels.all())
+            if hasattr(a, "review")
+            else "",
+            "assignee": a.review.assignee.get_username()
+            if hasattr(a, "review") and a.review.assignee
+            else "",
+            "status": a.review.status if hasattr(a, "review") else "open",
+        }
+        for a in attempts
+    ]
+    columns = [
+        Column("attempt", "attempt id", "int"),
+        Column("campaign", "campaign"),
+        Column("task_id", "task"),
+        Column("domain", "domain"),
+        Column("index", "index", "int"),
+        Column("termination", "termination"),
+        Column("categories", "categories"),
+        Column("labels", "labels"),
+        Column("assignee", "assignee"),
+        Column("status", "status"),
+    ]
     return Table("triage-queue", "Triage queue", columns, rows)
 
 
@@ -214,8 +328,15 @@ def triage_summary_table(user, query: QueryDict) -> Table:
     from apps.triage.selectors import CATEGORIES, campaign_triage_summary
 
     summary = campaign_triage_summary(campaigns=dashboard_campaigns(user, ids=_ids(query)))
-    rows = [{"campaign": r["campaign"].name, "clean_failures": r["clean_failures"], **{f"share_{k}": v for k, v in r["shares"].items()},
-             "labels": "; ".join(f"{name}: {count}" for name, count in r["labels"])} for r in summary]  # fmt: skip
+    rows = [
+        {
+            "campaign": r["campaign"].name,
+            "clean_failures": r["clean_failures"],
+            **{f"share_{k}": v for k, v in r["shares"].items()},
+            "labels": "; ".join(f"{name}: {count}" for name, count in r["labels"]),
+        }
+        for r in summary
+    ]
     columns = [Column("campaign", "campaign"), Column("clean_failures", "clean-looking failures", "int")]
     columns += [Column(f"share_{name}", f"share with {name}", "share") for name in CATEGORIES]
     columns.append(Column("labels", "labels"))
@@ -223,6 +344,12 @@ def triage_summary_table(user, query: QueryDict) -> Table:
 
 
 BUILDERS: dict[str, Callable[[Any, QueryDict], Table]] = {
-    "leaderboard": leaderboard_table, "gap": gap_table, "cost": cost_table, "domains": domains_table, "tasks": tasks_table,
-    "compare": compare_table, "triage-queue": triage_queue_table, "triage-summary": triage_summary_table,
-}  # fmt: skip
+    "leaderboard": leaderboard_table,
+    "gap": gap_table,
+    "cost": cost_table,
+    "domains": domains_table,
+    "tasks": tasks_table,
+    "compare": compare_table,
+    "triage-queue": triage_queue_table,
+    "triage-summary": triage_summary_table,
+}

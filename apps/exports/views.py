@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
@@ -34,7 +34,9 @@ def table(request, name: str, fmt: str):
         raise Http404(f"no exportable table {name!r} as {fmt!r}")
     data = builder(request.user, request.GET)
     if fmt == "csv":
-        return _attachment(HttpResponse(table_csv(data), content_type="text/csv; charset=utf-8"), f"{name}.csv")
+        return _attachment(
+            HttpResponse(table_csv(data), content_type="text/csv; charset=utf-8"), f"{name}.csv"
+        )
     return _attachment(HttpResponse(table_xlsx(data), content_type=XLSX), f"{name}.xlsx")
 
 
@@ -50,7 +52,10 @@ def procurement_workbook(request):
     chosen = _chosen(request)
     if chosen and request.GET.get("download"):
         content, digest = procurement.build_workbook(campaigns=chosen)
-        response = _attachment(HttpResponse(content, content_type=XLSX), f"procurement-{datetime.now(dt_timezone.utc):%Y%m%d}.xlsx")
+        response = _attachment(
+            HttpResponse(content, content_type=XLSX),
+            f"procurement-{datetime.now(UTC):%Y%m%d}.xlsx",
+        )
         response["X-Content-SHA256"] = digest
         return response
     context = {"campaigns": dashboard_campaigns(request.user), "selected": {c.pk for c in chosen}}
@@ -67,5 +72,10 @@ def attempts(request, fmt: str):
     visible = list(campaigns_visible_to(request.user).filter(pk__in=ids).values_list("pk", flat=True))
     if not visible:
         raise Http404("choose at least one campaign of your teams (?c=ID)")
-    body = stream.attempt_export(Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=request.GET.get("result") == "1")
-    return _attachment(StreamingHttpResponse(body, content_type=stream.CONTENT_TYPES[fmt]), f"attempts-{'-'.join(map(str, visible))}.{fmt}")
+    body = stream.attempt_export(
+        Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=request.GET.get("result") == "1"
+    )
+    return _attachment(
+        StreamingHttpResponse(body, content_type=stream.CONTENT_TYPES[fmt]),
+        f"attempts-{'-'.join(map(str, visible))}.{fmt}",
+    )

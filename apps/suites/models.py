@@ -39,7 +39,9 @@ class Domain(models.Model):
     title = models.CharField(max_length=200)
     policy = models.TextField(blank=True)
     backend = models.CharField(max_length=20, default="sqlite")
-    spec = models.JSONField(default=dict, help_text="Tables and tool schemas (tb_engine.specio.domain_to_dict).")
+    spec = models.JSONField(
+        default=dict, help_text="Tables and tool schemas (tb_engine.specio.domain_to_dict)."
+    )
 
     class Meta:
         ordering = ["suite", "name"]
@@ -58,7 +60,9 @@ class Task(models.Model):
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="tasks")
     domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="tasks")
-    task_id = models.CharField(max_length=300, help_text="Stable id, e.g. retail/ticket_hold_carrier_exception.")
+    task_id = models.CharField(
+        max_length=300, help_text="Stable id, e.g. retail/ticket_hold_carrier_exception."
+    )
     title = models.CharField(max_length=300, blank=True)
     tags = models.JSONField(default=list, blank=True)
     content_hash = models.CharField(max_length=64)

@@ -10,7 +10,9 @@ from tb_engine.specio import domain_to_dict, task_to_dict
 
 
 @transaction.atomic
-def suite_store(*, spec: SuiteSpec, source: str = Suite.Source.BUILTIN, validations: dict | None = None) -> Suite:
+def suite_store(
+    *, spec: SuiteSpec, source: str = Suite.Source.BUILTIN, validations: dict | None = None
+) -> Suite:
     """Create or update a suite from an engine SuiteSpec, in one transaction.
 
     Side effects: upserts Suite, Domain and Task rows; tasks no longer in the spec are kept (old

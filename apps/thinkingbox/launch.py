@@ -30,12 +30,20 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
     return env
 
 
-def launch_template(*, command: str = "", url: str = "", env: dict[str, str] | None = None, cwd: str = "",
-                    pool_size: int | None = None) -> dict[str, Any] | None:
+def launch_template(
+    *,
+    command: str = "",
+    url: str = "",
+    env: dict[str, str] | None = None,
+    cwd: str = "",
+    pool_size: int | None = None,
+) -> dict[str, Any] | None:
     """The launch template from options, else from settings/env (THINKINGBOX_MCP_COMMAND / _URL), else None."""
     if command and url:
         raise LaunchError("give --mcp-command or --mcp-url, not both")
-    command = command or getattr(settings, "THINKINGBOX_MCP_COMMAND", "") or os.environ.get("TB_MCP_COMMAND", "")
+    command = (
+        command or getattr(settings, "THINKINGBOX_MCP_COMMAND", "") or os.environ.get("TB_MCP_COMMAND", "")
+    )
     if not command:
         url = url or getattr(settings, "THINKINGBOX_MCP_URL", "") or os.environ.get("TB_MCP_URL", "")
     if not command and not url:

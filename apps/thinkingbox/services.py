@@ -21,17 +21,18 @@ from apps.campaigns.models import AgentConfig, Attempt, Campaign
 from apps.campaigns.services import HARNESS_VERSION
 from apps.campaigns.summaries import summary_refresh
 from apps.core.models import Team
-from apps.suites.models import Domain, Suite, Task
+from apps.suites.models import Suite, Task
 from apps.suites.services import suite_store
 from apps.thinkingbox.launch import launch_for_server
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
-from tb_engine.specio import domain_to_dict, task_to_dict
 from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_dataset, parse_tb_results
 from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
 
 CUSTOM_CHECK_DETAIL = "custom check — not supported"
-IMPORTED_AGENT_MARKER = "thinkingbox"  # AgentConfig.parameters["imported"]: rows came from tb infer, not our runner
+IMPORTED_AGENT_MARKER = (
+    "thinkingbox"  # AgentConfig.parameters["imported"]: rows came from tb infer, not our runner
+)
 
 
 @dataclass
@@ -49,14 +50,25 @@ def _with_launch(spec: SuiteSpec, launch: dict[str, Any] | None) -> SuiteSpec:
     if launch is None:
         return spec
     domains = {
-        name: dataclasses.replace(domain, mcp={**(domain.mcp or {}), "launch": launch_for_server(launch, (domain.mcp or {}).get("server", name))})
+        name: dataclasses.replace(
+            domain,
+            mcp={
+                **(domain.mcp or {}),
+                "launch": launch_for_server(launch, (domain.mcp or {}).get("server", name)),
+            },
+        )
         for name, domain in spec.domains.items()
     }
     return dataclasses.replace(spec, domains=domains)
 
 
-def tb_dataset_import(*, directory: str | Path, test_list: str | Path | None = None, suite_name: str | None = None,
-                      launch: dict[str, Any] | None = None) -> DatasetImport:
+def tb_dataset_import(
+    *,
+    directory: str | Path,
+    test_list: str | Path | None = None,
+    suite_name: str | None = None,
+    launch: dict[str, Any] | None = None,
+) -> DatasetImport:
     """Import a ThinkingBox dataset folder as an evaluation-only suite (source thinkingbox).
 
     Side effects: upserts Suite, Domain and Task rows in one transaction; re-imports update rows
@@ -112,10 +124,14 @@ def _matching_suite(task_ids: set[str], suite_name: str | None, path: Path) -> S
     if suite_name:
         suite = Suite.objects.filter(name=suite_name).first()
         if suite is None:
-            raise ThinkingBoxFormatError(f"suite {suite_name!r} does not exist; import the dataset first", file=path)
+            raise ThinkingBoxFormatError(
+                f"suite {suite_name!r} does not exist; import the dataset first", file=path
+            )
         missing = sorted(task_ids - set(suite.tasks.values_list("task_id", flat=True)))
         if missing:
-            raise ThinkingBoxFormatError(f"tests not in suite {suite_name!r}: {', '.join(missing)}", file=path)
+            raise ThinkingBoxFormatError(
+                f"tests not in suite {suite_name!r}: {', '.join(missing)}", file=path
+            )
         return suite
     for suite in Suite.objects.filter(source=Suite.Source.THINKINGBOX).order_by("-updated_at"):
         if task_ids <= set(suite.tasks.values_list("task_id", flat=True)):
@@ -137,19 +153,49 @@ def _minimal_suite(records: list[TbRecord], name: str, path: Path) -> Suite:
     tasks: dict[str, TaskSpec] = {}
     for record in records:
         scenario = record.task_id.split(":", 1)[0].removesuffix(".py")
-        domains.setdefault(scenario, DomainSpec(name=scenario, title=scenario.replace("_", " "), policy="", tables={},
-                                                tools={}, base_data={}, backend="mcp", mcp={"server": scenario},
-                                                source=str(path)))
-        tasks.setdefault(record.task_id, TaskSpec(
-            id=record.task_id, domain=scenario, query=_first_user_message(record), user_context="", data_patch={},
-            golden=(), tags=("thinkingbox", "imported-results"), title=record.task_id.split(":", 1)[1],
-            source=f"{path}:{record.line}", extra={"created_from_results": str(path)},
-        ))
-    spec = SuiteSpec(name=name, version="results", domains=domains, tasks=tasks, evaluation_only=True,
-                     description=f"Minimal suite created from tb infer rows in {path}")
+        domains.setdefault(
+            scenario,
+            DomainSpec(
+                name=scenario,
+                title=scenario.replace("_", " "),
+                policy="",
+                tables={},
+                tools={},
+                base_data={},
+                backend="mcp",
+                mcp={"server": scenario},
+                source=str(path),
+            ),
+        )
+        tasks.setdefault(
+            record.task_id,
+            TaskSpec(
+                id=record.task_id,
+                domain=scenario,
+                query=_first_user_message(record),
+                user_context="",
+                data_patch={},
+                golden=(),
+                tags=("thinkingbox", "imported-results"),
+                title=record.task_id.split(":", 1)[1],
+                source=f"{path}:{record.line}",
+                extra={"created_from_results": str(path)},
+            ),
+        )
+    spec = SuiteSpec(
+        name=name,
+        version="results",
+        domains=domains,
+        tasks=tasks,
+        evaluation_only=True,
+        description=f"Minimal suite created from tb infer rows in {path}",
+    )
     detail = "created from tb infer rows: no golden trajectory or init, verdicts are ThinkingBox's own"
-    return suite_store(spec=spec, source=Suite.Source.THINKINGBOX,
-                       validations={task_id: (Task.Validation.UNKNOWN, detail) for task_id in tasks})
+    return suite_store(
+        spec=spec,
+        source=Suite.Source.THINKINGBOX,
+        validations=dict.fromkeys(tasks, (Task.Validation.UNKNOWN, detail)),
+    )
 
 
 def _slug(text: str) -> str:
@@ -159,8 +205,9 @@ def _slug(text: str) -> str:
 
 
 @transaction.atomic
-def tb_results_import(*, path: str | Path, campaign_name: str, team: Team, owner=None,
-                      suite_name: str | None = None) -> ResultsImport:
+def tb_results_import(
+    *, path: str | Path, campaign_name: str, team: Team, owner=None, suite_name: str | None = None
+) -> ResultsImport:
     """Turn ``tb infer`` output (JSONL or one YAML result) into a finished campaign.
 
     Side effects, in one transaction: maybe a minimal Suite (when no imported suite holds the
@@ -179,12 +226,20 @@ def tb_results_import(*, path: str | Path, campaign_name: str, team: Team, owner
         if place in seen:
             raise ThinkingBoxFormatError(
                 f"duplicate attempt: {record.task_id} repetition {record.repetition} (also on line {seen[place]})",
-                file=path, line=record.line)
+                file=path,
+                line=record.line,
+            )
         seen[place] = record.line
     if Campaign.objects.filter(team=team, name=campaign_name).exists():
-        raise ThinkingBoxFormatError(f"campaign {campaign_name!r} already exists in team {team.slug}", file=path)
+        raise ThinkingBoxFormatError(
+            f"campaign {campaign_name!r} already exists in team {team.slug}", file=path
+        )
     agents = sorted(set(_agent_names(path)))
-    owner = owner or team.members.order_by("id").first() or get_user_model().objects.filter(is_superuser=True).first()
+    owner = (
+        owner
+        or team.members.order_by("id").first()
+        or get_user_model().objects.filter(is_superuser=True).first()
+    )
     if owner is None:
         raise ThinkingBoxFormatError(f"team {team.slug} has no member to own the campaign", file=path)
 
@@ -197,16 +252,32 @@ def tb_results_import(*, path: str | Path, campaign_name: str, team: Team, owner
 
     agent, _ = AgentConfig.objects.get_or_create(
         name=f"tb:{'+'.join(agents)}",
-        defaults={"kind": AgentConfig.Kind.OPENAI, "model": "+".join(agents),
-                  "parameters": {"imported": IMPORTED_AGENT_MARKER, "tb_agents": agents}},
+        defaults={
+            "kind": AgentConfig.Kind.OPENAI,
+            "model": "+".join(agents),
+            "parameters": {"imported": IMPORTED_AGENT_MARKER, "tb_agents": agents},
+        },
     )
     now = timezone.now()
-    repeats = max(max(r.repetition for r in records) + 1, max(sum(1 for r in records if r.task_id == t) for t in task_ids))
+    repeats = max(
+        max(r.repetition for r in records) + 1,
+        max(sum(1 for r in records if r.task_id == t) for t in task_ids),
+    )
     campaign = Campaign.objects.create(
-        name=campaign_name, team=team, owner=owner, agent=agent, suite=suite, n_attempts=repeats,
-        user_simulator={"kind": "imported", "source": str(path)}, judge={"kind": "imported", "source": str(path)},
-        harness_version=f"tb infer (imported by {HARNESS_VERSION})", suite_version=suite.version,
-        suite_hash=suite.content_hash, status=Campaign.Status.DONE, started_at=now, finished_at=now,
+        name=campaign_name,
+        team=team,
+        owner=owner,
+        agent=agent,
+        suite=suite,
+        n_attempts=repeats,
+        user_simulator={"kind": "imported", "source": str(path)},
+        judge={"kind": "imported", "source": str(path)},
+        harness_version=f"tb infer (imported by {HARNESS_VERSION})",
+        suite_version=suite.version,
+        suite_hash=suite.content_hash,
+        status=Campaign.Status.DONE,
+        started_at=now,
+        finished_at=now,
     )
     campaign.tasks.set(task_rows.values())
     attempts = []
@@ -216,11 +287,19 @@ def tb_results_import(*, path: str | Path, campaign_name: str, team: Team, owner
         result = record.to_attempt_result(task_hash=task.content_hash)
         disagreements += sum(1 for c in record.effects.values() if not c.agree)
         fields = AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None).as_fields()
-        attempts.append(Attempt(campaign=campaign, task=task, index=record.repetition, finished_at=now, **fields))
+        attempts.append(
+            Attempt(campaign=campaign, task=task, index=record.repetition, finished_at=now, **fields)
+        )
     Attempt.objects.bulk_create(attempts, batch_size=500)
     summary_refresh(campaign_id=campaign.pk)
-    return ResultsImport(campaign=campaign, attempts=len(attempts), suite_created=suite_created,
-                         tb_agg=tb_agg_figures(records), ours=our_figures(records), disagreements=disagreements)
+    return ResultsImport(
+        campaign=campaign,
+        attempts=len(attempts),
+        suite_created=suite_created,
+        tb_agg=tb_agg_figures(records),
+        ours=our_figures(records),
+        disagreements=disagreements,
+    )
 
 
 def figures_side_by_side(tb: TbAggFigures, ours: OurFigures) -> list[tuple[str, str, str, str]]:
@@ -229,11 +308,21 @@ def figures_side_by_side(tb: TbAggFigures, ours: OurFigures) -> list[tuple[str, 
     def pct(value: float | None) -> str:
         return "—" if value is None else f"{value:.2f}"
 
-    rows = [("tests", str(tb.num_tests), str(ours.tasks), ""),
-            ("runs", str(tb.total_runs), f"{ours.attempts_done} done + {ours.infra_errors} infra errors",
-             "tb agg counts error rows as failures; we exclude them and report coverage"),
-            ("mean pass / pass@1", pct(tb.mean_pass), pct(ours.pass_at_1),
-             "same when no row is an error" if ours.infra_errors == 0 else "differs: error rows")]
+    rows = [
+        ("tests", str(tb.num_tests), str(ours.tasks), ""),
+        (
+            "runs",
+            str(tb.total_runs),
+            f"{ours.attempts_done} done + {ours.infra_errors} infra errors",
+            "tb agg counts error rows as failures; we exclude them and report coverage",
+        ),
+        (
+            "mean pass / pass@1",
+            pct(tb.mean_pass),
+            pct(ours.pass_at_1),
+            "same when no row is an error" if ours.infra_errors == 0 else "differs: error rows",
+        ),
+    ]
     ours_at = dict(ours.pass_at_k)
     ours_power = dict(ours.pass_power_k)
     ours_plugin = dict(ours.pass_power_k_plugin)
@@ -241,9 +330,18 @@ def figures_side_by_side(tb: TbAggFigures, ours: OurFigures) -> list[tuple[str, 
         rows.append((f"pass@{k}", pct(value), pct(ours_at.get(k)), ""))
     for k, value in tb.pass_power_k_plugin:
         rows.append((f"pass^{k} plug-in (c/n)^k", pct(value), pct(ours_plugin.get(k)), "tb agg's Pass^k"))
-        rows.append((f"pass^{k} unbiased C(c,k)/C(n,k)", "—", pct(ours_power.get(k)), "SPEC §5; not printed by tb agg"))
-    rows += [("observed all-N", "—", f"{ours.all_n_count} ({ours.all_n_share:.2f})", f"N = {ours.repeats}"),
-             ("pass@N observed", "—", pct(ours.pass_at_n_observed), ""),
-             ("discovery-reliability gap", "—", f"{ours.gap_points:.1f} pp", ""),
-             ("coverage", "—", pct(ours.coverage), f"{ours.incomplete_tasks} incomplete task(s)")]
+        rows.append(
+            (
+                f"pass^{k} unbiased C(c,k)/C(n,k)",
+                "—",
+                pct(ours_power.get(k)),
+                "SPEC §5; not printed by tb agg",
+            )
+        )
+    rows += [
+        ("observed all-N", "—", f"{ours.all_n_count} ({ours.all_n_share:.2f})", f"N = {ours.repeats}"),
+        ("pass@N observed", "—", pct(ours.pass_at_n_observed), ""),
+        ("discovery-reliability gap", "—", f"{ours.gap_points:.1f} pp", ""),
+        ("coverage", "—", pct(ours.coverage), f"{ours.incomplete_tasks} incomplete task(s)"),
+    ]
     return rows

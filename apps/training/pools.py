@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,13 @@ import pandas as pd
 from apps.campaigns.models import Campaign
 from apps.dashboard.selectors import per_task_frames
 from tb_engine.envserver.pool import POOL_FORMAT
-from tb_engine.metrics import LEARNING_ZONE_HI, LEARNING_ZONE_LO, LEARNING_ZONE_Q, learning_zone, posterior_params
+from tb_engine.metrics import (
+    LEARNING_ZONE_HI,
+    LEARNING_ZONE_LO,
+    LEARNING_ZONE_Q,
+    learning_zone,
+    posterior_params,
+)
 
 
 class EvaluationOnlyRefused(Exception):
@@ -45,7 +51,9 @@ def refuse_evaluation_only(campaign: Campaign, *, allow_evaluation_only: bool) -
 def posterior_table(campaign: Campaign, thresholds: Thresholds = Thresholds()) -> pd.DataFrame:
     """Per task: n, c, Beta(1 + c, 1 + n − c) parameters and mean, P(lo < p < hi), zone membership."""
     frame = per_task_frames([campaign.pk])[campaign.pk]
-    zone = learning_zone(frame[["task_id", "domain", "n", "c"]], lo=thresholds.lo, hi=thresholds.hi, q=thresholds.q)
+    zone = learning_zone(
+        frame[["task_id", "domain", "n", "c"]], lo=thresholds.lo, hi=thresholds.hi, q=thresholds.q
+    )
     params = [posterior_params(int(n), int(c)) for n, c in zip(zone["n"], zone["c"])]
     zone["domain"] = frame["domain"].to_numpy()
     zone["alpha"] = [a for a, _ in params]
@@ -54,7 +62,9 @@ def posterior_table(campaign: Campaign, thresholds: Thresholds = Thresholds()) -
     return zone.sort_values("task_id", kind="stable").reset_index(drop=True)
 
 
-def training_pool(campaign: Campaign, thresholds: Thresholds = Thresholds(), *, allow_evaluation_only: bool = False) -> dict[str, Any]:
+def training_pool(
+    campaign: Campaign, thresholds: Thresholds = Thresholds(), *, allow_evaluation_only: bool = False
+) -> dict[str, Any]:
     """The pool document (JSON-ready): tasks in the learning zone with posterior summaries, plus provenance."""
     refuse_evaluation_only(campaign, allow_evaluation_only=allow_evaluation_only)
     table = posterior_table(campaign, thresholds)
@@ -62,21 +72,39 @@ def training_pool(campaign: Campaign, thresholds: Thresholds = Thresholds(), *, 
     suite = campaign.suite
     return {
         "format": POOL_FORMAT,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "suite": {"name": suite.name, "version": suite.version, "content_hash": suite.content_hash,
-                  "evaluation_only": suite.evaluation_only},
-        "base_campaign": {"id": campaign.pk, "name": campaign.name, "agent": campaign.agent.name,
-                          "n_attempts": campaign.n_attempts},
-        "thresholds": {"lo": thresholds.lo, "hi": thresholds.hi, "q": thresholds.q, "prior": "uniform Beta(1, 1)"},
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "suite": {
+            "name": suite.name,
+            "version": suite.version,
+            "content_hash": suite.content_hash,
+            "evaluation_only": suite.evaluation_only,
+        },
+        "base_campaign": {
+            "id": campaign.pk,
+            "name": campaign.name,
+            "agent": campaign.agent.name,
+            "n_attempts": campaign.n_attempts,
+        },
+        "thresholds": {
+            "lo": thresholds.lo,
+            "hi": thresholds.hi,
+            "q": thresholds.q,
+            "prior": "uniform Beta(1, 1)",
+        },
         "allow_evaluation_only": bool(allow_evaluation_only),
         "candidates": len(table),
         "tasks": [
-            {"task_id": row.task_id, "domain": row.domain, "n": int(row.n), "c": int(row.c),
-             "posterior": {"alpha": float(row.alpha), "beta": float(row.beta), "mean": float(row.mean)},
-             "p_zone": float(row.p_zone)}
+            {
+                "task_id": row.task_id,
+                "domain": row.domain,
+                "n": int(row.n),
+                "c": int(row.c),
+                "posterior": {"alpha": float(row.alpha), "beta": float(row.beta), "mean": float(row.mean)},
+                "p_zone": float(row.p_zone),
+            }
             for row in chosen.itertuples()
         ],
-    }  # fmt: skip
+    }
 
 
 def write_pool(pool: dict[str, Any], path: str | Path) -> Path:

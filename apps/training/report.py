@@ -31,8 +31,15 @@ def strip_rows(strips: dict[int, list], campaigns: list[Campaign]) -> list[dict[
         attempts = strips[campaign.pk]
         done = [a for a in attempts if a.status == "done"]
         violations = sum(1 for a in done if "extra_effect" in (a.categories or []))
-        rows.append({"campaign": campaign, "attempts": attempts, "done": len(done), "violations": violations,
-                     "passes": sum(1 for a in done if a.verdict == "pass")})  # fmt: skip
+        rows.append(
+            {
+                "campaign": campaign,
+                "attempts": attempts,
+                "done": len(done),
+                "violations": violations,
+                "passes": sum(1 for a in done if a.verdict == "pass"),
+            }
+        )
     return rows
 
 
@@ -56,7 +63,14 @@ def before_after(*, base: Campaign, trained: Campaign) -> dict[str, Any]:
         cells = []
         for metric in ("pass_at_1", "pass_at_n", "all_n"):
             b, a = domains_before[metric].get(name), domains_after[metric].get(name)
-            cells.append({"metric": metric, "before": b, "after": a, "delta_pp": None if a is None or b is None else (a - b) * 100})
+            cells.append(
+                {
+                    "metric": metric,
+                    "before": b,
+                    "after": a,
+                    "delta_pp": None if a is None or b is None else (a - b) * 100,
+                }
+            )
         domains.append({"domain": name, "cells": cells})
     task_pks = dict(zip(frames[base.pk]["task_id"], frames[base.pk]["task_pk"]))
     moved = [
@@ -67,8 +81,10 @@ def before_after(*, base: Campaign, trained: Campaign) -> dict[str, Any]:
     return {
         "before": before,
         "after": after,
-        "delta": {key: (None if before[key] is None or after[key] is None else after[key] - before[key])
-                  for key in ("pass_at_1", "pass_at_n", "all_n_count", "all_n_share")},
+        "delta": {
+            key: (None if before[key] is None or after[key] is None else after[key] - before[key])
+            for key in ("pass_at_1", "pass_at_n", "all_n_count", "all_n_share")
+        },
         "n_attempts": base.n_attempts,
         "tasks": comparison["tasks"],
         "delta_pass_at_1": comparison["delta_pass_at_1"],
@@ -76,8 +92,12 @@ def before_after(*, base: Campaign, trained: Campaign) -> dict[str, Any]:
         "gained": [t for t in moved if t["task_id"] in comparison["gained"]],
         "lost": [t for t in moved if t["task_id"] in comparison["lost"]],
         # Solved at least once before, never after: the coverage side of sharpening.
-        "coverage_lost": [{**t, "task_pk": int(task_pks[t["task_id"]])} for t in comparison["per_task"] if t["c_b"] >= 1 and t["c_a"] == 0],
+        "coverage_lost": [
+            {**t, "task_pk": int(task_pks[t["task_id"]])}
+            for t in comparison["per_task"]
+            if t["c_b"] >= 1 and t["c_a"] == 0
+        ],
         "sharpening": comparison["sharpening"],
         "domains": domains,
         "per_task": [{**t, "task_pk": int(task_pks[t["task_id"]])} for t in comparison["per_task"]],
-    }  # fmt: skip
+    }

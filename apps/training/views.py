@@ -11,7 +11,6 @@ from django.views.decorators.http import require_GET
 
 from apps.core.access import require_role
 from apps.core.roles import Role
-from apps.dashboard import reports
 from apps.dashboard.charts import CONFIG
 from apps.dashboard.selectors import attempt_strip, dashboard_campaigns
 from apps.suites.models import Task
@@ -54,7 +53,13 @@ def pools(request):
         values[name], problem = _float(request, name, default)
         errors += [problem] if problem else []
     thresholds = Thresholds(**values)
-    context = {"campaigns": campaigns, "campaign": campaign, "thresholds": thresholds, "errors": errors, "rows": None}
+    context = {
+        "campaigns": campaigns,
+        "campaign": campaign,
+        "thresholds": thresholds,
+        "errors": errors,
+        "rows": None,
+    }
     if campaign is not None:
         try:
             table = posterior_table(campaign, thresholds)
@@ -64,8 +69,14 @@ def pools(request):
             context.update(
                 rows=table.to_dict("records"),
                 pool_size=int(table["in_zone"].sum()),
-                zone_chart={"figure": charts.zone_probability_figure(table, q=thresholds.q), "config": CONFIG},
-                size_chart={"figure": charts.pool_size_figure(Q_GRID, pool_sizes_by_q(table, Q_GRID)), "config": CONFIG},
+                zone_chart={
+                    "figure": charts.zone_probability_figure(table, q=thresholds.q),
+                    "config": CONFIG,
+                },
+                size_chart={
+                    "figure": charts.pool_size_figure(Q_GRID, pool_sizes_by_q(table, Q_GRID)),
+                    "config": CONFIG,
+                },
                 evaluation_only=campaign.suite.evaluation_only,
             )
     return _render(request, "training/pools.html", "pool-body", context)
@@ -78,7 +89,14 @@ def report(request):
     campaigns = dashboard_campaigns(request.user)
     by_id = {c.pk: c for c in campaigns}
     base, trained = _pick(request, "base", by_id), _pick(request, "trained", by_id)
-    context = {"campaigns": campaigns, "base": base, "trained": trained, "result": None, "error": "", "strip_task": None}
+    context = {
+        "campaigns": campaigns,
+        "base": base,
+        "trained": trained,
+        "result": None,
+        "error": "",
+        "strip_task": None,
+    }
     if base and trained:
         try:
             context["result"] = before_after(base=base, trained=trained)

@@ -32,7 +32,8 @@ class Label(models.Model):
         ordering = ["position", "name"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(shortcut__isnull=True) | Q(shortcut__gte=1, shortcut__lte=9), name="label_shortcut_digit"
+                condition=Q(shortcut__isnull=True) | Q(shortcut__gte=1, shortcut__lte=9),
+                name="label_shortcut_digit",
             ),
         ]
 
@@ -51,7 +52,11 @@ class AttemptReview(models.Model):
     labels = models.ManyToManyField(Label, blank=True, related_name="reviews")
     note = models.TextField(blank=True)
     assignee = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_reviews"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_reviews",
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     updated_at = models.DateTimeField(auto_now=True)
@@ -63,9 +68,15 @@ class AttemptReview(models.Model):
 class AuditEntry(models.Model):
     """One change (who, when, field, before -> after) to an attempt's review or to the taxonomy."""
 
-    attempt = models.ForeignKey(Attempt, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_entries")
-    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_entries")
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    attempt = models.ForeignKey(
+        Attempt, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_entries"
+    )
+    task = models.ForeignKey(
+        Task, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_entries"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     at = models.DateTimeField(default=timezone.now)
     field = models.CharField(max_length=50)
     before = models.JSONField(null=True, blank=True)
@@ -103,7 +114,9 @@ class TaskHealthIssue(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="health_issues")
     label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="health_issues")
     attempt = models.ForeignKey(Attempt, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    opened_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     opened_at = models.DateTimeField(default=timezone.now)
     resolved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -115,7 +128,9 @@ class TaskHealthIssue(models.Model):
         ordering = ["-opened_at", "-pk"]
         constraints = [
             models.UniqueConstraint(
-                fields=["task", "label"], condition=Q(resolved_at__isnull=True), name="health_one_open_per_task_label"
+                fields=["task", "label"],
+                condition=Q(resolved_at__isnull=True),
+                name="health_one_open_per_task_label",
             ),
         ]
 

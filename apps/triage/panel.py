@@ -26,9 +26,17 @@ def panel_context(*, request, attempt: Attempt) -> dict:
     applied = {label.pk for label in review.labels.all()} if review else set()
     return {
         "triage": {
-            "attempt": attempt, "review": review, "labels": selectors.labels(), "applied": applied,
-            "queue": filters.querystring(), "neighbours": selectors.queue_neighbours(user=request.user, filters=filters, attempt_id=attempt.pk),
-            "audit": selectors.audit_trail(attempt=attempt), "can_edit": user_has_role(request.user, Role.TRIAGER),
-            "triagers": selectors.triagers_of(attempt.campaign), "statuses": selectors.AttemptReview.Status.choices,
+            "attempt": attempt,
+            "review": review,
+            "labels": selectors.labels(),
+            "applied": applied,
+            "queue": filters.querystring(),
+            "neighbours": selectors.queue_neighbours(
+                user=request.user, filters=filters, attempt_id=attempt.pk
+            ),
+            "audit": selectors.audit_trail(attempt=attempt),
+            "can_edit": user_has_role(request.user, Role.TRIAGER),
+            "triagers": selectors.triagers_of(attempt.campaign),
+            "statuses": selectors.AttemptReview.Status.choices,
         }
-    }  # fmt: skip
+    }

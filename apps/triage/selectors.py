@@ -16,9 +16,20 @@ from apps.triage.models import AttemptReview, AuditEntry, Label, TaskHealthIssue
 CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
 SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
 QUEUE_FIELDS = (
-    "id", "campaign_id", "task_id", "index", "verdict", "termination", "categories", "clean_looking",
-    "tool_calls", "diff_items", "task__task_id", "task__domain__name", "campaign__name",
-)  # fmt: skip
+    "id",
+    "campaign_id",
+    "task_id",
+    "index",
+    "verdict",
+    "termination",
+    "categories",
+    "clean_looking",
+    "tool_calls",
+    "diff_items",
+    "task__task_id",
+    "task__domain__name",
+    "campaign__name",
+)
 
 
 def _int(value: str) -> int | None:
@@ -39,7 +50,7 @@ class QueueFilters:
     scope: str = "clean"
 
     @classmethod
-    def from_query(cls, query) -> "QueueFilters":
+    def from_query(cls, query) -> QueueFilters:
         """From request.GET (or a QueryDict); unknown values fall back to the defaults."""
         category = query.get("category", "")
         status = query.get("status", "")
@@ -47,12 +58,14 @@ class QueueFilters:
         scope = query.get("scope", "clean")
         return cls(
             campaigns=tuple(sorted({int(v) for v in query.getlist("c") if v.isdigit()})),
-            domain=query.get("domain", "").strip(), task=query.get("task", "").strip(),
-            category=category if category in CATEGORIES else "", label=_int(query.get("label", "")),
+            domain=query.get("domain", "").strip(),
+            task=query.get("task", "").strip(),
+            category=category if category in CATEGORIES else "",
+            label=_int(query.get("label", "")),
             assignee=assignee if assignee == "none" or assignee.isdigit() else "",
             status=status if status in AttemptReview.Status.values else "",
             scope=scope if scope in SCOPES else "clean",
-        )  # fmt: skip
+        )
 
     def querystring(self) -> str:
         """The filters as a query string (defaults left out), the inverse of from_query."""
@@ -79,7 +92,9 @@ def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
     visible = campaigns_visible_to(user)
     if filters.campaigns:
         visible = visible.filter(pk__in=filters.campaigns)
-    queryset = Attempt.objects.filter(campaign__in=visible.values("pk"), status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL)
+    queryset = Attempt.objects.filter(
+        campaign__in=visible.values("pk"), status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
+    )
     if filters.scope == "clean":
         queryset = queryset.filter(clean_looking=True)
     if filters.domain:
@@ -107,7 +122,9 @@ def queue_rows(queryset: QuerySet[Attempt]) -> QuerySet[Attempt]:
         queryset.select_related("task__domain", "campaign")
         .only(*QUEUE_FIELDS)
         .prefetch_related(
-            Prefetch("review", queryset=AttemptReview.objects.select_related("assignee").prefetch_related("labels"))
+            Prefetch(
+                "review", queryset=AttemptReview.objects.select_related("assignee").prefetch_related("labels")
+            )
         )
     )
 
@@ -119,9 +136,11 @@ def queue_neighbours(*, user, filters: QueueFilters, attempt_id: int) -> dict:
         return {"previous": None, "next": None, "position": None, "total": len(ids)}
     at = ids.index(attempt_id)
     return {
-        "previous": ids[at - 1] if at > 0 else None, "next": ids[at + 1] if at + 1 < len(ids) else None,
-        "position": at + 1, "total": len(ids),
-    }  # fmt: skip
+        "previous": ids[at - 1] if at > 0 else None,
+        "next": ids[at + 1] if at + 1 < len(ids) else None,
+        "position": at + 1,
+        "total": len(ids),
+    }
 
 
 def labels() -> list[Label]:
@@ -131,7 +150,10 @@ def labels() -> list[Label]:
 def review_of(attempt: Attempt) -> AttemptReview | None:
     """The attempt's review with assignee and labels, or None if nobody touched it yet."""
     return (
-        AttemptReview.objects.filter(attempt=attempt).select_related("assignee").prefetch_related("labels").first()
+        AttemptReview.objects.filter(attempt=attempt)
+        .select_related("assignee")
+        .prefetch_related("labels")
+        .first()
     )
 
 
@@ -144,13 +166,17 @@ def triagers_of(campaign: Campaign) -> list:
     from apps.core.roles import ROLE_ORDER, Role
 
     names = [role.value for role in ROLE_ORDER if role.rank >= Role.TRIAGER.rank]
-    members = campaign.team.members.filter(is_active=True).filter(Q(is_superuser=True) | Q(groups__name__in=names))
+    members = campaign.team.members.filter(is_active=True).filter(
+        Q(is_superuser=True) | Q(groups__name__in=names)
+    )
     return list(members.distinct().order_by("username"))
 
 
 def open_health_issues(*, task_pks=None) -> list[TaskHealthIssue]:
     """Open task-health issues (optionally of some tasks) with task and label, newest first."""
-    queryset = TaskHealthIssue.objects.filter(resolved_at__isnull=True).select_related("task__domain", "label", "opened_by")
+    queryset = TaskHealthIssue.objects.filter(resolved_at__isnull=True).select_related(
+        "task__domain", "label", "opened_by"
+    )
     if task_pks is not None:
         queryset = queryset.filter(task_id__in=list(task_pks))
     return list(queryset)
@@ -159,7 +185,9 @@ def open_health_issues(*, task_pks=None) -> list[TaskHealthIssue]:
 def unhealthy_task_pks(*, campaigns: list[Campaign]) -> frozenset[int]:
     """Tasks of the campaigns with at least one open health issue (one query)."""
     return frozenset(
-        TaskHealthIssue.objects.filter(resolved_at__isnull=True, task__campaigns__in=[c.pk for c in campaigns])
+        TaskHealthIssue.objects.filter(
+            resolved_at__isnull=True, task__campaigns__in=[c.pk for c in campaigns]
+        )
         .values_list("task_id", flat=True)
         .distinct()
     )
@@ -174,8 +202,12 @@ def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
     ids = [c.pk for c in campaigns]
     categories = Counter()
     totals = Counter()
-    rows = Attempt.objects.filter(campaign_id__in=ids, clean_looking=True, status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL)
-    for campaign_id, attempt_categories in rows.values_list("campaign_id", "categories").iterator(chunk_size=5000):
+    rows = Attempt.objects.filter(
+        campaign_id__in=ids, clean_looking=True, status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
+    )
+    for campaign_id, attempt_categories in rows.values_list("campaign_id", "categories").iterator(
+        chunk_size=5000
+    ):
         totals[campaign_id] += 1
         for category in set(attempt_categories or []):
             categories[(campaign_id, category)] += 1
@@ -189,6 +221,17 @@ def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
         total = totals[campaign.pk]
         shares = {name: (categories[(campaign.pk, name)] / total if total else None) for name in CATEGORIES}
         counts = {name: categories[(campaign.pk, name)] for name in CATEGORIES}
-        by_label = sorted(((name, n) for (pk, name), n in label_counts.items() if pk == campaign.pk), key=lambda item: (-item[1], item[0]))
-        summary.append({"campaign": campaign, "clean_failures": total, "shares": shares, "counts": counts, "labels": by_label})
+        by_label = sorted(
+            ((name, n) for (pk, name), n in label_counts.items() if pk == campaign.pk),
+            key=lambda item: (-item[1], item[0]),
+        )
+        summary.append(
+            {
+                "campaign": campaign,
+                "clean_failures": total,
+                "shares": shares,
+                "counts": counts,
+                "labels": by_label,
+            }
+        )
     return summary

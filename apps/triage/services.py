@@ -6,7 +6,7 @@ and the REST API share one gate: labels, notes, assignment and status need the t
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -30,9 +30,13 @@ def _review(attempt: Attempt) -> AttemptReview:
 
 def _audit(*, attempt: Attempt | None, actor, field: str, before, after, task=None) -> AuditEntry:
     return AuditEntry.objects.create(
-        attempt=attempt, task=task if task is not None else (attempt.task if attempt else None),
-        actor=actor, field=field, before=before, after=after,
-    )  # fmt: skip
+        attempt=attempt,
+        task=task if task is not None else (attempt.task if attempt else None),
+        actor=actor,
+        field=field,
+        before=before,
+        after=after,
+    )
 
 
 def _label_names(review: AttemptReview) -> list[str]:
@@ -105,7 +109,13 @@ def attempt_assign(*, attempt: Attempt, assignee, actor) -> AttemptReview:
         before = review.assignee.get_username() if review.assignee else None
         review.assignee = assignee
         review.save(update_fields=["assignee", "updated_at"])
-        _audit(attempt=attempt, actor=actor, field="assignee", before=before, after=assignee.get_username() if assignee else None)
+        _audit(
+            attempt=attempt,
+            actor=actor,
+            field="assignee",
+            before=before,
+            after=assignee.get_username() if assignee else None,
+        )
     return review
 
 
@@ -114,7 +124,9 @@ def attempt_set_status(*, attempt: Attempt, status: str, actor) -> AttemptReview
     """Mark the attempt open or reviewed. Side effect: audit entry when it changes."""
     _ensure_triager(actor)
     if status not in AttemptReview.Status.values:
-        raise ValidationError({"status": f"unknown status {status!r}: expected one of {', '.join(AttemptReview.Status.values)}"})
+        raise ValidationError(
+            {"status": f"unknown status {status!r}: expected one of {', '.join(AttemptReview.Status.values)}"}
+        )
     review = _review(attempt)
     if review.status != status:
         before, review.status = review.status, status
@@ -129,14 +141,28 @@ def _sync_task_health(*, attempt: Attempt, actor) -> None:
     used = set(
         Label.objects.filter(flags_task_health=True, reviews__attempt__task=task).values_list("pk", flat=True)
     )
-    open_issues = {issue.label_id: issue for issue in TaskHealthIssue.objects.filter(task=task, resolved_at__isnull=True)}
+    open_issues = {
+        issue.label_id: issue for issue in TaskHealthIssue.objects.filter(task=task, resolved_at__isnull=True)
+    }
     for label_pk in used - set(open_issues):
         issue = TaskHealthIssue.objects.create(task=task, label_id=label_pk, attempt=attempt, opened_by=actor)
-        _audit(attempt=attempt, actor=actor, field="task_health", before=None, after=f"opened: {issue.label.name}")
+        _audit(
+            attempt=attempt,
+            actor=actor,
+            field="task_health",
+            before=None,
+            after=f"opened: {issue.label.name}",
+        )
     for label_pk in set(open_issues) - used:
         issue = open_issues[label_pk]
         _close(issue, actor=actor, resolution="label removed from every attempt")
-        _audit(attempt=attempt, actor=actor, field="task_health", before=f"open: {issue.label.name}", after="closed")
+        _audit(
+            attempt=attempt,
+            actor=actor,
+            field="task_health",
+            before=f"open: {issue.label.name}",
+            after="closed",
+        )
 
 
 def _close(issue: TaskHealthIssue, *, actor, resolution: str) -> None:
@@ -151,13 +177,28 @@ def health_issue_resolve(*, issue: TaskHealthIssue, actor, resolution: str = "")
     if not issue.is_open:
         return issue
     _close(issue, actor=actor, resolution=resolution.strip() or "resolved")
-    _audit(attempt=None, task=issue.task, actor=actor, field="task_health", before=f"open: {issue.label.name}", after=f"resolved: {issue.resolution}")
+    _audit(
+        attempt=None,
+        task=issue.task,
+        actor=actor,
+        field="task_health",
+        before=f"open: {issue.label.name}",
+        after=f"resolved: {issue.resolution}",
+    )
     return issue
 
 
 @transaction.atomic
-def label_save(*, actor, name: str, label: Label | None = None, description: str = "", shortcut: int | None = None,
-               flags_task_health: bool = False, position: int | None = None) -> Label:  # fmt: skip
+def label_save(
+    *,
+    actor,
+    name: str,
+    label: Label | None = None,
+    description: str = "",
+    shortcut: int | None = None,
+    flags_task_health: bool = False,
+    position: int | None = None,
+) -> Label:
     """Create or edit a taxonomy label. Side effect: an audit entry (field 'taxonomy') with before/after."""
     _ensure_triager(actor)
     name = name.strip()
@@ -165,16 +206,27 @@ def label_save(*, actor, name: str, label: Label | None = None, description: str
         raise ValidationError({"name": "a label needs a name"})
     if shortcut is not None and not 1 <= shortcut <= 9:
         raise ValidationError({"shortcut": f"shortcut must be a digit 1-9, got {shortcut}"})
-    clash = Label.objects.filter(shortcut=shortcut).exclude(pk=label.pk if label else None).first() if shortcut else None
+    clash = (
+        Label.objects.filter(shortcut=shortcut).exclude(pk=label.pk if label else None).first()
+        if shortcut
+        else None
+    )
     if clash is not None:
         raise ValidationError({"shortcut": f"digit {shortcut} already toggles {clash.name!r}"})
     before = _label_state(label) if label else None
     label = label or Label()
-    label.name, label.description, label.shortcut, label.flags_task_health = name, description.strip(), shortcut, flags_task_health
+    label.name, label.description, label.shortcut, label.flags_task_health = (
+        name,
+        description.strip(),
+        shortcut,
+        flags_task_health,
+    )
     if position is not None:
         label.position = position
     elif label.pk is None:
-        label.position = (Label.objects.order_by("-position").values_list("position", flat=True).first() or 0) + 1
+        label.position = (
+            Label.objects.order_by("-position").values_list("position", flat=True).first() or 0
+        ) + 1
     label.save()
     _audit(attempt=None, actor=actor, field="taxonomy", before=before, after=_label_state(label))
     return label

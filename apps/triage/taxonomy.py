@@ -19,5 +19,10 @@ def seed_labels(label_model) -> None:
     for position, (name, description, flags) in enumerate(SEED, start=1):
         label_model.objects.get_or_create(
             name=name,
-            defaults={"description": description, "shortcut": position, "flags_task_health": flags, "position": position},
+            defaults={
+                "description": description,
+                "shortcut": position,
+                "flags_task_health": flags,
+                "position": position,
+            },
         )

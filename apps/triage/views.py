@@ -19,12 +19,12 @@ from apps.core.access import require_role, user_has_role
 from apps.core.roles import Role
 from apps.dashboard.selectors import dashboard_campaigns, filter_options
 from apps.dashboard.views import get_visible_or_404
+from apps.suites.models import Task
 from apps.triage import selectors, services
 from apps.triage.forms import LabelForm
 from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
-from apps.suites.models import Task
 
 PER_PAGE = 50
 
@@ -32,8 +32,13 @@ PER_PAGE = 50
 def _queue_context(request, filters: QueueFilters) -> dict:
     rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
     page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
-    return {"page": page, "filters": filters, "query": filters.querystring(), "labels": selectors.labels(),
-            "can_edit": user_has_role(request.user, Role.TRIAGER)}  # fmt: skip
+    return {
+        "page": page,
+        "filters": filters,
+        "query": filters.querystring(),
+        "labels": selectors.labels(),
+        "can_edit": user_has_role(request.user, Role.TRIAGER),
+    }
 
 
 @require_GET
@@ -46,10 +51,16 @@ def queue(request):
         return render(request, "triage/queue.html#triage-rows", context)
     campaigns = dashboard_campaigns(request.user)
     domains, _ = filter_options(campaigns)
-    context.update({
-        "campaigns": campaigns, "domains": domains, "categories": CATEGORIES, "scopes": SCOPES,
-        "statuses": AttemptReview.Status.choices, "assignees": _assignees(campaigns),
-    })  # fmt: skip
+    context.update(
+        {
+            "campaigns": campaigns,
+            "domains": domains,
+            "categories": CATEGORIES,
+            "scopes": SCOPES,
+            "statuses": AttemptReview.Status.choices,
+            "assignees": _assignees(campaigns),
+        }
+    )
     return render(request, "triage/queue.html", context)
 
 
@@ -69,8 +80,14 @@ def bulk_label(request):
     label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
     ids = [int(value) for value in request.POST.getlist("a") if value.isdigit()]
     # Only rows of the user's queue can be labelled: a forged id of another team's attempt is ignored.
-    attempts = selectors.queue_queryset(user=request.user, filters=QueueFilters(scope="failed")).filter(pk__in=ids).select_related("task")
-    services.attempts_bulk_label(attempts=list(attempts), label=label, actor=request.user, add=request.POST.get("action") != "remove")
+    attempts = (
+        selectors.queue_queryset(user=request.user, filters=QueueFilters(scope="failed"))
+        .filter(pk__in=ids)
+        .select_related("task")
+    )
+    services.attempts_bulk_label(
+        attempts=list(attempts), label=label, actor=request.user, add=request.POST.get("action") != "remove"
+    )
     if request.htmx:
         return render(request, "triage/queue.html#triage-rows", _queue_context(request, filters))
     return redirect(f"{reverse('triage:queue')}?{filters.querystring()}")
@@ -98,7 +115,9 @@ def _queue_param(queue: str) -> str:
 @require_role(Role.VIEWER)
 def attempt_panel(request, pk: int):
     """The drilldown's triage panel for one visible attempt (fetched by htmx after the page loads)."""
-    attempt = get_visible_or_404(Attempt.objects.select_related("campaign__team", "task").defer("result"), request.user, pk=pk)
+    attempt = get_visible_or_404(
+        Attempt.objects.select_related("campaign__team", "task").defer("result"), request.user, pk=pk
+    )
     return render(request, "triage/_panel.html", panel_context(request=request, attempt=attempt))
 
 
@@ -107,7 +126,11 @@ def attempt_panel(request, pk: int):
 def task_health(request, pk: int):
     """Open health issues of one task of the user's campaigns, as the task page's badge fragment."""
     visible_tasks = campaigns_visible_to(request.user).values("tasks")
-    issues = selectors.open_health_issues(task_pks=[pk]) if Task.objects.filter(pk=pk, pk__in=visible_tasks).exists() else None
+    issues = (
+        selectors.open_health_issues(task_pks=[pk])
+        if Task.objects.filter(pk=pk, pk__in=visible_tasks).exists()
+        else None
+    )
     if issues is None:
         raise Http404("no such task in your campaigns")
     return render(request, "triage/_task_health.html", {"issues": issues})
@@ -142,9 +165,13 @@ def attempt_assign(request, pk: int):
     value = request.POST.get("assignee", "")
     assignee = None
     if value:
-        assignee = next((user for user in selectors.triagers_of(attempt.campaign) if str(user.pk) == value), None)
+        assignee = next(
+            (user for user in selectors.triagers_of(attempt.campaign) if str(user.pk) == value), None
+        )
         if assignee is None:
-            return HttpResponseBadRequest(f"assignee: user {value} is not a triager of team {attempt.campaign.team}")
+            return HttpResponseBadRequest(
+                f"assignee: user {value} is not a triager of team {attempt.campaign.team}"
+            )
     services.attempt_assign(attempt=attempt, assignee=assignee, actor=request.user)
     return _panel_response(request, attempt)
 
@@ -154,7 +181,9 @@ def attempt_assign(request, pk: int):
 def attempt_status(request, pk: int):
     attempt = _attempt_for_edit(request, pk)
     try:
-        services.attempt_set_status(attempt=attempt, status=request.POST.get("status", ""), actor=request.user)
+        services.attempt_set_status(
+            attempt=attempt, status=request.POST.get("status", ""), actor=request.user
+        )
     except ValidationError as error:
         return HttpResponseBadRequest("; ".join(error.messages))
     return _panel_response(request, attempt)
@@ -166,8 +195,12 @@ def summary(request):
     """Per campaign, among clean-looking failures: shares with wrong values, extra and missing effects; labels."""
     ids = [int(v) for v in request.GET.getlist("c") if v.isdigit()] or None
     campaigns = dashboard_campaigns(request.user, ids=ids)
-    context = {"rows": selectors.campaign_triage_summary(campaigns=campaigns), "categories": CATEGORIES,
-               "all_campaigns": dashboard_campaigns(request.user), "selected": {c.pk for c in campaigns}}  # fmt: skip
+    context = {
+        "rows": selectors.campaign_triage_summary(campaigns=campaigns),
+        "categories": CATEGORIES,
+        "all_campaigns": dashboard_campaigns(request.user),
+        "selected": {c.pk for c in campaigns},
+    }
     return render(request, "triage/summary.html", context)
 
 
@@ -177,7 +210,10 @@ def health(request):
     """Tasks with open health issues (grader bug, task ambiguous) in the user's campaigns."""
     campaigns = dashboard_campaigns(request.user)
     task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
-    context = {"issues": selectors.open_health_issues(task_pks=task_pks), "can_edit": user_has_role(request.user, Role.TRIAGER)}
+    context = {
+        "issues": selectors.open_health_issues(task_pks=task_pks),
+        "can_edit": user_has_role(request.user, Role.TRIAGER),
+    }
     return render(request, "triage/health.html", context)
 
 
@@ -185,8 +221,12 @@ def health(request):
 @require_role(Role.TRIAGER)
 def health_resolve(request, pk: int):
     visible_tasks = campaigns_visible_to(request.user).values("tasks")
-    issue = get_object_or_404(TaskHealthIssue.objects.select_related("task", "label"), pk=pk, task__in=visible_tasks)
-    services.health_issue_resolve(issue=issue, actor=request.user, resolution=request.POST.get("resolution", ""))
+    issue = get_object_or_404(
+        TaskHealthIssue.objects.select_related("task", "label"), pk=pk, task__in=visible_tasks
+    )
+    services.health_issue_resolve(
+        issue=issue, actor=request.user, resolution=request.POST.get("resolution", "")
+    )
     return redirect(request.POST.get("next") or reverse("triage:health"))
 
 

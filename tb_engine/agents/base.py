@@ -96,7 +96,7 @@ class UserSimulator(Protocol):
 class Judge(Protocol):
     """Answers one yes/no rubric question about the agent's final reply."""
 
-    def judge(self, question: str, final_reply: str) -> "JudgeVerdict": ...
+    def judge(self, question: str, final_reply: str) -> JudgeVerdict: ...
 
 
 @dataclass

@@ -26,7 +26,10 @@ class GoldenAgent:
     def step(self, view: AgentView) -> AgentStep:
         if not self._issued and self._plan:
             self._issued = True
-            calls = [ToolCallRequest(f"golden-{i}", call.tool, dict(call.arguments)) for i, call in enumerate(self._plan)]
+            calls = [
+                ToolCallRequest(f"golden-{i}", call.tool, dict(call.arguments))
+                for i, call in enumerate(self._plan)
+            ]
             return AgentStep(tool_calls=calls)
         return AgentStep(text=self._reply, done=True)
 

@@ -40,7 +40,9 @@ class ModelOutputError(AgentOutputError):
     ends the attempt on this error should add ``usage`` to the agent's total.
     """
 
-    def __init__(self, message: str, *, usage: Usage, text: str = "", raw_tool_calls: list[RawToolCall] | None = None):
+    def __init__(
+        self, message: str, *, usage: Usage, text: str = "", raw_tool_calls: list[RawToolCall] | None = None
+    ):
         super().__init__(message)
         self.usage = usage
         self.text = text
@@ -70,7 +72,7 @@ class OpenAIAgent:
         self._unreported = Usage()  # usage of calls whose output was unusable, billed with the next step
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "OpenAIAgent":
+    def from_dict(cls, data: dict[str, Any]) -> OpenAIAgent:
         """Build from stored agent settings: ``endpoint`` (EndpointConfig fields) plus the agent options."""
         allowed = {"end_marker", "max_reply_chars", "max_tool_result_chars", "max_attempt_tokens", "name"}
         config, options = endpoint_and_options(data, what="agent", label="agent", allowed=allowed)
@@ -98,7 +100,9 @@ class OpenAIAgent:
                         "type": "function",
                         "function": {
                             "name": call.name,
-                            "arguments": call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments),
+                            "arguments": call.arguments
+                            if isinstance(call.arguments, str)
+                            else json.dumps(call.arguments),
                         },
                     }
                     for call in message.tool_calls
@@ -151,10 +155,14 @@ class OpenAIAgent:
             try:
                 arguments = json.loads(raw.arguments) if raw.arguments.strip() else {}
             except json.JSONDecodeError as exc:
-                problems.append(f"tool call {position} ({raw.name}): arguments are not valid JSON ({exc.msg} at char {exc.pos})")
+                problems.append(
+                    f"tool call {position} ({raw.name}): arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+                )
                 continue
             if not isinstance(arguments, dict):
-                problems.append(f"tool call {position} ({raw.name}): arguments must be a JSON object, got {type(arguments).__name__}")
+                problems.append(
+                    f"tool call {position} ({raw.name}): arguments must be a JSON object, got {type(arguments).__name__}"
+                )
                 continue
             parsed.append(ToolCallRequest(id=call_id, name=raw.name, arguments=arguments))
         if problems:

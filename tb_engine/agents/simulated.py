@@ -23,8 +23,9 @@ import hashlib
 import json
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from tb_engine.agents.base import AgentStep, AgentView
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec
@@ -41,7 +42,19 @@ MODE_DIFF_KIND = {
     "other_record": "extra_effect",
 }
 # Repeating an update is often idempotent; repeating a creation always leaves an extra row.
-CREATION_PREFIXES = ("create", "add", "issue", "open", "record", "log", "send", "book", "insert", "file", "submit")
+CREATION_PREFIXES = (
+    "create",
+    "add",
+    "issue",
+    "open",
+    "record",
+    "log",
+    "send",
+    "book",
+    "insert",
+    "file",
+    "submit",
+)
 
 
 def unit_hash(*parts: object) -> float:
@@ -80,7 +93,7 @@ PERSONAS: dict[str, Persona] = {
             description="Simulated persona, not a model: broad but inconsistent. Solves most tasks "
             "some of the time (20-70% per task) with every kind of slip; spends reasoning tokens.",
             success_probability=lambda u: 0.2 + 0.5 * (u / 0.92) if u < 0.92 else 0.0,
-            failure_weights={name: 1.0 for name in FAILURE_MODES},
+            failure_weights=dict.fromkeys(FAILURE_MODES, 1.0),
             reasoning_share=1.6,
             extra_lookup=0.3,
         ),
@@ -89,7 +102,12 @@ PERSONAS: dict[str, Persona] = {
             description="Simulated persona, not a model: fast and confident. Frequently writes wrong "
             "values or touches extra records, and always reports success.",
             success_probability=lambda u: 0.35 + 0.4 * u,
-            failure_weights={"wrong_enum": 3.0, "wrong_number": 3.0, "other_record": 2.0, "repeat_write": 2.0},
+            failure_weights={
+                "wrong_enum": 3.0,
+                "wrong_number": 3.0,
+                "other_record": 2.0,
+                "repeat_write": 2.0,
+            },
             second_mutation=0.3,
         ),
         Persona(
@@ -112,7 +130,7 @@ class Mutation:
     detail: str
 
 
-def make_simulated_agent(persona: str, *, task: TaskSpec, domain: DomainSpec, seed: int) -> "SimulatedAgent":
+def make_simulated_agent(persona: str, *, task: TaskSpec, domain: DomainSpec, seed: int) -> SimulatedAgent:
     """A seeded simulated persona for one attempt of ``task``; raises KeyError naming unknown personas."""
     if persona not in PERSONAS:
         raise KeyError(f"simulated persona {persona!r} is unknown; known: {', '.join(sorted(PERSONAS))}")
@@ -181,7 +199,9 @@ class SimulatedAgent:
                 schema = self._parameter(call.tool, argument)
                 if mode == "wrong_enum" and len(schema.get("enum") or []) >= 2:
                     found.append((index, argument))
-                elif mode == "wrong_number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                elif (
+                    mode == "wrong_number" and isinstance(value, (int, float)) and not isinstance(value, bool)
+                ):
                     found.append((index, argument))
                 elif mode == "other_record" and isinstance(value, (str, int)) and not isinstance(value, bool):
                     if any(str(value) in map(str, keys) and len(keys) >= 2 for keys in record_keys.values()):
@@ -241,18 +261,26 @@ class SimulatedAgent:
         if schema.get("type") == "integer" or (isinstance(old, int) and schema.get("type") != "number"):
             options = [old + d for d in (1, 2, -1) if low <= old + d <= high and old + d >= 0]
         else:
-            options = [round(old * f, 2) for f in (0.5, 0.9, 1.1, 1.5, 2.0) if low <= round(old * f, 2) <= high]
-            options += [round(old + d, 2) for d in (10, -10) if low <= round(old + d, 2) <= high and old + d >= 0]
+            options = [
+                round(old * f, 2) for f in (0.5, 0.9, 1.1, 1.5, 2.0) if low <= round(old * f, 2) <= high
+            ]
+            options += [
+                round(old + d, 2) for d in (10, -10) if low <= round(old + d, 2) <= high and old + d >= 0
+            ]
         options = [v for v in options if v != old]
         return self.rng.choice(options) if options else None
 
     def _other_record_key(self, tool: str, argument: str, old: Any) -> Any:
-        tables = [keys for keys in self._record_keys().values() if str(old) in map(str, keys) and len(keys) >= 2]
+        tables = [
+            keys for keys in self._record_keys().values() if str(old) in map(str, keys) and len(keys) >= 2
+        ]
         if not tables:
             return None
         # Prefer the table the argument is named after (ticket_id -> tickets).
         stem = argument.removesuffix("_id")
-        named = [name for name, keys in self._record_keys().items() if name.startswith(stem) and keys in tables]
+        named = [
+            name for name, keys in self._record_keys().items() if name.startswith(stem) and keys in tables
+        ]
         keys = self._record_keys()[named[0]] if named else tables[0]
         others = [k for k in keys if str(k) != str(old)]
         new = self.rng.choice(others)
@@ -285,30 +313,38 @@ class SimulatedAgent:
         action = f"{verb} the {subject}" if self._is_write(call.tool) else f"check the {subject}"
         if first:
             return self.rng.choice(
-                [f"Thanks for reaching out. Let me {action} first.",
-                 f"I can help with that. First I'll {action}.",
-                 f"Sure, let me take care of this. I'll start to {action}."]
+                [
+                    f"Thanks for reaching out. Let me {action} first.",
+                    f"I can help with that. First I'll {action}.",
+                    f"Sure, let me take care of this. I'll start to {action}.",
+                ]
             )
         if self.rng.random() < 0.5:
             return ""  # models often emit a bare tool call mid-task
-        return self.rng.choice([f"Next, I'll {action}.", f"Now let me {action}.", f"Got it. I'll {action} now."])
+        return self.rng.choice(
+            [f"Next, I'll {action}.", f"Now let me {action}.", f"Got it. I'll {action} now."]
+        )
 
     def _closing(self) -> str:
         if self.gave_up:
             return self.rng.choice(
-                ["I'm sorry, I wasn't able to complete this request. I've passed it on to a colleague "
-                 "who can follow up with you.",
-                 "I don't think I can safely finish this from here, so I'll stop and leave it for a "
-                 "human agent to review."]
+                [
+                    "I'm sorry, I wasn't able to complete this request. I've passed it on to a colleague "
+                    "who can follow up with you.",
+                    "I don't think I can safely finish this from here, so I'll stop and leave it for a "
+                    "human agent to review.",
+                ]
             )
         # Describes the intended writes, confident whatever happened: that is what makes a
         # clean-looking failure.
         actions = [_past_tense(*_split_tool(c.tool)) for c in self.task.golden if self._is_write(c.tool)]
         done = _join(list(dict.fromkeys(actions))) or "looked everything up"
         text = self.rng.choice(
-            [f"All done! I've {done}. Everything is in order now.",
-             f"Your request is complete: I {done}, as requested.",
-             f"Great news, that's taken care of. I {done}."]
+            [
+                f"All done! I've {done}. Everything is in order now.",
+                f"Your request is complete: I {done}, as requested.",
+                f"Great news, that's taken care of. I {done}.",
+            ]
         )
         keywords = [w for words in (self.task.extra.get("rubric_keywords") or {}).values() for w in words]
         if keywords:
@@ -317,9 +353,13 @@ class SimulatedAgent:
 
     def _usage(self, view: AgentView, text: str, calls: list[ToolCallRequest]) -> Usage:
         """Synthetic but plausible token counts (about four characters per token)."""
-        schema_chars = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in view.tools)
+        schema_chars = sum(
+            len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in view.tools
+        )
         dialogue_chars = sum(_message_chars(m) for m in view.messages)
-        input_tokens = (len(view.system_prompt) + schema_chars + dialogue_chars) // 4 + 6 * len(view.messages) + 12
+        input_tokens = (
+            (len(view.system_prompt) + schema_chars + dialogue_chars) // 4 + 6 * len(view.messages) + 12
+        )
         # Providers cache whole 128-token blocks of a repeated prefix; the first call is never cached.
         cached = 0
         if self._previous_input and self.rng.random() < 0.85:
@@ -328,8 +368,13 @@ class SimulatedAgent:
         visible = len(text) // 4 + sum(14 + len(json.dumps(c.arguments)) // 4 for c in calls) + 2
         reasoning = int(visible * self.persona.reasoning_share * (0.6 + 0.8 * self.rng.random()))
         # Like the OpenAI API, output tokens include the reasoning tokens.
-        return Usage(input_tokens=input_tokens, cached_input_tokens=cached,
-                     output_tokens=visible + reasoning, reasoning_tokens=reasoning, calls=1)
+        return Usage(
+            input_tokens=input_tokens,
+            cached_input_tokens=cached,
+            output_tokens=visible + reasoning,
+            reasoning_tokens=reasoning,
+            calls=1,
+        )
 
 
 def _message_chars(message: Message) -> int:
@@ -345,9 +390,24 @@ def _split_tool(tool: str) -> tuple[str, str]:
     return "run", f"{tool} step"
 
 
-IRREGULAR_PAST = {"send": "sent", "get": "got", "make": "made", "hold": "held", "pay": "paid", "set": "set",
-                  "put": "put", "cancel": "cancelled", "submit": "submitted", "log": "logged", "flag": "flagged",
-                  "run": "ran", "freeze": "froze", "unfreeze": "unfroze", "rebook": "rebooked", "refund": "refunded"}
+IRREGULAR_PAST = {
+    "send": "sent",
+    "get": "got",
+    "make": "made",
+    "hold": "held",
+    "pay": "paid",
+    "set": "set",
+    "put": "put",
+    "cancel": "cancelled",
+    "submit": "submitted",
+    "log": "logged",
+    "flag": "flagged",
+    "run": "ran",
+    "freeze": "froze",
+    "unfreeze": "unfroze",
+    "rebook": "rebooked",
+    "refund": "refunded",
+}
 
 
 def _past_tense(verb: str, subject: str) -> str:

@@ -27,7 +27,9 @@ def build_environment(args: argparse.Namespace) -> Environment:
     if args.pool:
         pool = read_pool(args.pool)
         if pool.suite != suite.name:
-            raise PoolFileError(f"{pool.path}: suite.name: pool is for suite {pool.suite!r}, server loaded {suite.name!r}")
+            raise PoolFileError(
+                f"{pool.path}: suite.name: pool is for suite {pool.suite!r}, server loaded {suite.name!r}"
+            )
         if pool.evaluation_only and not args.allow_evaluation_only:
             raise EvaluationOnlyError(
                 f"{pool.path}: suite {pool.suite} is evaluation-only (its licence forbids training on it); "
@@ -35,23 +37,33 @@ def build_environment(args: argparse.Namespace) -> Environment:
             )
         task_ids = list(pool.task_ids)
     return Environment(
-        suite, task_ids=task_ids, allow_evaluation_only=args.allow_evaluation_only, ttl_s=args.ttl, max_episodes=args.max_episodes
+        suite,
+        task_ids=task_ids,
+        allow_evaluation_only=args.allow_evaluation_only,
+        ttl_s=args.ttl,
+        max_episodes=args.max_episodes,
     )
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m tb_engine.envserver", description=__doc__)
-    p.add_argument("--suite", default="starter", help="built-in suite name or suite directory (default: starter)")
+    p.add_argument(
+        "--suite", default="starter", help="built-in suite name or suite directory (default: starter)"
+    )
     p.add_argument("--pool", help="training pool JSON (manage.py select_training_pool); default: every task")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--ttl", type=float, default=DEFAULT_TTL_S, help="seconds an idle episode lives")
     p.add_argument("--max-episodes", type=int, default=DEFAULT_MAX_EPISODES)
-    p.add_argument("--allow-evaluation-only", action="store_true", help="serve an evaluation-only suite anyway")
     p.add_argument(
-        "--workers", type=int, default=1,
+        "--allow-evaluation-only", action="store_true", help="serve an evaluation-only suite anyway"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
         help=f"server processes sharing the port (1..{MAX_WORKERS}); any of them can drive any episode",
-    )  # fmt: skip
+    )
     p.add_argument("--verbose", action="store_true", help="log every request")
     return p
 
@@ -63,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     except (EvaluationOnlyError, PoolFileError, SpecError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
     def announce(url: str) -> None:  # the first line, printed once the port accepts connections
         print(f"serving {len(env.pool)} task(s) of suite {env.suite.name} on {url}", flush=True)
 
@@ -71,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except WorkerCountError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -131,7 +131,9 @@ class EnvClient:
         payload = {key: value for key, value in (("task_id", task_id), ("seed", seed)) if value is not None}
         return self._request("POST", "/reset", payload)
 
-    def step(self, episode_id: str, *, text: str = "", tool_calls: list[dict] | None = None, done: bool = False) -> dict[str, Any]:
+    def step(
+        self, episode_id: str, *, text: str = "", tool_calls: list[dict] | None = None, done: bool = False
+    ) -> dict[str, Any]:
         """One action: {observation, reward, done, info}."""
         action: dict[str, Any] = {"text": text, "tool_calls": tool_calls or [], "done": done}
         return self._request("POST", "/step", {"episode_id": episode_id, "action": action})
@@ -153,9 +155,13 @@ def message_from_observation(data: dict[str, Any]) -> Message:
     """An engine Message from an observed message dict."""
     calls = [ToolCallRequest(c["id"], c["name"], c.get("arguments")) for c in data.get("tool_calls") or []]
     return Message(
-        data["role"], data.get("content") or "", tool_calls=calls, tool_call_id=data.get("tool_call_id"),
-        name=data.get("name"), is_error=bool(data.get("is_error", False)),
-    )  # fmt: skip
+        data["role"],
+        data.get("content") or "",
+        tool_calls=calls,
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+        is_error=bool(data.get("is_error", False)),
+    )
 
 
 def action_from_step(step: AgentStep) -> dict[str, Any]:
@@ -176,13 +182,18 @@ class Rollout:
     reset_seconds: float = 0.0
 
 
-def rollout(client: EnvClient, make_agent, *, task_id: str | None = None, seed: int | None = None, max_steps: int = 64) -> Rollout:
+def rollout(
+    client: EnvClient, make_agent, *, task_id: str | None = None, seed: int | None = None, max_steps: int = 64
+) -> Rollout:
     """Run one episode to the end; ``make_agent(task_id)`` returns the Agent to drive (e.g. the golden agent)."""
     began = time.perf_counter()
     started = client.reset(task_id=task_id, seed=seed)
     reset_seconds = time.perf_counter() - began
     observation = started["observation"]
-    tools = [ToolSchema(t["name"], t["description"], t["parameters"], t.get("read_only", False)) for t in observation["tools"]]
+    tools = [
+        ToolSchema(t["name"], t["description"], t["parameters"], t.get("read_only", False))
+        for t in observation["tools"]
+    ]
     messages = [message_from_observation(m) for m in observation["messages"]]
     agent: Agent = make_agent(started["task_id"])
     timings: list[float] = []
@@ -195,6 +206,13 @@ def rollout(client: EnvClient, make_agent, *, task_id: str | None = None, seed: 
         messages.extend(message_from_observation(m) for m in answer["observation"]["messages"])
         if answer["done"]:
             return Rollout(
-                started["episode_id"], started["task_id"], answer["reward"], turn + 1, answer["info"], messages, timings, reset_seconds
+                started["episode_id"],
+                started["task_id"],
+                answer["reward"],
+                turn + 1,
+                answer["info"],
+                messages,
+                timings,
+                reset_seconds,
             )
     raise RuntimeError(f"episode {started['episode_id']}: not done after {max_steps} steps")

@@ -17,8 +17,9 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tb_engine.agents.base import AgentOutputError, AgentStep, Judge
 from tb_engine.backend import SqliteBackend
@@ -32,7 +33,9 @@ from tb_engine.users.scripted import ScriptedUser
 
 DEFAULT_TTL_S = 300.0
 DEFAULT_MAX_EPISODES = 1024
-FINISHED_MEMORY = 65_536  # finished episodes kept for /state (each is a few hundred bytes once its sandbox is gone)
+FINISHED_MEMORY = (
+    65_536  # finished episodes kept for /state (each is a few hundred bytes once its sandbox is gone)
+)
 EXPIRED_MEMORY = 10_000  # ids remembered as "expired" (vs unknown) for clearer errors
 
 
@@ -79,7 +82,9 @@ def message_out(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         data.update(tool_call_id=message.tool_call_id, name=message.name, is_error=message.is_error)
     elif message.role == "assistant" and message.tool_calls:
-        data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+        data["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
     elif message.is_error:
         data["is_error"] = True
     return data
@@ -165,7 +170,9 @@ class Environment:
         pool = sorted(suite.tasks) if task_ids is None else sorted(set(task_ids))
         unknown = [task_id for task_id in pool if task_id not in suite.tasks]
         if unknown:
-            raise ValueError(f"task pool: {len(unknown)} task id(s) not in suite {suite.name}: {', '.join(unknown[:5])}")
+            raise ValueError(
+                f"task pool: {len(unknown)} task id(s) not in suite {suite.name}: {', '.join(unknown[:5])}"
+            )
         if not pool:
             raise ValueError(f"task pool: empty (suite {suite.name})")
         self.suite = suite
@@ -202,14 +209,18 @@ class Environment:
             raise self._full()
         task = self.suite.tasks[task_id]
         backend = SqliteBackend(self.suite.domains[task.domain], task)
-        steps = attempt_steps(task, backend, user=ScriptedUser(), judge=self.judge_factory(task), limits=self.limits)
+        steps = attempt_steps(
+            task, backend, user=ScriptedUser(), judge=self.judge_factory(task), limits=self.limits
+        )
         try:
             view = next(steps)
-        except StopIteration as finished:  # the dialogue ended before the agent was asked anything (a harness failure)
+        except (
+            StopIteration
+        ) as finished:  # the dialogue ended before the agent was asked anything (a harness failure)
             backend.close()
             raise EnvError(500, f"task {task_id}: episode could not start: {finished.value.error}") from None
         now = self.clock()
-        episode_id = self.id_prefix + uuid.uuid4().hex[len(self.id_prefix):]
+        episode_id = self.id_prefix + uuid.uuid4().hex[len(self.id_prefix) :]
         episode = Episode(episode_id, task, now, now, steps, backend, seen=len(view.messages))
         with self._lock:
             full = len(self._open) >= self.max_episodes
@@ -220,7 +231,15 @@ class Environment:
             raise self._full()
         observation = {
             "policy": view.system_prompt,
-            "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters, "read_only": t.read_only} for t in view.tools],
+            "tools": [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "read_only": t.read_only,
+                }
+                for t in view.tools
+            ],
             "messages": [message_out(m) for m in view.messages],
         }
         return {"episode_id": episode.id, "task_id": task_id, "observation": observation}
@@ -245,11 +264,16 @@ class Environment:
                 return self._finish(episode, finished.value)
             episode.turn += 1
             self._touch(episode)
-            return {"observation": self._observation(episode, view.messages), "reward": 0.0, "done": False, "info": {}}
+            return {
+                "observation": self._observation(episode, view.messages),
+                "reward": 0.0,
+                "done": False,
+                "info": {},
+            }
 
     def _observation(self, episode: Episode, messages: list[Message]) -> dict[str, Any]:
         # The agent's own assistant message is not echoed back; everything after it is new to it.
-        new = [message_out(m) for m in messages[episode.seen:] if m.role != "assistant"]
+        new = [message_out(m) for m in messages[episode.seen :] if m.role != "assistant"]
         episode.seen = len(messages)
         return {"messages": new, "turn": episode.turn}
 
@@ -268,8 +292,18 @@ class Environment:
             graded = reward_of(result)
         except RewardUnavailable as exc:
             # Infrastructure failures are not agent failures: no reward, the trainer drops the episode.
-            return {"observation": observation, "reward": None, "done": True, "info": {"infra_error": str(exc)}}
-        return {"observation": observation, "reward": graded.reward, "done": True, "info": trainer_info(graded.verdict, graded.diagnostics)}
+            return {
+                "observation": observation,
+                "reward": None,
+                "done": True,
+                "info": {"infra_error": str(exc)},
+            }
+        return {
+            "observation": observation,
+            "reward": graded.reward,
+            "done": True,
+            "info": trainer_info(graded.verdict, graded.diagnostics),
+        }
 
     def state(self, episode_id: str) -> dict[str, Any]:
         """Where an episode stands (no golden data; the verdict only once it is done)."""
@@ -286,7 +320,9 @@ class Environment:
         }
         if episode.done:
             data["termination"] = episode.termination
-            data["reward"] = 1.0 if episode.verdict == "pass" else (0.0 if episode.verdict == "fail" else None)
+            data["reward"] = (
+                1.0 if episode.verdict == "pass" else (0.0 if episode.verdict == "fail" else None)
+            )
         return data
 
     def health(self) -> dict[str, Any]:
@@ -294,7 +330,13 @@ class Environment:
         self.expire_idle()
         with self._lock:
             open_episodes, finished = len(self._open), len(self._finished)
-        return {"suite": self.suite.name, "version": self.suite.version, "pool": len(self.pool), "episodes": open_episodes, "finished": finished}
+        return {
+            "suite": self.suite.name,
+            "version": self.suite.version,
+            "pool": len(self.pool),
+            "episodes": open_episodes,
+            "finished": finished,
+        }
 
     # -- bookkeeping -----------------------------------------------------------------------
 

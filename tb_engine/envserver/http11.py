@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any, Callable
+from typing import Any
 
 MAX_BODY_BYTES = 1 << 20
 MAX_HEAD_BYTES = 64 << 10

@@ -48,7 +48,7 @@ def route(env: Environment, method: str, path: str, body: bytes) -> Answer:
                 raise EnvError(400, f"reset: unknown field(s) {', '.join(unknown)}")
             return 200, env.reset(task_id=data.get("task_id"), seed=data.get("seed"))
         if method == "GET" and path.startswith("/state/"):
-            return 200, env.state(path[len("/state/"):])
+            return 200, env.state(path[len("/state/") :])
         if method == "GET" and path == "/health":
             return 200, env.health()
         raise EnvError(404, f"{method} {path or '/'}: no such endpoint")
@@ -156,7 +156,10 @@ class EnvServer:
             if task.cancelled():
                 return
             failure = task.exception()
-            connection.finish(request, (500, {"error": f"{type(failure).__name__}: {failure}"}) if failure else task.result())
+            connection.finish(
+                request,
+                (500, {"error": f"{type(failure).__name__}: {failure}"}) if failure else task.result(),
+            )
 
         task = self._loop.create_task(answer)
         # The loop keeps only a weak reference to a task, and a relay's stream is only weakly held
@@ -179,7 +182,9 @@ class EnvServer:
         servers = [await self._loop.create_server(lambda: HttpConnection(self.handle, log), sock=self.socket)]
         if self.peers is not None:  # relays from the other workers: always answered here
             private = self.peers.private_socket
-            servers.append(await self._loop.create_server(lambda: HttpConnection(self.handle_here, log), sock=private))
+            servers.append(
+                await self._loop.create_server(lambda: HttpConnection(self.handle_here, log), sock=private)
+            )
         tasks = [self._loop.create_task(self._reap())]
         if parent is not None:
             tasks.append(self._loop.create_task(self._watch_parent(parent)))

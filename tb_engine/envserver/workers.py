@@ -16,7 +16,8 @@ import os
 import signal
 import socket
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tb_engine.envserver.episodes import Environment
 from tb_engine.envserver.http11 import Answer, Request, listening_socket
@@ -73,7 +74,9 @@ class Peers:
         else:
             reader, writer = await asyncio.open_connection(*self.addresses[owner])
         try:
-            head = f"{method} {target} HTTP/1.1\r\nHost: worker-{owner}\r\nContent-Length: {len(body)}\r\n\r\n"
+            head = (
+                f"{method} {target} HTTP/1.1\r\nHost: worker-{owner}\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
             writer.write(head.encode() + body)
             status, length = _response_head(await reader.readuntil(b"\r\n\r\n"))
             payload = await reader.readexactly(length)
@@ -110,7 +113,7 @@ def _response_head(head: bytes) -> tuple[int, int]:
 def relayed_episode(request: Request, body: bytes) -> Any:
     """The episode id a /step or /state request names (None for other requests or unreadable bodies)."""
     if request.method == "GET" and request.path.startswith("/state/"):
-        return request.path[len("/state/"):]
+        return request.path[len("/state/") :]
     if request.method == "POST" and request.path == "/step":
         try:
             data = json.loads(body)
@@ -190,7 +193,9 @@ def serve_workers(
                         public[i].close()
                         private[i].close()
                 env.id_prefix = worker_prefix(index)
-                server = EnvServer(env, sock=public[index], verbose=verbose, peers=Peers(index, addresses, private[index]))
+                server = EnvServer(
+                    env, sock=public[index], verbose=verbose, peers=Peers(index, addresses, private[index])
+                )
                 server.serve_forever(parent=parent)
             except KeyboardInterrupt:
                 pass
@@ -228,7 +233,11 @@ def _supervise(children: list[int]) -> int:
                 continue
             remaining.discard(pid)
             if not stopping:
-                print(f"envserver: worker process {pid} exited ({status}); stopping the others", file=sys.stderr, flush=True)
+                print(
+                    f"envserver: worker process {pid} exited ({status}); stopping the others",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 stopping, code = True, 1
                 _signal_all(remaining, signal.SIGTERM)
     finally:

@@ -22,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -84,7 +84,13 @@ def _sdk_client_for(config: EndpointConfig) -> openai.OpenAI:
     api_key = config.api_key()
     # The key enters the cache key only as a digest, so rotating it makes a new client.
     key_digest = hashlib.sha256(api_key.encode()).hexdigest()
-    cache_key = (config.provider, config.base_url.rstrip("/"), config.api_version or "", key_digest, repr(config.retry.timeout_s))
+    cache_key = (
+        config.provider,
+        config.base_url.rstrip("/"),
+        config.api_version or "",
+        key_digest,
+        repr(config.retry.timeout_s),
+    )
     with _sdk_lock:
         client = _sdk_clients.get(cache_key)
         if client is None:
@@ -115,16 +121,24 @@ class ChatClient:
     def _describe(self) -> str:
         return f"{self.config.label} endpoint {self.config.base_url} (model {self.config.model!r})"
 
-    def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None) -> ChatResult:
+    def complete(
+        self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None
+    ) -> ChatResult:
         """Send one chat-completions request, retrying per the policy; raise InfraError when the budget is spent."""
         policy = self.config.retry
-        body: dict[str, Any] = {"model": self.config.model, "messages": messages, **self.config.request_options()}
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": messages,
+            **self.config.request_options(),
+        }
         if tools:
             body["tools"] = tools
             if self.config.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self.config.parallel_tool_calls
         body.update(self.config.extra_body)
-        options: dict[str, Any] = {"headers": dict(self.config.extra_headers)} if self.config.extra_headers else {}
+        options: dict[str, Any] = (
+            {"headers": dict(self.config.extra_headers)} if self.config.extra_headers else {}
+        )
         errors = rate_limits = 0
         waited = 0.0
         while True:
@@ -134,7 +148,9 @@ class ChatClient:
                     # pool as chat.completions.create, without its per-call type transform of
                     # the whole conversation (8 ms vs 2 ms of CPU on a 10-message dialogue,
                     # which decides throughput with 64 attempts sharing one GIL).
-                    response = self._sdk.post("/chat/completions", body=body, cast_to=httpx2.Response, options=options)
+                    response = self._sdk.post(
+                        "/chat/completions", body=body, cast_to=httpx2.Response, options=options
+                    )
                 completion = _decode(response)
             except openai.RateLimitError as exc:
                 rate_limits += 1
@@ -149,19 +165,27 @@ class ChatClient:
                 reason = "HTTP 429"
             except openai.APIStatusError as exc:
                 if exc.status_code not in RETRYABLE_STATUSES and exc.status_code < 500:
-                    raise InfraError(f"{self._describe()}: HTTP {exc.status_code}: {_short(exc.message)}") from exc
+                    raise InfraError(
+                        f"{self._describe()}: HTTP {exc.status_code}: {_short(exc.message)}"
+                    ) from exc
                 errors += 1
                 if errors > policy.max_retries:
                     raise InfraError(
                         f"{self._describe()}: HTTP {exc.status_code} after {errors - 1} retries: {_short(exc.message)}"
                     ) from exc
                 asked = parse_retry_after(exc.response.headers)
-                delay = min(asked, policy.max_retry_after_s) if asked is not None else backoff_delay(policy, errors - 1)
+                delay = (
+                    min(asked, policy.max_retry_after_s)
+                    if asked is not None
+                    else backoff_delay(policy, errors - 1)
+                )
                 reason = f"HTTP {exc.status_code}"
             except (openai.APIConnectionError, _MalformedCompletion) as exc:
                 errors += 1
                 if errors > policy.max_retries:
-                    raise InfraError(f"{self._describe()}: {_short(str(exc))} after {errors - 1} retries") from exc
+                    raise InfraError(
+                        f"{self._describe()}: {_short(str(exc))} after {errors - 1} retries"
+                    ) from exc
                 delay = backoff_delay(policy, errors - 1)
                 reason = type(exc).__name__
             else:
@@ -209,7 +233,13 @@ def _to_result(completion: dict[str, Any], *, retries: int, rate_limited: int, w
             arguments = ""
         elif not isinstance(arguments, str):  # Ollama may send the arguments as an object
             arguments = json.dumps(arguments)
-        calls.append(RawToolCall(id=str(call.get("id") or f"call_{position}"), name=str(function.get("name") or ""), arguments=arguments))
+        calls.append(
+            RawToolCall(
+                id=str(call.get("id") or f"call_{position}"),
+                name=str(function.get("name") or ""),
+                arguments=arguments,
+            )
+        )
     return ChatResult(
         text=_content_text(message.get("content")),
         tool_calls=calls,

@@ -72,7 +72,9 @@ class EndpointConfig:
         if not isinstance(self.model, str) or not self.model.strip():
             raise LLMConfigError(f"{where}: model: must be a non-empty string")
         if not isinstance(self.base_url, str) or not self.base_url.startswith(("http://", "https://")):
-            raise LLMConfigError(f"{where}: base_url: must start with http:// or https://, got {self.base_url!r}")
+            raise LLMConfigError(
+                f"{where}: base_url: must start with http:// or https://, got {self.base_url!r}"
+            )
         if self.provider not in ("openai", "azure"):
             raise LLMConfigError(f"{where}: provider: must be 'openai' or 'azure', got {self.provider!r}")
         if self.provider == "azure" and not self.api_version:
@@ -117,13 +119,17 @@ class EndpointConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, label: str | None = None) -> "EndpointConfig":
+    def from_dict(cls, data: dict[str, Any], *, label: str | None = None) -> EndpointConfig:
         """Build from a mapping (YAML/JSON/DB), naming the offending field on bad input."""
         if not isinstance(data, dict):
-            raise LLMConfigError(f"{label or 'endpoint'} endpoint config: must be a mapping, got {type(data).__name__}")
+            raise LLMConfigError(
+                f"{label or 'endpoint'} endpoint config: must be a mapping, got {type(data).__name__}"
+            )
         label = label or str(data.get("label") or "endpoint")
         if "api_key" in data:
-            raise LLMConfigError(f"{label} endpoint config: api_key: name an environment variable in api_key_env instead")
+            raise LLMConfigError(
+                f"{label} endpoint config: api_key: name an environment variable in api_key_env instead"
+            )
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -147,7 +153,7 @@ class EndpointConfig:
 
 def endpoint_and_options(
     data: Any, *, what: str, label: str, allowed: set[str]
-) -> tuple["EndpointConfig", dict[str, Any]]:
+) -> tuple[EndpointConfig, dict[str, Any]]:
     """Split stored settings ``{"endpoint": {...}, **options}`` into an EndpointConfig and checked options.
 
     One reading for the agent, the user simulator and the judge, so their errors name the place alike.

@@ -10,8 +10,8 @@ the same base URL the smaller one wins (the safer reading of a provider limit).
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class EndpointLimiter:

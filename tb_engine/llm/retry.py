@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Mapping
 
 from tb_engine.llm.config import RetryPolicy
 

@@ -45,7 +45,9 @@ def replicate_means(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
         return np.where(weights > 0, sums / np.where(weights > 0, weights, 1.0), np.nan)
 
 
-def percentile_interval(replicates: np.ndarray, *, level: float = DEFAULT_LEVEL) -> tuple[np.ndarray, np.ndarray]:
+def percentile_interval(
+    replicates: np.ndarray, *, level: float = DEFAULT_LEVEL
+) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval per column, ignoring NaN replicates (all-NaN columns give NaN)."""
     tail = (1.0 - level) / 2.0 * 100.0
     lo = np.full(replicates.shape[1], np.nan)

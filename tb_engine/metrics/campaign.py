@@ -8,7 +8,8 @@ columns. ``n_attempts`` is the campaign's N (attempts planned per task).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -168,7 +169,9 @@ def campaign_metrics(
         j = 4 + len(ks_list) + offset
         result["pass_hat_k"][k] = _estimate(values[:, j], lo[j], hi[j], task_ids)
         plugin = pass_hat_k_plugin(n, c, k) if len(table) else np.zeros(0)
-        result["pass_hat_k_plugin"][k] = _number(float(np.nanmean(plugin))) if np.any(~np.isnan(plugin)) else None
+        result["pass_hat_k_plugin"][k] = (
+            _number(float(np.nanmean(plugin))) if np.any(~np.isnan(plugin)) else None
+        )
     result["cost"] = costs(table, all_n_count=all_n_count)
     return result
 
@@ -187,7 +190,9 @@ def slice_metrics(
         raise MetricsInputError(f"slice_metrics: by: per_task has no column {by!r}")
     table = per_task.reset_index(drop=True)
     if by == "tags":
-        table = table.assign(tags=table["tags"].apply(lambda tags: list(tags) if isinstance(tags, (list, tuple, set)) else []))
+        table = table.assign(
+            tags=table["tags"].apply(lambda tags: list(tags) if isinstance(tags, (list, tuple, set)) else [])
+        )
         table = table.explode("tags").dropna(subset=["tags"])
     groups: dict[str, dict[str, Any]] = {}
     for value, group in table.groupby(by, sort=True):

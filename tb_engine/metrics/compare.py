@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tb_engine.metrics.bootstrap import DEFAULT_REPLICATES, percentile_interval, replicate_means, resample_counts
+from tb_engine.metrics.bootstrap import (
+    DEFAULT_REPLICATES,
+    percentile_interval,
+    replicate_means,
+    resample_counts,
+)
 from tb_engine.metrics.campaign import MetricsInputError, validate_per_task
 from tb_engine.metrics.estimators import success_rate
 from tb_engine.metrics.posterior import (
@@ -60,12 +66,16 @@ def paired_comparison(
         per_task.append(
             {
                 "task_id": str(row["task_id"]),
-                "n_a": int(row["n_a"]), "c_a": int(row["c_a"]),
-                "n_b": int(row["n_b"]), "c_b": int(row["c_b"]),
+                "n_a": int(row["n_a"]),
+                "c_a": int(row["c_a"]),
+                "n_b": int(row["n_b"]),
+                "c_b": int(row["c_b"]),
                 "delta_pass_at_1": _number(delta_rate[i]),
                 "dependable_a": bool(dep_a[i]),
                 "dependable_b": bool(dep_b[i]),
-                "p_a_better": prob_a_beats_b(int(row["n_a"]), int(row["c_a"]), int(row["n_b"]), int(row["c_b"])),
+                "p_a_better": prob_a_beats_b(
+                    int(row["n_a"]), int(row["c_a"]), int(row["n_b"]), int(row["c_b"])
+                ),
             }
         )
 
@@ -77,8 +87,11 @@ def paired_comparison(
     found_share_a = float(found_a.mean()) if len(merged) else None
     found_share_b = float(found_b.mean()) if len(merged) else None
     sharpening = (
-        pass1_a is not None and pass1_b is not None and found_share_a is not None
-        and pass1_a > pass1_b and found_share_a < found_share_b
+        pass1_a is not None
+        and pass1_b is not None
+        and found_share_a is not None
+        and pass1_a > pass1_b
+        and found_share_a < found_share_b
     )
     return {
         "tasks": int(len(merged)),

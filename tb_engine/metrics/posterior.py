@@ -18,8 +18,11 @@ LEARNING_ZONE_Q = 0.95
 
 def _log_binom_pmf(m: int, j: int, x: float) -> float:
     return (
-        math.lgamma(m + 1) - math.lgamma(j + 1) - math.lgamma(m - j + 1)
-        + j * math.log(x) + (m - j) * math.log1p(-x)
+        math.lgamma(m + 1)
+        - math.lgamma(j + 1)
+        - math.lgamma(m - j + 1)
+        + j * math.log(x)
+        + (m - j) * math.log1p(-x)
     )
 
 
@@ -70,9 +73,7 @@ def beta_cdf(x: float, a: float, b: float) -> float:
         return 1.0
     if float(a).is_integer() and float(b).is_integer():
         return _beta_cdf_integer(x, int(a), int(b))
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     # The continued fraction converges fast only left of the mode; use symmetry otherwise.
     if x < (a + 1.0) / (a + b + 2.0):
         return math.exp(log_front) * _beta_continued_fraction(x, a, b) / a

@@ -108,7 +108,9 @@ def tb_agg_figures(records: list[TbRecord]) -> TbAggFigures:
                 char_length=_spread([r.stats.char_length for r in attempts]),
                 execution_time=_spread([r.stats.execution_time for r in attempts]),
                 success_pct=100.0 * passes / len(attempts),
-                p_zone=beta_interval_mass(ZONE_LOW, ZONE_HIGH, JEFFREYS + passes, JEFFREYS + len(attempts) - passes),
+                p_zone=beta_interval_mass(
+                    ZONE_LOW, ZONE_HIGH, JEFFREYS + passes, JEFFREYS + len(attempts) - passes
+                ),
             )
         )
     total = sum(r.runs for r in rows)

@@ -14,12 +14,12 @@ from typing import Any
 
 import yaml
 
-# libyaml's loader is ~10x faster on the 700 KB test files; same results as SafeLoader.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 from tb_engine.spec import CheckSpec, DomainSpec, GoldenCall, SuiteSpec, TaskSpec, ToolSpec
 from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
 from tb_engine.thinkingbox.test_body import RUBRICS_YESNO, classify_helpers, classify_test_body
+
+# libyaml's loader is ~10x faster on the 700 KB test files; same results as SafeLoader.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 SUITE_NAME = "thinkingbox-bench"
 _ANY_OBJECT: dict[str, Any] = {"type": "object"}  # real schemas arrive from list_tools at run time
@@ -27,7 +27,7 @@ _ANY_OBJECT: dict[str, Any] = {"type": "object"}  # real schemas arrive from lis
 
 def _load_yaml(text: str, *, file: Path | str, first_line: int = 1, test: str = "") -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = first_line + mark.line if mark is not None else first_line
@@ -35,11 +35,16 @@ def _load_yaml(text: str, *, file: Path | str, first_line: int = 1, test: str = 
         raise ThinkingBoxFormatError(f"malformed YAML: {problem}", file=file, line=line, test=test) from exc
 
 
-def _require(data: Any, key: str, kind: type, *, file: Path | str, test: str = "", line: int | None = None) -> Any:
+def _require(
+    data: Any, key: str, kind: type, *, file: Path | str, test: str = "", line: int | None = None
+) -> Any:
     value = data.get(key) if isinstance(data, dict) else None
     if not isinstance(value, kind):
         raise ThinkingBoxFormatError(
-            f"field {key!r} must be a {kind.__name__}, got {type(value).__name__}", file=file, line=line, test=test
+            f"field {key!r} must be a {kind.__name__}, got {type(value).__name__}",
+            file=file,
+            line=line,
+            test=test,
         )
     return value
 
@@ -97,7 +102,11 @@ def _listed_schemas(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def _docstring_yaml(node: ast.AST, *, file: Path, test: str = "") -> tuple[Any, int] | None:
     """The YAML of a ``\"\"\"!`` docstring node and the line it starts on, or None."""
-    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+    if not (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    ):
         return None
     text = node.value.value
     if not text.startswith("!"):
@@ -126,7 +135,10 @@ def parse_test_file(path: str | Path, scenarios: dict[str, DomainSpec] | None = 
             continue
         if node.name in seen:
             raise ThinkingBoxFormatError(
-                f"duplicate test id (first defined on line {seen[node.name]})", file=path, line=node.lineno, test=node.name
+                f"duplicate test id (first defined on line {seen[node.name]})",
+                file=path,
+                line=node.lineno,
+                test=node.name,
             )
         seen[node.name] = node.lineno
         tasks.append(_parse_test(node, path=path, scenario=scenario, helpers=helpers, scenarios=scenarios))
@@ -134,30 +146,44 @@ def parse_test_file(path: str | Path, scenarios: dict[str, DomainSpec] | None = 
 
 
 def _parse_test(
-    node: ast.FunctionDef, *, path: Path, scenario: str, helpers: dict[str, str], scenarios: dict[str, DomainSpec] | None
+    node: ast.FunctionDef,
+    *,
+    path: Path,
+    scenario: str,
+    helpers: dict[str, str],
+    scenarios: dict[str, DomainSpec] | None,
 ) -> TaskSpec:
     test = node.name
     parsed = _docstring_yaml(node.body[0], file=path, test=test) if node.body else None
     if parsed is None or not isinstance(parsed[0], dict):
-        raise ThinkingBoxFormatError('test has no """! YAML docstring mapping', file=path, line=node.lineno, test=test)
+        raise ThinkingBoxFormatError(
+            'test has no """! YAML docstring mapping', file=path, line=node.lineno, test=test
+        )
     doc, line = parsed
     query = _require(doc, "query", str, file=path, test=test, line=line)
     user_context = doc.get("user_context") or ""
     init = _require(doc, "init", dict, file=path, test=test, line=line)
     if scenario not in init or len(init) != 1:
         raise ThinkingBoxFormatError(
-            f"init must hold exactly the scenario server {scenario!r}, got {sorted(init)}", file=path, line=line, test=test
+            f"init must hold exactly the scenario server {scenario!r}, got {sorted(init)}",
+            file=path,
+            line=line,
+            test=test,
         )
     server_init = init[scenario] or {}
     data_patch = server_init.get("data_patch") or {}
     if not isinstance(data_patch, dict):
-        raise ThinkingBoxFormatError(f"init.{scenario}.data_patch must be a mapping", file=path, line=line, test=test)
+        raise ThinkingBoxFormatError(
+            f"init.{scenario}.data_patch must be a mapping", file=path, line=line, test=test
+        )
     golden = _golden_calls(server_init, file=path, test=test, line=line, scenario=scenario)
     if scenarios is not None:
         known = scenarios[scenario].tools
         unknown = sorted({c.tool for c in golden} - set(known))
         if unknown:
-            raise ThinkingBoxFormatError(f"golden trajectory calls unknown tools {unknown}", file=path, line=line, test=test)
+            raise ThinkingBoxFormatError(
+                f"golden trajectory calls unknown tools {unknown}", file=path, line=line, test=test
+            )
     verdict = classify_test_body(node, helpers)
     rubrics = tuple(server_init.get("rubrics_yesno") or ())
     checks: tuple[CheckSpec, ...] = ()
@@ -193,20 +219,29 @@ def _parse_test(
     )
 
 
-def _golden_calls(server_init: dict, *, file: Path, test: str, line: int, scenario: str) -> tuple[GoldenCall, ...]:
+def _golden_calls(
+    server_init: dict, *, file: Path, test: str, line: int, scenario: str
+) -> tuple[GoldenCall, ...]:
     golden_case = server_init.get("golden_test_case") or {}
     interactions = golden_case.get("tool_interactions") if isinstance(golden_case, dict) else None
     if not isinstance(interactions, list):
         raise ThinkingBoxFormatError(
-            f"init.{scenario}.golden_test_case.tool_interactions must be a list", file=file, line=line, test=test
+            f"init.{scenario}.golden_test_case.tool_interactions must be a list",
+            file=file,
+            line=line,
+            test=test,
         )
     calls = []
     for position, step in enumerate(interactions):
         if not isinstance(step, dict) or not isinstance(step.get("tool"), str):
-            raise ThinkingBoxFormatError(f"tool_interactions[{position}] has no tool name", file=file, line=line, test=test)
+            raise ThinkingBoxFormatError(
+                f"tool_interactions[{position}] has no tool name", file=file, line=line, test=test
+            )
         arguments = step.get("parameters") or {}
         if not isinstance(arguments, dict):
-            raise ThinkingBoxFormatError(f"tool_interactions[{position}].parameters must be a mapping", file=file, line=line, test=test)
+            raise ThinkingBoxFormatError(
+                f"tool_interactions[{position}].parameters must be a mapping", file=file, line=line, test=test
+            )
         calls.append(GoldenCall(tool=step["tool"], arguments=arguments))
     return tuple(calls)
 
@@ -215,7 +250,7 @@ def init_config(domain: DomainSpec, task: TaskSpec) -> dict[str, Any]:
     """The ``__reserved__init`` config: scenario world_state.<server> overlaid with the task's init.<server>."""
     base = copy.deepcopy((domain.mcp or {}).get("world_state") or {})
     overlay = copy.deepcopy(task.extra.get("init") or {})
-    merged = {**base, **{k: v for k, v in overlay.items()}}
+    merged = {**base, **dict(overlay.items())}
     # Table lists from the scenario survive unless the task patches the same table.
     if isinstance(base.get("data_patch"), dict) and isinstance(overlay.get("data_patch"), dict):
         merged["data_patch"] = {**base["data_patch"], **overlay["data_patch"]}
@@ -226,12 +261,18 @@ def read_test_list(path: str | Path) -> list[str]:
     """A ThinkingBox test list (YAML list of ``file.py:test_name``) in its order."""
     data = _load_yaml(Path(path).read_text(encoding="utf-8"), file=path)
     if not isinstance(data, list) or not all(isinstance(x, str) and ":" in x for x in data):
-        raise ThinkingBoxFormatError("test list must be a YAML list of 'file.py:test_name' strings", file=path)
+        raise ThinkingBoxFormatError(
+            "test list must be a YAML list of 'file.py:test_name' strings", file=path
+        )
     return data
 
 
 def parse_dataset(
-    directory: str | Path, test_list: str | Path | None = None, *, version: str = "v1.0", tools_dir: str | Path | None = None
+    directory: str | Path,
+    test_list: str | Path | None = None,
+    *,
+    version: str = "v1.0",
+    tools_dir: str | Path | None = None,
 ) -> tuple[SuiteSpec, list[ImportProblem]]:
     """Read a dataset folder (scenario/ + test_case/) into an evaluation-only suite plus non-fatal problems."""
     directory = Path(directory)
@@ -241,7 +282,9 @@ def parse_dataset(
     domains: dict[str, DomainSpec] = {}
     for scenario_file in sorted(scenario_dir.glob("*.yaml")):
         listing = Path(tools_dir) / f"tools_{scenario_file.stem}.json" if tools_dir else None
-        domains[scenario_file.stem] = parse_scenario(scenario_file, listing if listing and listing.exists() else None)
+        domains[scenario_file.stem] = parse_scenario(
+            scenario_file, listing if listing and listing.exists() else None
+        )
     tasks: dict[str, TaskSpec] = {}
     problems: list[ImportProblem] = []
     for test_file in sorted(case_dir.rglob("*.py")):
@@ -249,16 +292,24 @@ def parse_dataset(
             if task.id in tasks:
                 raise ThinkingBoxFormatError(
                     f"duplicate task id {task.id!r} (also in {tasks[task.id].source})",
-                    file=test_file, line=task.extra["line"], test=task.extra["test_name"],
+                    file=test_file,
+                    line=task.extra["line"],
+                    test=task.extra["test_name"],
                 )
             tasks[task.id] = task
     if test_list is not None:
         tasks = _select(tasks, read_test_list(test_list), str(test_list), problems)
     for task in tasks.values():
         if any(c.kind == "custom_unsupported" for c in task.checks):
-            problems.append(ImportProblem(task.source, "custom test body: imported but not graded automatically", task.id))
+            problems.append(
+                ImportProblem(task.source, "custom test body: imported but not graded automatically", task.id)
+            )
         if task.extra.get("ungraded_rubrics"):
-            problems.append(ImportProblem(task.source, "rubrics_yesno present but the test body never checks them", task.id))
+            problems.append(
+                ImportProblem(
+                    task.source, "rubrics_yesno present but the test body never checks them", task.id
+                )
+            )
     used = {t.domain for t in tasks.values()}
     suite = SuiteSpec(
         name=SUITE_NAME,
@@ -271,13 +322,19 @@ def parse_dataset(
     return suite, problems
 
 
-def _select(tasks: dict[str, TaskSpec], wanted: list[str], list_file: str, problems: list[ImportProblem]) -> dict[str, TaskSpec]:
+def _select(
+    tasks: dict[str, TaskSpec], wanted: list[str], list_file: str, problems: list[ImportProblem]
+) -> dict[str, TaskSpec]:
     selected: dict[str, TaskSpec] = {}
     for position, task_id in enumerate(wanted):
         if task_id in selected:
             problems.append(ImportProblem(list_file, f"listed twice: {task_id}", line=position + 1))
         elif task_id not in tasks:
-            problems.append(ImportProblem(list_file, f"listed task not found in the dataset: {task_id}", line=position + 1))
+            problems.append(
+                ImportProblem(
+                    list_file, f"listed task not found in the dataset: {task_id}", line=position + 1
+                )
+            )
         else:
             selected[task_id] = tasks[task_id]
     return selected

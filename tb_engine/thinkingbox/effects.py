@@ -109,7 +109,9 @@ def _primary_key(rows_by_state: list[list[dict[str, Any]]], columns: list[str]) 
         unique_everywhere = True
         for rows in rows_by_state:
             values = [row.get(column) for row in rows]
-            if any(v is None or isinstance(v, (list, dict)) for v in values) or len(set(map(repr, values))) != len(values):
+            if any(v is None or isinstance(v, (list, dict)) for v in values) or len(
+                set(map(repr, values))
+            ) != len(values):
                 unique_everywhere = False
                 break
         if unique_everywhere:
@@ -165,7 +167,9 @@ def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | Non
     return EffectsStates(*states, specs=infer_table_specs(server, states, unstable))
 
 
-def compare_effects(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsComparison:
+def compare_effects(
+    server: str, answer: dict[str, Any], unstable: Unstable | None = None
+) -> EffectsComparison:
     """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict."""
     from tb_engine.thinkingbox.snapshots import classified_diff  # snapshots.py imports this module
 
@@ -190,7 +194,9 @@ def row_key(row: dict[str, Any], key_columns: tuple[str, ...]) -> str:
 
 
 def state_writes(
-    before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]
+    before: dict[str, list[dict[str, Any]]],
+    after: dict[str, list[dict[str, Any]]],
+    specs: dict[str, TableSpec],
 ) -> set[tuple[str, str, str | None]]:
     """Cells (table, key, field) and whole rows (field None) that differ between two states."""
     written: set[tuple[str, str, str | None]] = set()

@@ -20,12 +20,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tb_engine.agents.base import InfraError, ToolSchema
-from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
-from tb_engine.transcript import ToolCall, ToolCallRequest
-from tb_engine.thinkingbox.dataset import init_config
 from tb_engine.snapshot import Snapshot
-from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, effects_states, infer_table_specs, state_writes
+from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
+from tb_engine.thinkingbox.dataset import init_config
+from tb_engine.thinkingbox.effects import (
+    EffectsComparison,
+    compare_effects,
+    effects_states,
+    infer_table_specs,
+    state_writes,
+)
 from tb_engine.thinkingbox.snapshots import snapshot_of
+from tb_engine.transcript import ToolCall, ToolCallRequest
 
 RESERVED_PREFIX = "__reserved__"
 
@@ -129,7 +135,7 @@ class McpSession:
             self._loop.loop.call_soon_threadsafe(self._stop.set)
         try:
             self._task.result(10)
-        except BaseException:  # noqa: BLE001 - a failed start already reported by wait_ready
+        except BaseException:
             pass
 
 
@@ -152,11 +158,13 @@ class McpServerPool:
             if self._closed:
                 raise InfraError("MCP server pool is closed")
             session = self._idle.popleft() if self._idle else McpSession(self.config, self._loop)
-            self._idle.append(McpSession(self.config, self._loop))  # refill: starts now, off the critical path
+            self._idle.append(
+                McpSession(self.config, self._loop)
+            )  # refill: starts now, off the critical path
         session.wait_ready()
         return session
 
-    def backend(self, domain: DomainSpec, task: TaskSpec, **options: Any) -> "McpBackend":
+    def backend(self, domain: DomainSpec, task: TaskSpec, **options: Any) -> McpBackend:
         """A Backend for one attempt of ``task`` on a fresh pooled server."""
         return McpBackend(self.acquire(), domain=domain, task=task, **options)
 
@@ -197,7 +205,13 @@ class McpBackend:
 
     def __post_init__(self) -> None:
         try:
-            answer = _json_or_text(_text_of(self.session.call(f"{RESERVED_PREFIX}init", {"config": init_config(self.domain, self.task)})))
+            answer = _json_or_text(
+                _text_of(
+                    self.session.call(
+                        f"{RESERVED_PREFIX}init", {"config": init_config(self.domain, self.task)}
+                    )
+                )
+            )
             if isinstance(answer, dict) and answer.get("status") == "error":
                 raise InfraError(f"__reserved__init failed for {self.task.id}: {answer.get('message', '')}")
             allowed = set(self.domain.tools)
@@ -206,9 +220,14 @@ class McpBackend:
                 if name.startswith(RESERVED_PREFIX) or (allowed and name not in allowed):
                     continue
                 hints = tool.get("annotations") or {}
-                self._schemas.append(ToolSchema(name=name, description=tool.get("description") or "",
-                                                parameters=tool.get("inputSchema") or {"type": "object"},
-                                                read_only=bool(hints.get("readOnlyHint", False))))
+                self._schemas.append(
+                    ToolSchema(
+                        name=name,
+                        description=tool.get("description") or "",
+                        parameters=tool.get("inputSchema") or {"type": "object"},
+                        read_only=bool(hints.get("readOnlyHint", False)),
+                    )
+                )
         except BaseException:
             self.session.close()
             raise
@@ -274,7 +293,9 @@ class McpBackend:
         if self._specs is None:
             answer = self.effects()
             states = effects_states(self.domain.name, answer, self._unstable())
-            self._specs = infer_table_specs(self.domain.name, [states.initial, states.golden], self._unstable())
+            self._specs = infer_table_specs(
+                self.domain.name, [states.initial, states.golden], self._unstable()
+            )
         return self._specs
 
     def _snapshot(self, key: str) -> Snapshot:
@@ -304,8 +325,13 @@ class McpBackend:
     def result_extra(self) -> dict[str, Any]:
         """Our state verdict beside the server's hash verdict (the runner's optional Backend method)."""
         comparison = self.comparison()
-        return {"thinkingbox": {"server": self.domain.name, "effects": {self.domain.name: comparison.evidence()},
-                                "disagree": not comparison.agree}}
+        return {
+            "thinkingbox": {
+                "server": self.domain.name,
+                "effects": {self.domain.name: comparison.evidence()},
+                "disagree": not comparison.agree,
+            }
+        }
 
     def close(self) -> None:
         self.session.close()
@@ -336,7 +362,9 @@ def launch_config(domain: DomainSpec) -> McpServerConfig:
 
 
 def _pool_key(config: McpServerConfig) -> str:
-    return json.dumps([config.command, list(config.args), sorted((config.env or {}).items()), config.cwd, config.url])
+    return json.dumps(
+        [config.command, list(config.args), sorted((config.env or {}).items()), config.cwd, config.url]
+    )
 
 
 def pool_for(config: McpServerConfig, size: int | None = None) -> McpServerPool:

@@ -8,16 +8,17 @@ partial result.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
 from tb_engine.results import AttemptResult
-from tb_engine.transcript import Message, ToolCall, ToolCallRequest, Transcript, Usage
 from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, is_db_effects
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
+from tb_engine.transcript import Message, ToolCall, ToolCallRequest, Transcript, Usage
 
 # tb infer finish_reason -> our termination (SPEC §2). "skipped" rows are cancelled, not graded.
 _TERMINATION = {
@@ -60,7 +61,9 @@ class TbRecord:
     finish_reason: str
     reward: float | None = None
     error: str = ""
-    message_tags: tuple[str | None, ...] = ()  # ThinkingBox Text tag per transcript message (text/direct/None)
+    message_tags: tuple[
+        str | None, ...
+    ] = ()  # ThinkingBox Text tag per transcript message (text/direct/None)
     reasoning: tuple[tuple[int, str], ...] = ()  # (position in messages, think text): hidden reasoning
     stats: TbRowStats = field(default_factory=TbRowStats)
     tb_error_row: bool = False  # counted in tb agg's Error column
@@ -109,7 +112,12 @@ class TbRecord:
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
     if path.suffix in (".yaml", ".yml"):
         try:
-            yield 1, yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            yield (
+                1,
+                yaml.load(
+                    path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+                ),
+            )
         except yaml.YAMLError as exc:
             raise ThinkingBoxFormatError(f"malformed YAML: {exc}", file=path, line=1) from exc
         return
@@ -120,7 +128,9 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             try:
                 yield number, json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ThinkingBoxFormatError(f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number) from exc
+                raise ThinkingBoxFormatError(
+                    f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number
+                ) from exc
 
 
 def parse_tb_results(path: str | Path) -> list[TbRecord]:
@@ -130,12 +140,16 @@ def parse_tb_results(path: str | Path) -> list[TbRecord]:
     return records
 
 
-def _expect(value: Any, kind: type | tuple[type, ...], where: str, *, file: str, line: int, optional: bool = False) -> Any:
+def _expect(
+    value: Any, kind: type | tuple[type, ...], where: str, *, file: str, line: int, optional: bool = False
+) -> Any:
     if value is None and optional:
         return None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ThinkingBoxFormatError(f"field {where} must be {names}, got {type(value).__name__}", file=file, line=line)
+        raise ThinkingBoxFormatError(
+            f"field {where} must be {names}, got {type(value).__name__}", file=file, line=line
+        )
     return value
 
 
@@ -158,7 +172,9 @@ def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
     transcript, tags, reasoning, stats = _convert_messages(messages, file=file, line=line)
     usage = _usage(usage_rows, file=file, line=line)
     transcript.agent_usage = usage
-    execution_time = _expect(metadata.get("execution_time", 0.0), (int, float), "metadata.execution_time", file=file, line=line)
+    execution_time = _expect(
+        metadata.get("execution_time", 0.0), (int, float), "metadata.execution_time", file=file, line=line
+    )
     stats = TbRowStats(
         assistant_texts=stats.assistant_texts,
         user_texts=stats.user_texts,
@@ -172,7 +188,11 @@ def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
     effects, raw_effects = _effects(row.get("test_context"), file=file, line=line)
     failure = {}
     if test_result:
-        failure = {k: test_result.get(k) for k in ("tb", "lineno", "line_content") if test_result.get(k) not in (None, "", -1)}
+        failure = {
+            k: test_result.get(k)
+            for k in ("tb", "lineno", "line_content")
+            if test_result.get(k) not in (None, "", -1)
+        }
         judge = (test_result.get("metadata") or {}).get("judge_motivation")
         if judge:
             failure["judge_motivation"] = judge
@@ -198,11 +218,17 @@ def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
     )
 
 
-def _outcome(system_error: bool, test_result: dict | None, finish_reason: str, metadata: dict) -> tuple[str, str | None, str, bool]:
+def _outcome(
+    system_error: bool, test_result: dict | None, finish_reason: str, metadata: dict
+) -> tuple[str, str | None, str, bool]:
     """(status, verdict, error text, test-code error) following SPEC §2: infrastructure problems are not failures."""
     if system_error:
         info = metadata.get("error") or {}
-        detail = f"{info.get('type', '')}: {info.get('message', '')}".strip(": ") if isinstance(info, dict) else str(info)
+        detail = (
+            f"{info.get('type', '')}: {info.get('message', '')}".strip(": ")
+            if isinstance(info, dict)
+            else str(info)
+        )
         return "infra_error", None, f"tb infer system error: {detail or 'no detail'}", False
     if finish_reason == "skipped":
         return "cancelled", None, "skipped by tb infer", False
@@ -265,13 +291,19 @@ def _convert_messages(
             assistant = Message(role="assistant", turn=max(turn, 0))
             for offset, request in enumerate(requests):
                 _expect(request, dict, f"{where}.tool_calls[{offset}]", file=file, line=line)
-                name = _expect(request.get("name"), str, f"{where}.tool_calls[{offset}].name", file=file, line=line)
+                name = _expect(
+                    request.get("name"), str, f"{where}.tool_calls[{offset}].name", file=file, line=line
+                )
                 call_id = str(request.get("id") or f"call_{len(transcript.tool_calls)}")
                 arguments = request.get("arguments")
                 assistant.tool_calls.append(ToolCallRequest(id=call_id, name=name, arguments=arguments))
                 call = ToolCall(
-                    index=len(transcript.tool_calls), id=call_id, name=name, arguments=arguments,
-                    error=(request.get("metadata") or {}).get("error"), turn=max(turn, 0),
+                    index=len(transcript.tool_calls),
+                    id=call_id,
+                    name=name,
+                    arguments=arguments,
+                    error=(request.get("metadata") or {}).get("error"),
+                    turn=max(turn, 0),
                 )
                 transcript.tool_calls.append(call)
                 calls_by_id[call_id] = call
@@ -286,13 +318,21 @@ def _convert_messages(
                 call.result = _maybe_json(text)
                 call.error = call.error or error
             transcript.messages.append(
-                Message(role="tool", content=text, tool_call_id=message.get("id"), name=message.get("name"),
-                        turn=max(turn, 0), is_error=bool(error or (call and call.error)))
+                Message(
+                    role="tool",
+                    content=text,
+                    tool_call_id=message.get("id"),
+                    name=message.get("name"),
+                    turn=max(turn, 0),
+                    is_error=bool(error or (call and call.error)),
+                )
             )
             tags.append(None)
         else:
             raise ThinkingBoxFormatError(f"{where}: unknown message kind T={kind!r}", file=file, line=line)
-    stats = TbRowStats(assistant_texts=assistant_texts, user_texts=user_texts, tool_call_turns=tool_turns, char_length=chars)
+    stats = TbRowStats(
+        assistant_texts=assistant_texts, user_texts=user_texts, tool_call_turns=tool_turns, char_length=chars
+    )
     return transcript, tuple(tags), tuple(reasoning), stats
 
 
@@ -311,7 +351,9 @@ def _tool_error(text: str) -> str | None:
     return None
 
 
-def _effects(test_context: Any, *, file: str, line: int) -> tuple[dict[str, EffectsComparison], dict[str, Any]]:
+def _effects(
+    test_context: Any, *, file: str, line: int
+) -> tuple[dict[str, EffectsComparison], dict[str, Any]]:
     if test_context is None:
         return {}, {}
     _expect(test_context, dict, "test_context", file=file, line=line)
@@ -323,7 +365,9 @@ def _effects(test_context: Any, *, file: str, line: int) -> tuple[dict[str, Effe
             try:
                 compared[server] = compare_effects(server, answer)
             except ThinkingBoxFormatError as exc:
-                raise ThinkingBoxFormatError(f"test_context.effects.{server}: {exc.message}", file=file, line=line) from exc
+                raise ThinkingBoxFormatError(
+                    f"test_context.effects.{server}: {exc.message}", file=file, line=line
+                ) from exc
         else:
             raw[server] = answer
     return compared, raw

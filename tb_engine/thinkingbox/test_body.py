@@ -41,7 +41,11 @@ def module_constants(tree: ast.Module) -> dict[str, str]:
     """Top-level ``NAME = "text"`` assignments (e.g. ``SERVER_NAME``)."""
     constants: dict[str, str] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     constants[target.id] = node.value.value
@@ -52,7 +56,11 @@ def _effects_servers(node: ast.AST, constants: dict[str, str]) -> set[str]:
     """Server names used as ``x.effects[<server>]`` anywhere below ``node`` ('?' when not a constant)."""
     servers: set[str] = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "effects":
+        if (
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.value, ast.Attribute)
+            and sub.value.attr == "effects"
+        ):
             key = sub.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 servers.add(key.value)
@@ -67,7 +75,11 @@ def _string_keys(node: ast.AST) -> set[str]:
     """String constants used as subscripts or as the first argument of ``.get``."""
     keys: set[str] = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) and isinstance(sub.slice.value, str):
+        if (
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.slice, ast.Constant)
+            and isinstance(sub.slice.value, str)
+        ):
             keys.add(sub.slice.value)
         if (
             isinstance(sub, ast.Call)
@@ -116,9 +128,13 @@ def _is_rubric_helper(func: ast.FunctionDef) -> bool:
     if len(loop.body) != 1 or not isinstance(loop.body[0], ast.Assert):
         return False
     call = loop.body[0].test
-    asks_judge = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "text_yesno"
-    return asks_judge and "rubrics_yesno" in _string_keys(body[0]) and _only_harmless_calls(
-        func, _HARMLESS_CALL_ATTRS | {"text_yesno"}
+    asks_judge = (
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "text_yesno"
+    )
+    return (
+        asks_judge
+        and "rubrics_yesno" in _string_keys(body[0])
+        and _only_harmless_calls(func, _HARMLESS_CALL_ATTRS | {"text_yesno"})
     )
 
 
@@ -148,12 +164,19 @@ def classify_test_body(func: ast.FunctionDef, helpers: dict[str, str]) -> BodyVe
     for statement in statements:
         call = statement.value if isinstance(statement, ast.Expr) else None
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
-            return BodyVerdict(frozenset(kinds), f"line {statement.lineno}: statement is not a call to a check helper")
+            return BodyVerdict(
+                frozenset(kinds), f"line {statement.lineno}: statement is not a call to a check helper"
+            )
         kind = helpers.get(call.func.id)
         if kind is None:
-            return BodyVerdict(frozenset(kinds), f"line {statement.lineno}: {call.func.id}() is not a standard check helper")
+            return BodyVerdict(
+                frozenset(kinds), f"line {statement.lineno}: {call.func.id}() is not a standard check helper"
+            )
         if call.keywords or not all(isinstance(a, ast.Name) and a.id in params for a in call.args):
-            return BodyVerdict(frozenset(kinds), f"line {statement.lineno}: {call.func.id}() called with non-standard arguments")
+            return BodyVerdict(
+                frozenset(kinds),
+                f"line {statement.lineno}: {call.func.id}() called with non-standard arguments",
+            )
         kinds.add(kind)
     if STATE_HASH not in kinds:
         return BodyVerdict(frozenset(kinds), "the body never checks the state hash")

@@ -57,7 +57,7 @@ class LLMUser:
         self._client = ChatClient(config)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "LLMUser":
+    def from_dict(cls, data: dict[str, Any]) -> LLMUser:
         """Build from stored settings: ``endpoint`` (EndpointConfig fields) plus the simulator options."""
         allowed = {"stop_token", "instructions", "max_reply_chars"}
         config, options = endpoint_and_options(data, what="user simulator", label="user", allowed=allowed)
@@ -65,7 +65,9 @@ class LLMUser:
 
     def build_messages(self, view: UserView) -> list[dict[str, Any]]:
         """The simulator's request: its instructions plus the visible dialogue with roles flipped."""
-        system = self.instructions.format(query=view.query, user_context=view.user_context, stop_token=self.stop_token)
+        system = self.instructions.format(
+            query=view.query, user_context=view.user_context, stop_token=self.stop_token
+        )
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for message in view.messages:
             if message.role not in ("user", "assistant") or not message.content.strip():

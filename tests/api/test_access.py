@@ -10,9 +10,16 @@ from tests.api.conftest import error_of
 pytestmark = pytest.mark.django_db
 
 READ_URLS = (
-    "/api/suites/", "/api/agents/", "/api/price-sheets/", "/api/campaigns/", "/api/attempts/",
-    "/api/metrics/leaderboard/", "/api/metrics/gap/", "/api/metrics/cost/", "/api/metrics/domains/",
-)  # fmt: skip
+    "/api/suites/",
+    "/api/agents/",
+    "/api/price-sheets/",
+    "/api/campaigns/",
+    "/api/attempts/",
+    "/api/metrics/leaderboard/",
+    "/api/metrics/gap/",
+    "/api/metrics/cost/",
+    "/api/metrics/domains/",
+)
 
 
 @pytest.mark.parametrize("url", READ_URLS)
@@ -39,7 +46,11 @@ def test_charlie_without_role_gets_403_everywhere(api_for, charlie, url):
     response = api_for(charlie).get(url)
 
     assert response.status_code == 403
-    assert error_of(response) == {"code": "permission_denied", "message": "this operation needs the viewer role", "details": None}
+    assert error_of(response) == {
+        "code": "permission_denied",
+        "message": "this operation needs the viewer role",
+        "details": None,
+    }
 
 
 def test_session_login_works_like_a_token(client, bob, make_campaign):
@@ -75,8 +86,12 @@ def test_erin_sees_nothing_of_team_a(api_for, erin, run_campaign):
     assert client.get(f"/api/attempts/?campaign={campaign.pk}").json()["count"] == 0
     assert client.get("/api/metrics/leaderboard/").json()["count"] == 0
     assert client.get(f"/api/metrics/gap/?campaign={campaign.pk}").json()["count"] == 0
-    for url in (f"/api/campaigns/{campaign.pk}/", f"/api/campaigns/{campaign.pk}/progress/", f"/api/attempts/{attempt.pk}/",
-                f"/api/metrics/compare/?a={campaign.pk}&b={campaign.pk}"):  # fmt: skip
+    for url in (
+        f"/api/campaigns/{campaign.pk}/",
+        f"/api/campaigns/{campaign.pk}/progress/",
+        f"/api/attempts/{attempt.pk}/",
+        f"/api/metrics/compare/?a={campaign.pk}&b={campaign.pk}",
+    ):
         response = client.get(url)
         assert response.status_code == 404, url
         assert error_of(response)["code"] == "not_found"
@@ -107,7 +122,11 @@ def test_viewer_cannot_create_campaigns_agents_or_price_sheets(api_for, bob, sta
     client = api_for(bob)
 
     responses = [
-        client.post("/api/campaigns/", {"name": "x", "team": team_a.pk, "agent": 1, "suite": starter_suite.pk}, format="json"),
+        client.post(
+            "/api/campaigns/",
+            {"name": "x", "team": team_a.pk, "agent": 1, "suite": starter_suite.pk},
+            format="json",
+        ),
         client.post("/api/agents/", {"name": "x", "kind": "golden"}, format="json"),
         client.patch("/api/agents/1/", {"name": "y"}, format="json"),
         client.post("/api/price-sheets/", {"name": "x"}, format="json"),

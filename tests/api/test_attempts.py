@@ -24,7 +24,9 @@ def _ids(client, query: str) -> list[int]:
 
 def _expected(campaign, keep) -> list[int]:
     """Ids of the campaign's attempts for which keep(attempt) holds, in the API's order."""
-    attempts = Attempt.objects.filter(campaign=campaign).select_related("task").order_by("task__task_id", "index")
+    attempts = (
+        Attempt.objects.filter(campaign=campaign).select_related("task").order_by("task__task_id", "index")
+    )
     return [a.pk for a in attempts if keep(a)]
 
 
@@ -109,7 +111,11 @@ def test_attempt_detail_has_transcript_diff_and_checks(api_for, bob, careless):
     assert data["transcript"] == attempt.result["transcript"]
     assert data["checks"] == attempt.result["checks"]
     assert data["effects"] == attempt.result["effects"]
-    assert (data["verdict"], data["categories"], data["diff_items"]) == ("fail", attempt.categories, len(attempt.result["diff"]))
+    assert (data["verdict"], data["categories"], data["diff_items"]) == (
+        "fail",
+        attempt.categories,
+        len(attempt.result["diff"]),
+    )
     assert len(data["transcript"]["tool_calls"]) == attempt.tool_calls
 
 

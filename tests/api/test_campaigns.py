@@ -24,8 +24,15 @@ def no_dispatch(monkeypatch):
 
 def _body(starter_suite, team, **overrides):
     tasks = list(starter_suite.tasks.order_by("task_id").values_list("task_id", flat=True)[:2])
-    body = {"name": "API run", "team": team.pk, "agent": agent_config_for("golden").pk, "suite": starter_suite.pk,
-            "task_ids": tasks, "n_attempts": 3, "seed": 7}  # fmt: skip
+    body = {
+        "name": "API run",
+        "team": team.pk,
+        "agent": agent_config_for("golden").pk,
+        "suite": starter_suite.pk,
+        "task_ids": tasks,
+        "n_attempts": 3,
+        "seed": 7,
+    }
     return {**body, **overrides}
 
 
@@ -35,13 +42,21 @@ def test_operator_creates_a_draft_campaign(api_for, alice, starter_suite, team_a
     assert response.status_code == 201
     data = response.json()
     campaign = Campaign.objects.get(pk=data["id"])
-    assert (data["status"], data["task_count"], data["n_attempts"], data["seed"], data["owner"]) == ("draft", 2, 3, 7, "alice")
+    assert (data["status"], data["task_count"], data["n_attempts"], data["seed"], data["owner"]) == (
+        "draft",
+        2,
+        3,
+        7,
+        "alice",
+    )
     assert campaign.owner == alice and campaign.team == team_a
     assert Attempt.objects.filter(campaign=campaign).count() == 0
 
 
 def test_create_with_launch_starts_the_campaign(api_for, alice, starter_suite, team_a, no_dispatch):
-    response = api_for(alice).post("/api/campaigns/", _body(starter_suite, team_a, launch=True), format="json")
+    response = api_for(alice).post(
+        "/api/campaigns/", _body(starter_suite, team_a, launch=True), format="json"
+    )
 
     assert response.status_code == 201
     assert response.json()["status"] == "running"
@@ -82,9 +97,21 @@ def test_operator_launches_cancels_and_resumes(api_for, alice, make_campaign, no
     cancelled = client.post(f"/api/campaigns/{campaign.pk}/cancel/")
     resumed = client.post(f"/api/campaigns/{campaign.pk}/resume/")
 
-    assert (launched.status_code, launched.json()["attempts"], launched.json()["campaign"]["status"]) == (200, 4, "running")
-    assert (cancelled.status_code, cancelled.json()["attempts"], cancelled.json()["campaign"]["status"]) == (200, 4, "cancelled")
-    assert (resumed.status_code, resumed.json()["attempts"], resumed.json()["campaign"]["status"]) == (200, 4, "running")
+    assert (launched.status_code, launched.json()["attempts"], launched.json()["campaign"]["status"]) == (
+        200,
+        4,
+        "running",
+    )
+    assert (cancelled.status_code, cancelled.json()["attempts"], cancelled.json()["campaign"]["status"]) == (
+        200,
+        4,
+        "cancelled",
+    )
+    assert (resumed.status_code, resumed.json()["attempts"], resumed.json()["campaign"]["status"]) == (
+        200,
+        4,
+        "running",
+    )
     assert Attempt.objects.filter(campaign=campaign, status="queued").count() == 4
 
 
@@ -97,8 +124,10 @@ def test_launching_a_running_campaign_is_a_conflict(api_for, alice, make_campaig
 
     assert response.status_code == 409
     assert error_of(response) == {
-        "code": "conflict", "message": "cannot launch a campaign that is running (only when draft)", "details": None,
-    }  # fmt: skip
+        "code": "conflict",
+        "message": "cannot launch a campaign that is running (only when draft)",
+        "details": None,
+    }
 
 
 def test_resuming_a_running_campaign_is_a_conflict(api_for, alice, make_campaign, no_dispatch):
@@ -118,7 +147,14 @@ def test_progress_counts_finished_attempts(api_for, bob, run_campaign):
     response = api_for(bob).get(f"/api/campaigns/{campaign.pk}/progress/")
 
     data = response.json()
-    assert (data["status"], data["total"], data["done"], data["passed"], data["queued"], data["percent"]) == ("done", 4, 4, 4, 0, 100.0)
+    assert (data["status"], data["total"], data["done"], data["passed"], data["queued"], data["percent"]) == (
+        "done",
+        4,
+        4,
+        4,
+        0,
+        100.0,
+    )
     assert data["pass_rate"] == 1.0
 
 
@@ -129,8 +165,12 @@ def test_list_filters_by_status_and_agent(api_for, bob, make_campaign, no_dispat
     client = api_for(bob)
 
     assert [c["id"] for c in client.get("/api/campaigns/?status=draft").json()["results"]] == [draft.pk]
-    assert [c["id"] for c in client.get(f"/api/campaigns/?agent={running.agent_id}").json()["results"]] == [running.pk]
-    assert error_of(client.get("/api/campaigns/?status=bogus"))["details"] == {"status": ['"bogus" is not a valid choice.']}
+    assert [c["id"] for c in client.get(f"/api/campaigns/?agent={running.agent_id}").json()["results"]] == [
+        running.pk
+    ]
+    assert error_of(client.get("/api/campaigns/?status=bogus"))["details"] == {
+        "status": ['"bogus" is not a valid choice.']
+    }
 
 
 def test_list_marks_simulations(api_for, bob, make_campaign):
@@ -138,7 +178,10 @@ def test_list_marks_simulations(api_for, bob, make_campaign):
 
     row = api_for(bob).get("/api/campaigns/").json()["results"][0]
 
-    assert (row["agent_name"], row["is_simulation"]) == ("sim:careless (simulated persona, not a model)", True)
+    assert (row["agent_name"], row["is_simulation"]) == (
+        "sim:careless (simulated persona, not a model)",
+        True,
+    )
 
 
 def _add_items(kind: str, make_campaign, count: int, start: int) -> None:
@@ -152,8 +195,12 @@ def _add_items(kind: str, make_campaign, count: int, start: int) -> None:
         elif kind == "agents":
             agent_config_for(("golden", "sim:careless", "sim:steady")[number])
         elif kind == "price-sheets":
-            price_sheet_create(name=f"sheet {number}", source="test", effective_date=date(2025, 1, number + 1),
-                               models={"m": {"input": 1, "output": 2}})  # fmt: skip
+            price_sheet_create(
+                name=f"sheet {number}",
+                source="test",
+                effective_date=date(2025, 1, number + 1),
+                models={"m": {"input": 1, "output": 2}},
+            )
         else:
             Suite.objects.create(name=f"suite-{number}", version="1", content_hash="x")
 

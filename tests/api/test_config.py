@@ -10,8 +10,15 @@ from tests.api.conftest import error_of
 
 pytestmark = pytest.mark.django_db
 
-OPENAI_AGENT = {"name": "gpt endpoint", "kind": "openai", "model": "gpt-4.1-mini", "base_url": "http://127.0.0.1:9000/v1",
-                "api_key_env": "OPENAI_API_KEY", "parameters": {"temperature": 0.2}, "max_concurrency": 4}  # fmt: skip
+OPENAI_AGENT = {
+    "name": "gpt endpoint",
+    "kind": "openai",
+    "model": "gpt-4.1-mini",
+    "base_url": "http://127.0.0.1:9000/v1",
+    "api_key_env": "OPENAI_API_KEY",
+    "parameters": {"temperature": 0.2},
+    "max_concurrency": 4,
+}
 
 
 def test_operator_creates_an_agent_with_an_env_var_name(api_for, alice):
@@ -20,8 +27,12 @@ def test_operator_creates_an_agent_with_an_env_var_name(api_for, alice):
     assert response.status_code == 201
     agent = AgentConfig.objects.get(name="gpt endpoint")
     assert (agent.kind, agent.model, agent.api_key_env, agent.parameters, agent.max_concurrency) == (
-        "openai", "gpt-4.1-mini", "OPENAI_API_KEY", {"temperature": 0.2}, 4,
-    )  # fmt: skip
+        "openai",
+        "gpt-4.1-mini",
+        "OPENAI_API_KEY",
+        {"temperature": 0.2},
+        4,
+    )
     assert response.json()["is_simulation"] is False
 
 
@@ -46,7 +57,9 @@ def test_agent_key_hidden_in_parameters_headers_is_rejected(api_for, alice):
 
 
 def test_agent_api_key_env_must_be_a_variable_name(api_for, alice):
-    response = api_for(alice).post("/api/agents/", {**OPENAI_AGENT, "api_key_env": "sk-live 123"}, format="json")
+    response = api_for(alice).post(
+        "/api/agents/", {**OPENAI_AGENT, "api_key_env": "sk-live 123"}, format="json"
+    )
 
     assert response.status_code == 400
     assert error_of(response)["details"] == {
@@ -67,7 +80,9 @@ def test_simulated_agent_needs_a_known_persona(api_for, alice):
 def test_agent_name_must_be_unique(api_for, alice):
     agent_config_for("golden")
 
-    response = api_for(alice).post("/api/agents/", {"name": "golden (harness self-check)", "kind": "golden"}, format="json")
+    response = api_for(alice).post(
+        "/api/agents/", {"name": "golden (harness self-check)", "kind": "golden"}, format="json"
+    )
 
     assert error_of(response)["details"] == {"name": ["an agent configuration with this name exists"]}
 
@@ -75,7 +90,9 @@ def test_agent_name_must_be_unique(api_for, alice):
 def test_operator_updates_an_unused_agent(api_for, alice):
     agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a")
 
-    response = api_for(alice).patch(f"/api/agents/{agent.pk}/", {"model": "b", "max_concurrency": 2}, format="json")
+    response = api_for(alice).patch(
+        f"/api/agents/{agent.pk}/", {"model": "b", "max_concurrency": 2}, format="json"
+    )
 
     assert response.status_code == 200
     agent.refresh_from_db()
@@ -87,11 +104,19 @@ def test_agent_used_by_a_campaign_keeps_its_behaviour(api_for, alice, make_campa
     client = api_for(alice)
 
     refused = client.patch(f"/api/agents/{campaign.agent_id}/", {"persona": "steady"}, format="json")
-    renamed = client.patch(f"/api/agents/{campaign.agent_id}/", {"name": "careless v1", "max_concurrency": 3}, format="json")
+    renamed = client.patch(
+        f"/api/agents/{campaign.agent_id}/", {"name": "careless v1", "max_concurrency": 3}, format="json"
+    )
 
     assert refused.status_code == 409
-    assert error_of(refused)["message"].endswith("persona cannot change (create a new agent configuration instead)")
-    assert (renamed.status_code, renamed.json()["name"], renamed.json()["persona"]) == (200, "careless v1", "careless")
+    assert error_of(refused)["message"].endswith(
+        "persona cannot change (create a new agent configuration instead)"
+    )
+    assert (renamed.status_code, renamed.json()["name"], renamed.json()["persona"]) == (
+        200,
+        "careless v1",
+        "careless",
+    )
 
 
 def test_agent_patch_with_api_key_is_rejected(api_for, alice):
@@ -104,7 +129,7 @@ def test_agent_patch_with_api_key_is_rejected(api_for, alice):
 
 
 def test_viewer_reads_agents_without_any_secret_field(api_for, bob):
-    AgentConfig.objects.create(**{k: v for k, v in OPENAI_AGENT.items()})
+    AgentConfig.objects.create(**dict(OPENAI_AGENT.items()))
 
     row = api_for(bob).get("/api/agents/").json()["results"][0]
 
@@ -112,8 +137,12 @@ def test_viewer_reads_agents_without_any_secret_field(api_for, bob):
     assert [key for key in row if "key" in key] == ["api_key_env"]
 
 
-PRICES = {"name": "March list", "source": "vendor page, 2025-03-01", "effective_date": "2025-03-01",
-          "prices": {"gpt-4.1-mini": {"input": "0.4", "cached_input": "0.1", "output": "1.6"}}}  # fmt: skip
+PRICES = {
+    "name": "March list",
+    "source": "vendor page, 2025-03-01",
+    "effective_date": "2025-03-01",
+    "prices": {"gpt-4.1-mini": {"input": "0.4", "cached_input": "0.1", "output": "1.6"}},
+}
 
 
 def test_operator_creates_a_price_sheet(api_for, alice, bob):
@@ -121,7 +150,9 @@ def test_operator_creates_a_price_sheet(api_for, alice, bob):
 
     assert created.status_code == 201
     sheet = PriceSheet.objects.get(name="March list")
-    assert sheet.prices == {"gpt-4.1-mini": {"input": "0.400000", "cached_input": "0.100000", "output": "1.600000"}}
+    assert sheet.prices == {
+        "gpt-4.1-mini": {"input": "0.400000", "cached_input": "0.100000", "output": "1.600000"}
+    }
     read = api_for(bob).get(f"/api/price-sheets/{sheet.pk}/").json()
     assert (read["source"], read["effective_date"]) == ("vendor page, 2025-03-01", "2025-03-01")
 
@@ -132,7 +163,9 @@ def test_price_sheet_rejects_negative_prices_naming_the_model(api_for, alice):
     response = api_for(alice).post("/api/price-sheets/", body, format="json")
 
     assert response.status_code == 400
-    assert error_of(response)["details"] == {"prices": {"gpt-4.1-mini": {"input": ["Ensure this value is greater than or equal to 0."]}}}
+    assert error_of(response)["details"] == {
+        "prices": {"gpt-4.1-mini": {"input": ["Ensure this value is greater than or equal to 0."]}}
+    }
     assert PriceSheet.objects.count() == 0
 
 

@@ -14,7 +14,11 @@ def test_unknown_api_path_is_a_json_404_for_signed_in_users(api_for, bob):
     response = api_for(bob).get("/api/no/such/thing/")
 
     assert response.status_code == 404
-    assert error_of(response) == {"code": "not_found", "message": "no API endpoint at /api/no/such/thing/", "details": None}
+    assert error_of(response) == {
+        "code": "not_found",
+        "message": "no API endpoint at /api/no/such/thing/",
+        "details": None,
+    }
 
 
 def test_unknown_api_path_is_401_without_credentials(api_for):
@@ -25,7 +29,11 @@ def test_wrong_method_is_405_in_error_shape(api_for, bob):
     response = api_for(bob).delete("/api/campaigns/")
 
     assert response.status_code == 405
-    assert error_of(response) == {"code": "method_not_allowed", "message": 'Method "DELETE" not allowed.', "details": None}
+    assert error_of(response) == {
+        "code": "method_not_allowed",
+        "message": 'Method "DELETE" not allowed.',
+        "details": None,
+    }
 
 
 def test_malformed_json_is_400_in_error_shape(api_for, alice):
@@ -46,7 +54,11 @@ def test_unexpected_error_is_500_in_error_shape_without_internals(api_for, bob, 
     response = api_for(bob).get("/api/campaigns/")
 
     assert response.status_code == 500
-    assert error_of(response) == {"code": "server_error", "message": "unexpected server error; it has been logged", "details": None}
+    assert error_of(response) == {
+        "code": "server_error",
+        "message": "unexpected server error; it has been logged",
+        "details": None,
+    }
     assert "hunter2" not in response.content.decode()
 
 
@@ -64,14 +76,33 @@ def test_schema_is_openapi_3_and_lists_every_endpoint(client, bob):
     schema = response.json()
     assert schema["openapi"].startswith("3.")
     assert sorted(schema["paths"]) == [
-        "/api/agents/", "/api/agents/{id}/", "/api/attempts/", "/api/attempts/{id}/", "/api/attempts/{id}/review/",
-        "/api/campaigns/", "/api/campaigns/{id}/", "/api/campaigns/{id}/cancel/", "/api/campaigns/{id}/launch/",
-        "/api/campaigns/{id}/progress/", "/api/campaigns/{id}/resume/",
-        "/api/exports/attempts/", "/api/exports/procurement/", "/api/exports/tables/{name}/",
-        "/api/metrics/compare/", "/api/metrics/cost/", "/api/metrics/domains/", "/api/metrics/gap/",
-        "/api/metrics/leaderboard/", "/api/price-sheets/", "/api/price-sheets/{id}/",
-        "/api/suites/", "/api/suites/{id}/", "/api/suites/{id}/tasks/", "/api/tasks/{id}/", "/api/triage/labels/",
-    ]  # fmt: skip
+        "/api/agents/",
+        "/api/agents/{id}/",
+        "/api/attempts/",
+        "/api/attempts/{id}/",
+        "/api/attempts/{id}/review/",
+        "/api/campaigns/",
+        "/api/campaigns/{id}/",
+        "/api/campaigns/{id}/cancel/",
+        "/api/campaigns/{id}/launch/",
+        "/api/campaigns/{id}/progress/",
+        "/api/campaigns/{id}/resume/",
+        "/api/exports/attempts/",
+        "/api/exports/procurement/",
+        "/api/exports/tables/{name}/",
+        "/api/metrics/compare/",
+        "/api/metrics/cost/",
+        "/api/metrics/domains/",
+        "/api/metrics/gap/",
+        "/api/metrics/leaderboard/",
+        "/api/price-sheets/",
+        "/api/price-sheets/{id}/",
+        "/api/suites/",
+        "/api/suites/{id}/",
+        "/api/suites/{id}/tasks/",
+        "/api/tasks/{id}/",
+        "/api/triage/labels/",
+    ]
     assert sorted(schema["components"]["securitySchemes"]) == ["cookieAuth", "tokenAuth"]
 
 

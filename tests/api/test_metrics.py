@@ -12,7 +12,11 @@ from tests.api.conftest import error_of
 
 pytestmark = pytest.mark.django_db
 
-T1, T2, T3 = "retail/ticket_hold_carrier_exception", "neobank/freeze_misplaced_card", "travel/cancel_flexible_full_refund"
+T1, T2, T3 = (
+    "retail/ticket_hold_carrier_exception",
+    "neobank/freeze_misplaced_card",
+    "travel/cancel_flexible_full_refund",
+)
 
 
 def _json(value):
@@ -33,7 +37,9 @@ def test_leaderboard_rows_equal_the_dashboard_figures(api_for, bob, two_campaign
 
     data = api_for(bob).get("/api/metrics/leaderboard/").json()
 
-    expected = reports.sort_rows(reports.leaderboard_rows(dashboard_campaigns(bob)), key="pass1", descending=True)
+    expected = reports.sort_rows(
+        reports.leaderboard_rows(dashboard_campaigns(bob)), key="pass1", descending=True
+    )
     assert [row["campaign"]["id"] for row in data["results"]] == [row["campaign"].pk for row in expected]
     for got, want in zip(data["results"], expected):
         assert got["figures"] == _json({key: want["m"][key] for key in got["figures"]})
@@ -98,8 +104,12 @@ def test_cost_equals_dashboard_cost_and_names_the_price_sheet(api_for, bob, run_
     frames, stamps = reports.load_frames([campaign])
     figures = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
     assert row["cost"] == _json(figures["cost"])
-    assert row["price_sheet"] == {"id": sheet.pk, "name": sheet.name, "source": sheet.source,
-                                  "effective_date": sheet.effective_date.isoformat()}  # fmt: skip
+    assert row["price_sheet"] == {
+        "id": sheet.pk,
+        "name": sheet.name,
+        "source": sheet.source,
+        "effective_date": sheet.effective_date.isoformat(),
+    }
     assert row["cost"]["billed_attempts"] == 4
 
 
@@ -119,7 +129,9 @@ def test_domains_with_no_done_attempt_give_null_not_nan(api_for, bob, summaries_
 
     response = api_for(bob).get("/api/metrics/domains/")
 
-    assert response.json()["results"][0]["domains"] == [{"domain": "retail", "tasks": 1, "pass_at_1": None, "pass_at_n": 0.0, "all_n": 0.0}]
+    assert response.json()["results"][0]["domains"] == [
+        {"domain": "retail", "tasks": 1, "pass_at_1": None, "pass_at_n": 0.0, "all_n": 0.0}
+    ]
 
 
 def test_compare_equals_dashboard_comparison(api_for, bob, two_campaigns):
@@ -143,11 +155,17 @@ def test_compare_needs_both_campaigns_and_the_same_n(api_for, bob, summaries_cam
 
     assert error_of(missing)["details"] == {"b": ["This field is required."]}
     assert mismatched.status_code == 400
-    assert error_of(mismatched)["details"] == {"b": ["campaigns have different N (4 vs 2); all-N is not comparable"]}
+    assert error_of(mismatched)["details"] == {
+        "b": ["campaigns have different N (4 vs 2); all-N is not comparable"]
+    }
 
 
-@pytest.mark.parametrize("url", ("/api/metrics/leaderboard/", "/api/metrics/gap/", "/api/metrics/cost/", "/api/metrics/domains/"))
-def test_metric_list_query_count_is_the_same_for_one_and_three_campaigns(api_for, bob, summaries_campaign, url):
+@pytest.mark.parametrize(
+    "url", ("/api/metrics/leaderboard/", "/api/metrics/gap/", "/api/metrics/cost/", "/api/metrics/domains/")
+)
+def test_metric_list_query_count_is_the_same_for_one_and_three_campaigns(
+    api_for, bob, summaries_campaign, url
+):
     from django.core.cache import cache
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

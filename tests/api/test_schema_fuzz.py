@@ -38,18 +38,33 @@ def _schemathesis_command() -> list[str]:
 def test_fuzz_finds_no_server_error(seeded_api, tmp_path):
     base, token = seeded_api
     command = [
-        *_schemathesis_command(), "run", f"{base}/api/schema/",
-        "--header", f"Authorization: Token {token}",
-        "--checks", "not_a_server_error",
+        *_schemathesis_command(),
+        "run",
+        f"{base}/api/schema/",
+        "--header",
+        f"Authorization: Token {token}",
+        "--checks",
+        "not_a_server_error",
         # The coverage phase alone takes ~2 minutes on the shared box; fuzzing with a fixed seed finds
         # the same classes of bug (it caught integer-overflow ids and an empty-slice crash here).
-        "--phases", "examples,fuzzing",
-        "--max-examples", "30", "--seed", "1", "--workers", "1",
-        "--generation-database", "none", "--no-color",
-        "--request-timeout", "20",
-    ]  # fmt: skip
+        "--phases",
+        "examples,fuzzing",
+        "--max-examples",
+        "30",
+        "--seed",
+        "1",
+        "--workers",
+        "1",
+        "--generation-database",
+        "none",
+        "--no-color",
+        "--request-timeout",
+        "20",
+    ]
 
-    result = subprocess.run(command, capture_output=True, text=True, timeout=FUZZ_TIMEOUT_SECONDS, cwd=tmp_path)
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=FUZZ_TIMEOUT_SECONDS, cwd=tmp_path
+    )
 
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
@@ -65,15 +80,19 @@ def _operations(base: str, token: str) -> list[tuple[str, str]]:
     schema = requests.get(f"{base}/api/schema/", headers=headers, timeout=30).json()
     return [
         (method.upper(), path.replace("{id}", "1").replace("{name}", "leaderboard"))
-        for path, ops in schema["paths"].items() for method in ops
-    ]  # fmt: skip
+        for path, ops in schema["paths"].items()
+        for method in ops
+    ]
 
 
 def test_every_operation_refuses_requests_without_credentials(seeded_api):
     base, token = seeded_api
     operations = _operations(base, token)
 
-    answers = {(method, path): requests.request(method, base + path, json={}, timeout=30).status_code for method, path in operations}
+    answers = {
+        (method, path): requests.request(method, base + path, json={}, timeout=30).status_code
+        for method, path in operations
+    }
 
     assert len(operations) >= 30
     assert {key: code for key, code in answers.items() if code != 401} == {}
@@ -83,7 +102,9 @@ def test_schema_needs_credentials_on_the_live_server(seeded_api):
     base, token = seeded_api
 
     anonymous = requests.get(f"{base}/api/schema/", headers=SCHEMA_ACCEPT, timeout=30)
-    with_token = requests.get(f"{base}/api/schema/", headers={**SCHEMA_ACCEPT, "Authorization": f"Token {token}"}, timeout=30)
+    with_token = requests.get(
+        f"{base}/api/schema/", headers={**SCHEMA_ACCEPT, "Authorization": f"Token {token}"}, timeout=30
+    )
 
     assert anonymous.status_code == 401
     assert (with_token.status_code, with_token.json()["info"]["title"]) == (200, "ThinkingBox Web API")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 
@@ -32,20 +31,32 @@ def test_labels_list_the_seeded_taxonomy(api_for, bob):
 
 
 def test_triager_labels_notes_assigns_and_closes_with_audit(api_for, trish, failed_attempt):
-    body = {"labels": ["wrong amount", "grader bug"], "note": "refund doubled", "assignee": "trish", "status": "reviewed"}
+    body = {
+        "labels": ["wrong amount", "grader bug"],
+        "note": "refund doubled",
+        "assignee": "trish",
+        "status": "reviewed",
+    }
 
     response = api_for(trish).patch(f"/api/attempts/{failed_attempt.pk}/review/", body, format="json")
 
     assert response.status_code == 200
     data = response.json()
-    assert (data["labels"], data["note"], data["assignee"], data["status"]) == (["grader bug", "wrong amount"], "refund doubled", "trish", "reviewed")
+    assert (data["labels"], data["note"], data["assignee"], data["status"]) == (
+        ["grader bug", "wrong amount"],
+        "refund doubled",
+        "trish",
+        "reviewed",
+    )
     fields = sorted(AuditEntry.objects.filter(attempt=failed_attempt).values_list("field", flat=True))
     assert fields == ["assignee", "labels", "note", "status", "task_health"]
     assert {entry["actor"] for entry in data["audit"]} == {"trish"}
 
 
 def test_viewer_cannot_label(api_for, bob, failed_attempt):
-    response = api_for(bob).patch(f"/api/attempts/{failed_attempt.pk}/review/", {"labels": ["wrong amount"]}, format="json")
+    response = api_for(bob).patch(
+        f"/api/attempts/{failed_attempt.pk}/review/", {"labels": ["wrong amount"]}, format="json"
+    )
 
     assert response.status_code == 403
     assert error_of(response)["message"] == "this operation needs the triager role"
@@ -53,7 +64,9 @@ def test_viewer_cannot_label(api_for, bob, failed_attempt):
 
 
 def test_viewer_reads_the_review(api_for, bob, trish, failed_attempt):
-    api_for(trish).patch(f"/api/attempts/{failed_attempt.pk}/review/", {"note": "look at ticket 20"}, format="json")
+    api_for(trish).patch(
+        f"/api/attempts/{failed_attempt.pk}/review/", {"note": "look at ticket 20"}, format="json"
+    )
 
     data = api_for(bob).get(f"/api/attempts/{failed_attempt.pk}/review/").json()
 
@@ -75,7 +88,10 @@ def test_outsiders_cannot_see_or_label_team_a_attempts(api_for, make_user, team_
     client = api_for(triager_b)
 
     assert client.get(f"/api/attempts/{failed_attempt.pk}/review/").status_code == 404
-    assert client.patch(f"/api/attempts/{failed_attempt.pk}/review/", {"note": "x"}, format="json").status_code == 404
+    assert (
+        client.patch(f"/api/attempts/{failed_attempt.pk}/review/", {"note": "x"}, format="json").status_code
+        == 404
+    )
     assert AuditEntry.objects.count() == 0
 
 
@@ -104,7 +120,10 @@ def test_attempt_export_streams_visible_attempts_only(api_for, bob, erin, failed
 
     lines = [json.loads(line) for line in b"".join(mine.streaming_content).decode().splitlines()]
     assert len(lines) == Attempt.objects.filter(campaign_id=campaign_id).count()
-    assert lines[0]["result"] == Attempt.objects.order_by("task_id", "index").filter(campaign_id=campaign_id).first().result
+    assert (
+        lines[0]["result"]
+        == Attempt.objects.order_by("task_id", "index").filter(campaign_id=campaign_id).first().result
+    )
     assert theirs.status_code == 404
 
 

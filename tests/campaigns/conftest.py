@@ -20,8 +20,14 @@ def make_campaign(starter_suite, alice, team_a):
     def make(agent: str = "golden", *, tasks: int = 3, n: int = 2, **kwargs):
         selected = list(starter_suite.tasks.order_by("task_id")[:tasks])
         return campaign_create(
-            name=f"{agent} test", team=team_a, owner=alice, agent=agent_config_for(agent) if isinstance(agent, str) else agent,
-            suite=starter_suite, tasks=selected, n_attempts=n, **kwargs,
+            name=f"{agent} test",
+            team=team_a,
+            owner=alice,
+            agent=agent_config_for(agent) if isinstance(agent, str) else agent,
+            suite=starter_suite,
+            tasks=selected,
+            n_attempts=n,
+            **kwargs,
         )
 
     return make
@@ -34,7 +40,11 @@ def drain(campaign, *, worker: str = "test-worker:1") -> list[str]:
 
     outcomes = []
     while True:
-        ids = list(Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).values_list("id", flat=True))
+        ids = list(
+            Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).values_list(
+                "id", flat=True
+            )
+        )
         if not ids:
             return outcomes
         for attempt_id in ids:
@@ -52,7 +62,9 @@ def recount(campaign) -> dict:
         for row in Attempt.objects.filter(campaign=campaign)
         .order_by()
         .values("task_id")
-        .annotate(n=Count("id", filter=Q(status="done")), c=Count("id", filter=Q(status="done", verdict="pass")))
+        .annotate(
+            n=Count("id", filter=Q(status="done")), c=Count("id", filter=Q(status="done", verdict="pass"))
+        )
     }
 
 

@@ -54,15 +54,28 @@ def test_run_campaign_command_runs_selected_tasks(starter_suite, alice):
     out = io.StringIO()
 
     call_command(
-        "run_campaign", "--agent", "golden", "--repeat", "2", "--wait", "--owner", "alice",
-        "--tasks", "retail/ticket_hold_carrier_exception", "travel/" + starter_suite.tasks.filter(task_id__startswith="travel/").first().task_id.split("/", 1)[1],
+        "run_campaign",
+        "--agent",
+        "golden",
+        "--repeat",
+        "2",
+        "--wait",
+        "--owner",
+        "alice",
+        "--tasks",
+        "retail/ticket_hold_carrier_exception",
+        "travel/"
+        + starter_suite.tasks.filter(task_id__startswith="travel/").first().task_id.split("/", 1)[1],
         stdout=out,
     )
 
     campaign = Campaign.objects.get()
     assert campaign.status == "done"
     assert Attempt.objects.filter(campaign=campaign, verdict="pass").count() == 4
-    assert out.getvalue().splitlines()[-1] == f"campaign {campaign.pk}: 4 done, 4 passed (100.0%), 0 infra errors, 0 cancelled"
+    assert (
+        out.getvalue().splitlines()[-1]
+        == f"campaign {campaign.pk}: 4 done, 4 passed (100.0%), 0 infra errors, 0 cancelled"
+    )
 
 
 def test_run_campaign_rejects_unknown_task_ids(starter_suite, alice):

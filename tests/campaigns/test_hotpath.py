@@ -22,11 +22,17 @@ from tests.campaigns.conftest import recount, summaries
 
 def _claim(attempt_id: int, worker: str = "w:1"):
     now = timezone.now()
-    return hotpath.claim_and_load(attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + timedelta(seconds=60))
+    return hotpath.claim_and_load(
+        attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + timedelta(seconds=60)
+    )
 
 
 def _first_queued(campaign) -> Attempt:
-    return Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).order_by("index", "task_id").first()
+    return (
+        Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED)
+        .order_by("index", "task_id")
+        .first()
+    )
 
 
 @pytest.mark.django_db
@@ -37,15 +43,27 @@ def test_claim_loads_the_rows_the_orm_would(make_campaign):
 
     attempt = _claim(queued.id)
 
-    expected = Attempt.objects.select_related("campaign__agent", "task__domain", "task__suite").get(id=queued.id)
-    assert (attempt.status, attempt.worker, attempt.index, attempt.retries) == ("running", "w:1", expected.index, 0)
-    assert attempt.campaign.seed == expected.campaign.seed and attempt.campaign.judge == expected.campaign.judge
+    expected = Attempt.objects.select_related("campaign__agent", "task__domain", "task__suite").get(
+        id=queued.id
+    )
+    assert (attempt.status, attempt.worker, attempt.index, attempt.retries) == (
+        "running",
+        "w:1",
+        expected.index,
+        0,
+    )
+    assert (
+        attempt.campaign.seed == expected.campaign.seed and attempt.campaign.judge == expected.campaign.judge
+    )
     assert attempt.campaign.user_simulator == expected.campaign.user_simulator
     assert attempt.campaign.agent.kind == expected.campaign.agent.kind
     assert attempt.campaign.agent.parameters == expected.campaign.agent.parameters
     assert attempt.campaign.price_sheet is None
     assert attempt.task.content_hash == expected.task.content_hash
-    assert (attempt.task.suite.name, attempt.task.suite.source) == (expected.task.suite.name, expected.task.suite.source)
+    assert (attempt.task.suite.name, attempt.task.suite.source) == (
+        expected.task.suite.name,
+        expected.task.suite.source,
+    )
     assert attempt.task.domain.spec == expected.task.domain.spec
     assert attempt.started_at is not None and attempt.lease_expires_at > attempt.started_at
     assert attempt.result == {}  # deferred fields still load on access
@@ -73,14 +91,23 @@ def test_update_owned_needs_the_owner_and_a_running_campaign(make_campaign):
     attempt = _claim(_first_queued(campaign).id, "w:1")
     lease = {"lease_expires_at": timezone.now() + timedelta(seconds=5)}
 
-    assert not hotpath.update_owned(attempt_id=attempt.id, worker="w:2", values=lease, require_running_campaign=True)
-    assert hotpath.update_owned(attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True)
+    assert not hotpath.update_owned(
+        attempt_id=attempt.id, worker="w:2", values=lease, require_running_campaign=True
+    )
+    assert hotpath.update_owned(
+        attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True
+    )
     Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
-    assert not hotpath.update_owned(attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True)
-    assert hotpath.update_owned(attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=False)
+    assert not hotpath.update_owned(
+        attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True
+    )
+    assert hotpath.update_owned(
+        attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=False
+    )
 
 
 # --- PostgreSQL: the one-round-trip record and the prepared claim ---------------------------------
+
 
 @pytest.fixture
 def sent(monkeypatch):
@@ -97,7 +124,9 @@ def one_at_a_time(make_campaign):
     """A golden campaign of 3 tasks x 2 whose window is one attempt."""
 
     def make():
-        agent = AgentConfig.objects.create(name="golden one at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=1)
+        agent = AgentConfig.objects.create(
+            name="golden one at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=1
+        )
         return make_campaign(agent, tasks=3, n=2)
 
     return make
@@ -108,7 +137,9 @@ def one_at_a_time(make_campaign):
 def test_each_record_dispatches_the_next_attempt_in_order_and_the_last_finishes(one_at_a_time, sent):
     campaign = one_at_a_time()
     campaign_start(campaign=campaign)
-    order = list(Attempt.objects.filter(campaign=campaign).order_by("index", "task_id").values_list("id", flat=True))
+    order = list(
+        Attempt.objects.filter(campaign=campaign).order_by("index", "task_id").values_list("id", flat=True)
+    )
     assert sent == order[:1]
 
     for attempt_id in order:
@@ -124,10 +155,14 @@ def test_each_record_dispatches_the_next_attempt_in_order_and_the_last_finishes(
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_steady_state_attempt_is_two_round_trips(make_campaign, sent):
-    agent = AgentConfig.objects.create(name="golden two at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=2)
+    agent = AgentConfig.objects.create(
+        name="golden two at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=2
+    )
     campaign = make_campaign(agent, tasks=2, n=3)
     campaign_start(campaign=campaign)
-    ids = list(Attempt.objects.filter(campaign=campaign).order_by("index", "task_id").values_list("id", flat=True))
+    ids = list(
+        Attempt.objects.filter(campaign=campaign).order_by("index", "task_id").values_list("id", flat=True)
+    )
     for attempt_id in ids[:2]:  # one attempt per task: specs parsed, claim prepared
         assert attempt_execute(attempt_id=attempt_id, worker="w:1") == "done"
 
@@ -154,9 +189,11 @@ def test_record_of_a_lost_lease_writes_and_dispatches_nothing(one_at_a_time, sen
     Attempt.objects.filter(id=first.id).update(worker="w:other")  # the sweep gave it to another worker
 
     outcome = hotpath.record_summarise_dispatch(
-        attempt=attempt, worker="w:1", values={"status": "done", "verdict": "pass", "finished_at": timezone.now(),
-                                                "lease_expires_at": None}, now=timezone.now(),
-    )  # fmt: skip
+        attempt=attempt,
+        worker="w:1",
+        values={"status": "done", "verdict": "pass", "finished_at": timezone.now(), "lease_expires_at": None},
+        now=timezone.now(),
+    )
 
     assert outcome is not None and not outcome.recorded and outcome.dispatched == []
     first.refresh_from_db()
@@ -186,7 +223,9 @@ def test_lost_lease_and_cancellation_take_the_orm_path(one_at_a_time, sent):
         execution.run_engine_attempt = original
     assert sent == [first.id]  # nothing more dispatched
 
-    second = Attempt.objects.filter(campaign=campaign).exclude(id=first.id).order_by("index", "task_id").first()
+    second = (
+        Attempt.objects.filter(campaign=campaign).exclude(id=first.id).order_by("index", "task_id").first()
+    )
     Attempt.objects.filter(id=second.id).update(dispatched_at=timezone.now())
 
     def cancel_then_run(attempt, heartbeat):
@@ -209,7 +248,10 @@ def test_record_inside_a_transaction_is_left_to_the_orm_path(make_campaign):
     campaign_start(campaign=campaign)
     attempt = _claim(_first_queued(campaign).id)
     with transaction.atomic():
-        assert hotpath.record_summarise_dispatch(attempt=attempt, worker="w:1", values={}, now=timezone.now()) is None
+        assert (
+            hotpath.record_summarise_dispatch(attempt=attempt, worker="w:1", values={}, now=timezone.now())
+            is None
+        )
 
 
 @pytest.mark.integration
@@ -222,7 +264,9 @@ def test_claim_survives_a_session_that_lost_its_prepared_statement(make_campaign
 
     assert _claim(first.id) is not None
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE name = %s", [hotpath.PREPARED_CLAIM])
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE name = %s", [hotpath.PREPARED_CLAIM]
+        )
         assert cursor.fetchone()[0] == 1
         cursor.execute("DEALLOCATE ALL")  # what a transaction-pooling proxy's server switch looks like
 

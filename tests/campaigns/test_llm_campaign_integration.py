@@ -36,14 +36,31 @@ def endpoint():
 
 def _campaign(starter_suite, alice, team_a, server, *, model: str) -> Campaign:
     agent = AgentConfig.objects.create(
-        name=f"{model} agent", kind=AgentConfig.Kind.OPENAI, model=model, base_url=server.base_url, max_concurrency=4
+        name=f"{model} agent",
+        kind=AgentConfig.Kind.OPENAI,
+        model=model,
+        base_url=server.base_url,
+        max_concurrency=4,
     )
-    sheet = PriceSheet.objects.create(name=f"test sheet {model}", source="test", effective_date=date(2026, 1, 1), prices=PRICES)
+    sheet = PriceSheet.objects.create(
+        name=f"test sheet {model}", source="test", effective_date=date(2026, 1, 1), prices=PRICES
+    )
     campaign = campaign_create(
-        name=f"{model} campaign", team=team_a, owner=alice, agent=agent, suite=starter_suite,
-        tasks=[starter_suite.tasks.get(task_id=TASK_ID)], n_attempts=1, price_sheet=sheet,
-        user_simulator={"kind": "llm", "model": "user-model", "base_url": server.base_url, "api_key_env": None},
-    )  # fmt: skip
+        name=f"{model} campaign",
+        team=team_a,
+        owner=alice,
+        agent=agent,
+        suite=starter_suite,
+        tasks=[starter_suite.tasks.get(task_id=TASK_ID)],
+        n_attempts=1,
+        price_sheet=sheet,
+        user_simulator={
+            "kind": "llm",
+            "model": "user-model",
+            "base_url": server.base_url,
+            "api_key_env": None,
+        },
+    )
     return campaign
 
 
@@ -63,12 +80,18 @@ def _run(campaign) -> Attempt:
 
 
 def _expected_cost(attempt: Attempt, model: str) -> Decimal:
-    sheet = EngineSheet.from_dict({"name": "t", "source": "t", "effective_date": "2026-01-01", "models": PRICES})
-    usage = Usage(attempt.input_tokens, attempt.cached_input_tokens, attempt.output_tokens, attempt.reasoning_tokens)
+    sheet = EngineSheet.from_dict(
+        {"name": "t", "source": "t", "effective_date": "2026-01-01", "models": PRICES}
+    )
+    usage = Usage(
+        attempt.input_tokens, attempt.cached_input_tokens, attempt.output_tokens, attempt.reasoning_tokens
+    )
     return cost_of(usage, model, sheet)
 
 
-def test_golden_trajectory_from_the_model_passes_with_priced_usage(celery_worker_process, starter_suite, alice, team_a, endpoint):
+def test_golden_trajectory_from_the_model_passes_with_priced_usage(
+    celery_worker_process, starter_suite, alice, team_a, endpoint
+):
     campaign = _campaign(starter_suite, alice, team_a, endpoint, model="agent-model")
     spec = starter_suite.tasks.get(task_id=TASK_ID).spec
     golden = [{"tool": c["tool"], "arguments": c["arguments"]} for c in spec["golden"]]
@@ -89,9 +112,14 @@ def test_golden_trajectory_from_the_model_passes_with_priced_usage(celery_worker
     assert not any(user_context[:60] in body for body in agent_bodies)
 
 
-def test_model_closing_the_ticket_fails_as_a_clean_looking_wrong_value(celery_worker_process, starter_suite, alice, team_a, endpoint):
+def test_model_closing_the_ticket_fails_as_a_clean_looking_wrong_value(
+    celery_worker_process, starter_suite, alice, team_a, endpoint
+):
     campaign = _campaign(starter_suite, alice, team_a, endpoint, model="closer-model")
-    golden = [{"tool": c["tool"], "arguments": dict(c["arguments"])} for c in starter_suite.tasks.get(task_id=TASK_ID).spec["golden"]]
+    golden = [
+        {"tool": c["tool"], "arguments": dict(c["arguments"])}
+        for c in starter_suite.tasks.get(task_id=TASK_ID).spec["golden"]
+    ]
     closing = [c for c in golden if c["arguments"].get("status") == "hold"]
     assert len(closing) == 1
     closing[0]["arguments"]["status"] = "solved"

@@ -100,7 +100,9 @@ def test_running_attempt_of_cancelled_campaign_ends_cancelled(make_campaign):
     campaign_start(campaign=campaign)
     attempt = Attempt.objects.get(campaign=campaign)
     # Claimed by a worker, then the campaign is cancelled before the worker records its result.
-    Attempt.objects.filter(pk=attempt.pk).update(status="running", worker="w:1", lease_expires_at=timezone.now())
+    Attempt.objects.filter(pk=attempt.pk).update(
+        status="running", worker="w:1", lease_expires_at=timezone.now()
+    )
     campaign_cancel(campaign=campaign)
     Attempt.objects.filter(pk=attempt.pk).update(status="queued", worker="")
 
@@ -149,7 +151,10 @@ def test_resume_reruns_infra_errors(make_campaign, settings):
     drain(campaign)
 
     assert requeued == 2
-    assert sorted(Attempt.objects.filter(campaign=campaign).values_list("status", "verdict")) == [("done", "pass")] * 2
+    assert (
+        sorted(Attempt.objects.filter(campaign=campaign).values_list("status", "verdict"))
+        == [("done", "pass")] * 2
+    )
 
 
 def test_sweep_requeues_attempt_whose_lease_expired(make_campaign):
@@ -173,7 +178,9 @@ def test_sweep_requeues_dead_worker_on_this_host_at_once(make_campaign):
     attempt = Attempt.objects.get(campaign=campaign)
     dead_pid = 2**22 + 12345  # above pid_max on Linux: no such process
     Attempt.objects.filter(pk=attempt.pk).update(
-        status="running", worker=f"{socket.gethostname()}:{dead_pid}", lease_expires_at=timezone.now() + timedelta(hours=1)
+        status="running",
+        worker=f"{socket.gethostname()}:{dead_pid}",
+        lease_expires_at=timezone.now() + timedelta(hours=1),
     )
 
     assert attempts_sweep(same_host_dead_only=True) == 1
@@ -190,7 +197,9 @@ def test_dispatch_window_bounds_messages_in_flight(make_campaign):
 
 
 def test_small_campaign_is_dispatched_at_once_beside_a_huge_one(make_campaign):
-    huge_agent = AgentConfig.objects.create(name="huge golden", kind=AgentConfig.Kind.GOLDEN, max_concurrency=4)
+    huge_agent = AgentConfig.objects.create(
+        name="huge golden", kind=AgentConfig.Kind.GOLDEN, max_concurrency=4
+    )
     huge = make_campaign(huge_agent, tasks=6, n=10)
     campaign_start(campaign=huge)
     small = make_campaign(tasks=2, n=1)

@@ -69,16 +69,29 @@ def test_campaign_of_50_attempts_completes_through_live_worker(celery_worker_pro
     assert sum(n for n, _ in summaries(campaign).values()) == 50
 
 
-def test_sigkilled_worker_loses_and_duplicates_nothing(celery_worker_process, make_campaign, slow_endpoint, settings):
-    settings.ATTEMPT_REDISPATCH_SECONDS = 3  # the sweep in this process re-sends messages the dead worker held
+def test_sigkilled_worker_loses_and_duplicates_nothing(
+    celery_worker_process, make_campaign, slow_endpoint, settings
+):
+    settings.ATTEMPT_REDISPATCH_SECONDS = (
+        3  # the sweep in this process re-sends messages the dead worker held
+    )
     campaign = make_campaign(_endpoint_agent(slow_endpoint, name="slow agent"), tasks=10, n=5)
     campaign_start(campaign=campaign)
-    _wait(lambda: Attempt.objects.filter(campaign=campaign, status="done").count() >= 5, timeout=60, what="5 done")
+    _wait(
+        lambda: Attempt.objects.filter(campaign=campaign, status="done").count() >= 5,
+        timeout=60,
+        what="5 done",
+    )
 
     celery_worker_process.kill()
     running_when_killed = Attempt.objects.filter(campaign=campaign, status="running").count()
     celery_worker_process.start()
-    _wait(lambda: _campaign_status(campaign) == "done", timeout=180, sweep=True, what="campaign done after restart")
+    _wait(
+        lambda: _campaign_status(campaign) == "done",
+        timeout=180,
+        sweep=True,
+        what="campaign done after restart",
+    )
 
     attempts = Attempt.objects.filter(campaign=campaign)
     triples = list(attempts.values_list("task_id", "index"))
@@ -96,16 +109,39 @@ def test_campaign_survives_redis_restart(celery_worker_process, make_campaign, s
     assert redis_server, "the integration run needs redis-server"
     campaign = make_campaign(_endpoint_agent(slow_endpoint, name="slow agent"), tasks=10, n=5)
     campaign_start(campaign=campaign)
-    _wait(lambda: Attempt.objects.filter(campaign=campaign, status="done").count() >= 5, timeout=60, what="5 done")
+    _wait(
+        lambda: Attempt.objects.filter(campaign=campaign, status="done").count() >= 5,
+        timeout=60,
+        what="5 done",
+    )
 
-    subprocess.run(["redis-cli", "-h", broker.hostname, "-p", str(broker.port), "shutdown", "nosave"], check=False)
+    subprocess.run(
+        ["redis-cli", "-h", broker.hostname, "-p", str(broker.port), "shutdown", "nosave"], check=False
+    )
     time.sleep(1.0)
     subprocess.run(
-        [redis_server, "--bind", broker.hostname, "--port", str(broker.port), "--save", "", "--appendonly", "no", "--daemonize", "yes"],
+        [
+            redis_server,
+            "--bind",
+            broker.hostname,
+            "--port",
+            str(broker.port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "yes",
+        ],
         check=True,
     )
     try:
-        _wait(lambda: _campaign_status(campaign) == "done", timeout=180, sweep=True, what="campaign done after Redis restart")
+        _wait(
+            lambda: _campaign_status(campaign) == "done",
+            timeout=180,
+            sweep=True,
+            what="campaign done after Redis restart",
+        )
     finally:
         reset_broker_connections()  # this process's pooled connections died with the old server
 
@@ -114,17 +150,31 @@ def test_campaign_survives_redis_restart(celery_worker_process, make_campaign, s
     assert set(attempts.values_list("status", flat=True)) == {"done"}
 
 
-def test_cancel_stops_new_attempts_and_ends_running_ones_cancelled(celery_worker_process, make_campaign, slow_endpoint):
+def test_cancel_stops_new_attempts_and_ends_running_ones_cancelled(
+    celery_worker_process, make_campaign, slow_endpoint
+):
     slow_endpoint.generic.delay_ms = 700  # long attempts: several are running when we cancel
     campaign = make_campaign(_endpoint_agent(slow_endpoint, name="slower agent"), tasks=10, n=5)
     campaign_start(campaign=campaign)
-    _wait(lambda: Attempt.objects.filter(campaign=campaign, status="running").exists(), timeout=60, what="a running attempt")
+    _wait(
+        lambda: Attempt.objects.filter(campaign=campaign, status="running").exists(),
+        timeout=60,
+        what="a running attempt",
+    )
 
     campaign_cancel(campaign=campaign)
-    started_before_cancel = set(Attempt.objects.filter(campaign=campaign, started_at__isnull=False).values_list("id", flat=True))
-    _wait(lambda: not Attempt.objects.filter(campaign=campaign, status="running").exists(), timeout=30, what="no running attempts")
+    started_before_cancel = set(
+        Attempt.objects.filter(campaign=campaign, started_at__isnull=False).values_list("id", flat=True)
+    )
+    _wait(
+        lambda: not Attempt.objects.filter(campaign=campaign, status="running").exists(),
+        timeout=30,
+        what="no running attempts",
+    )
 
-    started_after = set(Attempt.objects.filter(campaign=campaign, started_at__isnull=False).values_list("id", flat=True))
+    started_after = set(
+        Attempt.objects.filter(campaign=campaign, started_at__isnull=False).values_list("id", flat=True)
+    )
     assert started_after == started_before_cancel
     statuses = set(Attempt.objects.filter(campaign=campaign).values_list("status", flat=True))
     assert statuses <= {"done", "cancelled"}
@@ -132,7 +182,9 @@ def test_cancel_stops_new_attempts_and_ends_running_ones_cancelled(celery_worker
     assert _campaign_status(campaign) == "cancelled"
 
 
-def test_endpoint_outage_gives_infra_errors_then_resume_completes(celery_worker_process, make_campaign, slow_endpoint):
+def test_endpoint_outage_gives_infra_errors_then_resume_completes(
+    celery_worker_process, make_campaign, slow_endpoint
+):
     slow_endpoint.generic.delay_ms = 0
     slow_endpoint.script("outage-model", [{"status": 500, "repeat": 10_000}])
     agent = _endpoint_agent(slow_endpoint, name="flaky agent", model="outage-model")

@@ -78,7 +78,9 @@ def test_threads_pool_opens_every_threads_connection_at_start(monkeypatch):
     monkeypatch.setattr(hotpath, "warm_connection", lambda conn: warmed.append(threading.get_ident()))
     executor = ThreadPoolExecutor(max_workers=4)
     try:
-        signals._connect_pool_threads(sender=SimpleNamespace(pool=SimpleNamespace(executor=executor, limit=4)))
+        signals._connect_pool_threads(
+            sender=SimpleNamespace(pool=SimpleNamespace(executor=executor, limit=4))
+        )
         executor.submit(lambda: None).result(timeout=10)  # queued behind the four warm-ups
         assert len(executor._threads) == 4
         assert len(set(warmed)) == 4  # every thread (and so its own connection) warmed
@@ -91,5 +93,7 @@ def test_other_pools_are_left_alone():
 
     from apps.campaigns import signals
 
-    signals._connect_pool_threads(sender=SimpleNamespace(pool=SimpleNamespace(limit=2)))  # prefork: no executor
+    signals._connect_pool_threads(
+        sender=SimpleNamespace(pool=SimpleNamespace(limit=2))
+    )  # prefork: no executor
     signals._connect_pool_threads(sender=None)

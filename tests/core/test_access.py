@@ -33,7 +33,12 @@ def test_user_has_role_without_role_has_nothing(charlie):
 
 
 def test_user_has_role_admin_group_implies_all(admin_user_persona):
-    assert role_table(admin_user_persona) == {"viewer": True, "triager": True, "operator": True, "admin": True}
+    assert role_table(admin_user_persona) == {
+        "viewer": True,
+        "triager": True,
+        "operator": True,
+        "admin": True,
+    }
 
 
 def test_user_has_role_superuser_implies_all_without_groups(django_user_model):
@@ -50,7 +55,12 @@ def test_user_has_role_inactive_user_has_nothing(bob):
 def test_user_has_role_anonymous_has_nothing():
     from django.contrib.auth.models import AnonymousUser
 
-    assert role_table(AnonymousUser()) == {"viewer": False, "triager": False, "operator": False, "admin": False}
+    assert role_table(AnonymousUser()) == {
+        "viewer": False,
+        "triager": False,
+        "operator": False,
+        "admin": False,
+    }
 
 
 def test_user_has_role_unknown_role_raises_naming_valid_roles(bob):

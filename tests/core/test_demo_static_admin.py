@@ -12,9 +12,9 @@ from django.contrib import admin
 from django.contrib.staticfiles import finders
 from django.core.management import CommandError, call_command
 
+from apps.core import demo as demo_module
 from apps.core.access import roles_of, user_has_role
 from apps.core.demo import DemoContext, demo_step, demo_steps
-from apps.core import demo as demo_module
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

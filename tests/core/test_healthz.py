@@ -32,7 +32,10 @@ def test_healthz_broken_database_answers_503(client, monkeypatch):
     assert response.json() == {
         "status": "error",
         "checks": {
-            "database": {"ok": False, "detail": "OperationalError: could not connect to server: Connection refused"}
+            "database": {
+                "ok": False,
+                "detail": "OperationalError: could not connect to server: Connection refused",
+            }
         },
     }
 
@@ -71,12 +74,16 @@ def test_healthz_is_exempt_from_ssl_redirect_but_pages_are_not(client, settings)
 
 def test_container_healthcheck_script_passes_against_live_healthz(live_server):
     env = {**os.environ, "ALLOWED_HOSTS": "localhost", "HEALTHCHECK_URL": f"{live_server.url}/healthz"}
-    result = subprocess.run([sys.executable, str(HEALTHCHECK_SCRIPT)], env=env, capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, str(HEALTHCHECK_SCRIPT)], env=env, capture_output=True, text=True, timeout=30
+    )
     assert (result.returncode, result.stderr) == (0, "")
 
 
 def test_container_healthcheck_script_fails_when_nothing_listens():
     env = {**os.environ, "HEALTHCHECK_URL": "http://127.0.0.1:1/healthz"}
-    result = subprocess.run([sys.executable, str(HEALTHCHECK_SCRIPT)], env=env, capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, str(HEALTHCHECK_SCRIPT)], env=env, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 1
     assert result.stderr.startswith("healthcheck failed:")

@@ -31,7 +31,12 @@ def test_navigation_lists_all_sections_in_order_with_leaderboard_first(client, b
     response = client.get("/leaderboard/")
     entries = response.context["nav_entries"]
     assert [entry["label"] for entry in entries] == NAV_LABELS
-    assert entries[0] == {"key": "leaderboard", "label": "Leaderboard", "url": "/leaderboard/", "active": True}
+    assert entries[0] == {
+        "key": "leaderboard",
+        "label": "Leaderboard",
+        "url": "/leaderboard/",
+        "active": True,
+    }
     assert [entry["active"] for entry in entries[1:]] == [False] * 8
 
 
@@ -39,7 +44,12 @@ def test_register_nav_item_points_entry_at_existing_url(monkeypatch):
     monkeypatch.setattr(navigation, "_ITEMS", dict(navigation._ITEMS))
     navigation.register_nav_item("campaigns", url_name="core:workers")
     entries = {entry["key"]: entry for entry in navigation.resolve_nav("core:workers")}
-    assert entries["campaigns"] == {"key": "campaigns", "label": "Campaigns", "url": "/system/workers/", "active": True}
+    assert entries["campaigns"] == {
+        "key": "campaigns",
+        "label": "Campaigns",
+        "url": "/system/workers/",
+        "active": True,
+    }
     assert [item.key for item in navigation.nav_items()][-1] == "training"
 
 
@@ -53,7 +63,7 @@ def test_base_template_loads_vendored_htmx_and_sends_csrf_header(client, bob):
     client.force_login(bob)
     content = client.get("/", follow=True).content.decode()
     assert '<script src="/static/vendor/htmx/htmx.min.js" defer></script>' in content
-    assert "hx-headers='{\"X-CSRFToken\": \"" in content
+    assert 'hx-headers=\'{"X-CSRFToken": "' in content
     assert '<link rel="stylesheet" href="/static/css/app.css">' in content
     assert 'action="/accounts/logout/"' in content
 

@@ -57,7 +57,10 @@ def test_read_bool_accepts_common_words_and_rejects_others():
 def test_read_int_and_read_list_parse_values():
     assert read_int({"N": "42"}, "N", default=1) == 42
     assert read_int({}, "N", default=7) == 7
-    assert read_list({"HOSTS": " a.example , b.example,, "}, "HOSTS", default=[]) == ["a.example", "b.example"]
+    assert read_list({"HOSTS": " a.example , b.example,, "}, "HOSTS", default=[]) == [
+        "a.example",
+        "b.example",
+    ]
     with pytest.raises(ImproperlyConfigured):
         read_int({"N": "ten"}, "N", default=1)
 
@@ -85,12 +88,19 @@ def run_django(code: str, env: dict[str, str], tmp_path: Path) -> subprocess.Com
         **env,
     }
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=PROJECT_ROOT, env=clean_env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        cwd=PROJECT_ROOT,
+        env=clean_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def test_settings_debug_off_without_secret_key_fails_to_start(tmp_path):
-    result = run_django("import django; django.setup()", {"DEBUG": "0", "ALLOWED_HOSTS": "example.com"}, tmp_path)
+    result = run_django(
+        "import django; django.setup()", {"DEBUG": "0", "ALLOWED_HOSTS": "example.com"}, tmp_path
+    )
     assert result.returncode != 0
     assert "SECRET_KEY is required when DEBUG=0" in result.stderr
 
@@ -110,8 +120,14 @@ def test_settings_read_database_url_and_hosts_from_env(tmp_path):
     result = run_django(code, env, tmp_path)
     assert result.stderr == ""
     assert result.stdout.split() == [
-        "django.db.backends.postgresql", "tb", "10.0.0.5", "5433", "False", "tb.example.com,api.example.com", "WARNING",
-    ]  # fmt: skip
+        "django.db.backends.postgresql",
+        "tb",
+        "10.0.0.5",
+        "5433",
+        "False",
+        "tb.example.com,api.example.com",
+        "WARNING",
+    ]
 
 
 def test_settings_embedded_defaults_sqlite_and_filesystem_broker(tmp_path):
@@ -122,8 +138,11 @@ def test_settings_embedded_defaults_sqlite_and_filesystem_broker(tmp_path):
     )
     result = run_django(code, {}, tmp_path)
     assert result.stdout.split() == [
-        "django.db.backends.sqlite3", "filesystem://", "True", str(tmp_path / "data" / "broker" / "queue"),
-    ]  # fmt: skip
+        "django.db.backends.sqlite3",
+        "filesystem://",
+        "True",
+        str(tmp_path / "data" / "broker" / "queue"),
+    ]
     assert (tmp_path / "data" / "secret_key").is_file()
 
 
@@ -138,10 +157,16 @@ def test_check_deploy_is_clean_with_production_env(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", code, "check", "--deploy", "--fail-level", "WARNING"],
         cwd=PROJECT_ROOT,
-        env={"PATH": os.environ.get("PATH", ""), "DJANGO_SETTINGS_MODULE": "thinkingbox_web.settings",
-             "TB_DATA_DIR": str(tmp_path / "data"), **env},
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "DJANGO_SETTINGS_MODULE": "thinkingbox_web.settings",
+            "TB_DATA_DIR": str(tmp_path / "data"),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "System check identified no issues (1 silenced)."
 

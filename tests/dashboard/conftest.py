@@ -29,7 +29,9 @@ def run_campaign(make_campaign, monkeypatch):
 
     monkeypatch.setattr(services, "campaign_dispatch", lambda **kwargs: 0)
 
-    def run(agent: str = "golden", *, tasks: int = 3, n: int = 2, name: str | None = None, task_ids=(), **kwargs):
+    def run(
+        agent: str = "golden", *, tasks: int = 3, n: int = 2, name: str | None = None, task_ids=(), **kwargs
+    ):
         campaign = make_campaign(agent, tasks=tasks, n=n, **kwargs)
         if task_ids:
             campaign.tasks.set(campaign.suite.tasks.filter(task_id__in=task_ids))

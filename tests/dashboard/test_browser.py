@@ -27,14 +27,19 @@ def demo_campaigns(run_campaign):
     return [
         run_campaign(agent, tasks=60, n=4, name=name)
         for agent, name in (
-            ("golden", "Golden replay (self-check)"), ("sim:steady", "Steady persona"),
-            ("sim:explorer", "Explorer persona"), ("sim:careless", "Careless persona"), ("sim:cautious", "Cautious persona"),
+            ("golden", "Golden replay (self-check)"),
+            ("sim:steady", "Steady persona"),
+            ("sim:explorer", "Explorer persona"),
+            ("sim:careless", "Careless persona"),
+            ("sim:cautious", "Cautious persona"),
         )
-    ]  # fmt: skip
+    ]
 
 
 def test_leaderboard_to_task_to_drilldown_with_diff_highlight(browser_page, live_server, run_campaign):
-    campaign = run_campaign("sim:careless", n=10, task_ids=["retail/ticket_hold_carrier_exception"], name="Careless persona")
+    campaign = run_campaign(
+        "sim:careless", n=10, task_ids=["retail/ticket_hold_carrier_exception"], name="Careless persona"
+    )
     page = browser_page
 
     page.goto(f"{live_server.url}/leaderboard/")
@@ -53,7 +58,9 @@ def test_leaderboard_to_task_to_drilldown_with_diff_highlight(browser_page, live
     assert campaign.pk
 
 
-def test_domain_filter_updates_table_without_reload_and_charts_render(browser_page, live_server, demo_campaigns):
+def test_domain_filter_updates_table_without_reload_and_charts_render(
+    browser_page, live_server, demo_campaigns
+):
     page = browser_page
     page.goto(f"{live_server.url}/leaderboard/")
     page.evaluate("window.__marker = 'same page'")

@@ -43,14 +43,24 @@ def test_heatmap_labels_cells_and_marks_missing_domains():
 
 
 def test_token_bars_split_cached_input_and_reasoning_out_of_their_totals():
-    frame = pd.DataFrame({"name": ["A"], "input_tokens": [1000], "cached_input_tokens": [300],
-                          "output_tokens": [200], "reasoning_tokens": [50]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "name": ["A"],
+            "input_tokens": [1000],
+            "cached_input_tokens": [300],
+            "output_tokens": [200],
+            "reasoning_tokens": [50],
+        }
+    )
 
     traces = charts.token_bars(frame)["data"]
 
     assert [(t["name"], t["y"]) for t in traces] == [
-        ("input (uncached)", [700]), ("cached input", [300]), ("output (visible)", [150]), ("reasoning", [50]),
-    ]  # fmt: skip
+        ("input (uncached)", [700]),
+        ("cached input", [300]),
+        ("output (visible)", [150]),
+        ("reasoning", [50]),
+    ]
 
 
 def test_cost_bars_stack_agent_and_evaluation_cost():

@@ -89,7 +89,7 @@ def test_task_page_shows_spec_and_one_strip_cell_per_attempt(client, bob, carele
 
     html = client.get(f"/tasks/{task.pk}/").content.decode()
 
-    strip = html[html.index('class="strip"'):]
+    strip = html[html.index('class="strip"') :]
     strip = strip[: strip.index("</div>")]
     assert strip.count('href="/attempts/') == 10
     assert strip.count('class="pass') + strip.count('class="fail') == 10
@@ -99,7 +99,9 @@ def test_task_page_shows_spec_and_one_strip_cell_per_attempt(client, bob, carele
 
 
 @pytest.mark.parametrize("campaign_count", [1, 3])
-def test_task_page_query_count_is_constant(client, bob, run_campaign, django_assert_num_queries, campaign_count):
+def test_task_page_query_count_is_constant(
+    client, bob, run_campaign, django_assert_num_queries, campaign_count
+):
     campaigns = [run_campaign("golden", n=2, task_ids=[HOLD_TASK]) for _ in range(campaign_count)]
     task = campaigns[0].tasks.get()
     client.force_login(bob)
@@ -115,10 +117,18 @@ def test_drilldown_query_count_is_constant(client, bob, run_campaign, django_ass
     campaign = run_campaign("golden", tasks=1, n=1)
     attempt = Attempt.objects.get(campaign=campaign)
     attempt.result["diff"] = [
-        {"kind": "extra_effect", "table": "tickets", "key": str(i), "field": "status", "initial": "open",
-         "result": "solved", "golden": "open", "written_by": [0]}
+        {
+            "kind": "extra_effect",
+            "table": "tickets",
+            "key": str(i),
+            "field": "status",
+            "initial": "open",
+            "result": "solved",
+            "golden": "open",
+            "written_by": [0],
+        }
         for i in range(diff_size)
-    ]  # fmt: skip
+    ]
     attempt.save(update_fields=["result"])
     client.force_login(bob)
 

@@ -25,7 +25,11 @@ def flagged(attempts_campaign, trish):
     """Two campaigns on T1 (always fails, flagged grader bug) and T2 (always passes): pass@1 50% with T1, 100% without."""
     rows = [(T1, i, "fail", [], True) for i in range(4)] + [(T2, i, "pass", [], False) for i in range(4)]
     a, b = attempts_campaign(rows, name="Alpha"), attempts_campaign(rows, name="Beta")
-    services.attempt_toggle_label(attempt=a.attempts.filter(task__task_id=T1).first(), label=Label.objects.get(name="grader bug"), actor=trish)
+    services.attempt_toggle_label(
+        attempt=a.attempts.filter(task__task_id=T1).first(),
+        label=Label.objects.get(name="grader bug"),
+        actor=trish,
+    )
     return a, b
 
 
@@ -39,7 +43,11 @@ def test_scope_excludes_only_when_asked(flagged):
 
     assert health_scope({}, [a, b]).exclude == frozenset()
     assert health_scope({"healthy": "exclude"}, [a, b]).exclude == frozenset({t1})
-    assert health_scope({"healthy": "exclude"}, [a, b]).context() == {"healthy": "exclude", "unhealthy_count": 1, "excluded_count": 1}
+    assert health_scope({"healthy": "exclude"}, [a, b]).context() == {
+        "healthy": "exclude",
+        "unhealthy_count": 1,
+        "excluded_count": 1,
+    }
 
 
 def test_excluding_frames_changes_their_stamps_so_cached_figures_never_mix(flagged):
@@ -113,7 +121,10 @@ def test_api_metrics_take_the_same_toggle(api_for, bob, flagged):
     a, b = flagged
     api = api_for(bob)
 
-    board = {row["campaign"]["name"]: row["figures"]["pass_at_1"]["value"] for row in api.get("/api/metrics/leaderboard/?healthy=exclude").json()["results"]}
+    board = {
+        row["campaign"]["name"]: row["figures"]["pass_at_1"]["value"]
+        for row in api.get("/api/metrics/leaderboard/?healthy=exclude").json()["results"]
+    }
     gap = [row["all_n"] for row in api.get("/api/metrics/gap/?healthy=exclude").json()["results"]]
     compared = api.get(f"/api/metrics/compare/?a={a.pk}&b={b.pk}&healthy=exclude").json()
     bad = api.get("/api/metrics/gap/?healthy=maybe")

@@ -9,7 +9,11 @@ from apps.dashboard.models import ExternalScore
 
 pytestmark = pytest.mark.django_db
 
-T1, T2, T3 = "retail/ticket_hold_carrier_exception", "neobank/freeze_misplaced_card", "travel/cancel_flexible_full_refund"
+T1, T2, T3 = (
+    "retail/ticket_hold_carrier_exception",
+    "neobank/freeze_misplaced_card",
+    "travel/cancel_flexible_full_refund",
+)
 PAGES = ("/leaderboard/", "/gap/", "/cost/", "/domains/", "/tasks/", "/compare/")
 
 
@@ -22,8 +26,8 @@ def test_leaderboard_golden_campaign_shows_exact_figures_and_simulation_label(cl
     assert "Golden self-check" in html
     assert "simulation, not a model" in html
     assert html.count("100.0%") >= 3  # pass@1, pass@N observed and all-N share all 100%
-    row = html[html.index('data-campaign="'):]
-    assert "3 <span class=\"ci\">100.0%" in row  # all-N: 3 tasks dependable
+    row = html[html.index('data-campaign="') :]
+    assert '3 <span class="ci">100.0%' in row  # all-N: 3 tasks dependable
 
 
 def test_home_redirects_role_holders_to_leaderboard(client, bob):
@@ -71,9 +75,9 @@ def test_leaderboard_domain_filter_averages_over_that_domain_only(client, bob, s
     retail = client.get("/leaderboard/?domain=retail", HTTP_HX_REQUEST="true").content.decode()
     neobank = client.get("/leaderboard/?domain=neobank", HTTP_HX_REQUEST="true").content.decode()
 
-    assert "100.0%<span class=\"ci\">" in retail
-    assert "0.0%<span class=\"ci\">" in neobank
-    assert "100.0%<span class=\"ci\">" not in neobank
+    assert '100.0%<span class="ci">' in retail
+    assert '0.0%<span class="ci">' in neobank
+    assert '100.0%<span class="ci">' not in neobank
 
 
 def test_leaderboard_sorts_by_pass_at_1_both_ways(client, bob, summaries_campaign):
@@ -107,13 +111,13 @@ def test_leaderboard_recomputes_when_an_attempt_changes(client, bob, run_campaig
 
     campaign = run_campaign("golden", tasks=1, n=2, name="Golden")
     client.force_login(bob)
-    assert "100.0%<span class=\"ci\">" in client.get("/leaderboard/").content.decode()
+    assert '100.0%<span class="ci">' in client.get("/leaderboard/").content.decode()
 
     Attempt.objects.filter(campaign=campaign, index=0).update(verdict=Attempt.Verdict.FAIL)
     summary_refresh(campaign_id=campaign.pk)
     html = client.get("/leaderboard/").content.decode()
 
-    assert "50.0%<span class=\"ci\">" in html
+    assert '50.0%<span class="ci">' in html
 
 
 def test_leaderboard_shows_external_scores_with_spearman(client, alice, summaries_campaign):
@@ -122,7 +126,9 @@ def test_leaderboard_shows_external_scores_with_spearman(client, alice, summarie
     strong = summaries_campaign({T1: (4, 3)}, name="Strong", n=4)
     client.force_login(alice)
     for campaign, score in ((weak, 10.0), (mid, 30.0)):
-        client.post("/leaderboard/scores/", {"campaign": campaign.pk, "benchmark": "vendor-bench", "score": score})
+        client.post(
+            "/leaderboard/scores/", {"campaign": campaign.pk, "benchmark": "vendor-bench", "score": score}
+        )
     client.post("/leaderboard/scores/", {"campaign": strong.pk, "benchmark": "vendor-bench", "score": 20.0})
 
     html = client.get("/leaderboard/").content.decode()
@@ -224,13 +230,21 @@ def test_cost_whatif_recomputes_from_token_sums_without_writing(client, bob, sum
     client.force_login(bob)
     before = list(TaskSummary.objects.values_list("agent_cost", "input_tokens"))
 
-    response = client.post("/cost/", {"campaign": campaign.pk, "input": "2", "cached_input": "1", "output": "10", "reasoning": "20"})
+    response = client.post(
+        "/cost/",
+        {"campaign": campaign.pk, "input": "2", "cached_input": "1", "output": "10", "reasoning": "20"},
+    )
 
     # Two tasks: uncached 1.2M * 2 + cached 0.8M * 1 + visible output 0.3M * 10 + reasoning 0.1M * 20 = 8.2 USD
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="whatif-result"')
     cells = [cell.split("<")[0] for cell in html.split('<td class="num">')[1:5]]
-    assert cells == ["$8.2000", "$2.0500", "$4.1000", "$8.2000"]  # total, per attempt (4), per success (2), per dependable (1)
+    assert cells == [
+        "$8.2000",
+        "$2.0500",
+        "$4.1000",
+        "$8.2000",
+    ]  # total, per attempt (4), per success (2), per dependable (1)
     assert list(TaskSummary.objects.values_list("agent_cost", "input_tokens")) == before
 
 
@@ -248,7 +262,9 @@ def test_cost_page_shows_price_sheet_source_and_date(client, bob, run_campaign):
 
 
 @pytest.mark.parametrize("url", PAGES)
-def test_list_pages_query_count_does_not_grow_with_campaigns(client, bob, summaries_campaign, django_assert_max_num_queries, url):
+def test_list_pages_query_count_does_not_grow_with_campaigns(
+    client, bob, summaries_campaign, django_assert_max_num_queries, url
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 

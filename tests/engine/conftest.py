@@ -21,4 +21,3 @@ def retail_tasks(retail_domain):
 @pytest.fixture
 def retail_task(retail_tasks):
     return lambda local_id: retail_tasks[f"retail/{local_id}"]
-

@@ -29,7 +29,9 @@ class ScriptAgent:
             item = self.steps.pop(0)
             if isinstance(item, str):
                 return AgentStep(text=item)
-            calls = [ToolCallRequest(f"c{len(self.views)}-{i}", tool, args) for i, (tool, args) in enumerate(item)]
+            calls = [
+                ToolCallRequest(f"c{len(self.views)}-{i}", tool, args) for i, (tool, args) in enumerate(item)
+            ]
             return AgentStep(tool_calls=calls)
         return AgentStep(text=self.final_text, done=self.done)
 

@@ -14,7 +14,14 @@ from tb_engine.spec import TableSpec
 
 TICKETS = TableSpec(
     "tickets",
-    {"id": "text", "status": "text", "amount": "real", "tags": "json", "vip": "boolean", "updated_at": "text"},
+    {
+        "id": "text",
+        "status": "text",
+        "amount": "real",
+        "tags": "json",
+        "vip": "boolean",
+        "updated_at": "text",
+    },
     ("id",),
     unstable=frozenset({"updated_at"}),
 )
@@ -33,7 +40,14 @@ def snap(tickets=(), refunds=()) -> Snapshot:
 
 
 def ticket(id, status="open", amount=1.0, tags=(), vip=False, updated_at="t0"):
-    return {"id": id, "status": status, "amount": amount, "tags": list(tags), "vip": vip, "updated_at": updated_at}
+    return {
+        "id": id,
+        "status": status,
+        "amount": amount,
+        "tags": list(tags),
+        "vip": vip,
+        "updated_at": updated_at,
+    }
 
 
 def test_diff_wrong_value_cell_names_three_values_and_writer():
@@ -42,7 +56,10 @@ def test_diff_wrong_value_cell_names_three_values_and_writer():
     sg = snap([ticket("20", status="hold")])
     items = diff_states(s0, sr, sg, {("tickets", "20", "status"): (6,)})
     assert items == [DiffItem("wrong_value", "tickets", "20", "status", "open", "solved", "hold", (6,))]
-    assert describe_item(items[0]) == "tickets[20].status: solved (golden: hold) — wrong value, written by call #6"
+    assert (
+        describe_item(items[0])
+        == "tickets[20].status: solved (golden: hold) — wrong value, written by call #6"
+    )
 
 
 def test_diff_missing_and_extra_cells_are_classified_against_initial():
@@ -62,10 +79,18 @@ def test_diff_normalises_numbers_booleans_json_lists_and_ignores_unstable_fields
 
 def test_diff_generated_keys_match_by_content_not_insert_order():
     s0 = snap()
-    sr = snap(refunds=[{"id": "RF-2", "order_id": "A", "amount": 5, "method": "card"},
-                       {"id": "RF-1", "order_id": "B", "amount": 7, "method": "card"}])
-    sg = snap(refunds=[{"id": "RF-1", "order_id": "A", "amount": 5.0, "method": "card"},
-                       {"id": "RF-2", "order_id": "B", "amount": 7.0, "method": "card"}])
+    sr = snap(
+        refunds=[
+            {"id": "RF-2", "order_id": "A", "amount": 5, "method": "card"},
+            {"id": "RF-1", "order_id": "B", "amount": 7, "method": "card"},
+        ]
+    )
+    sg = snap(
+        refunds=[
+            {"id": "RF-1", "order_id": "A", "amount": 5.0, "method": "card"},
+            {"id": "RF-2", "order_id": "B", "amount": 7.0, "method": "card"},
+        ]
+    )
     assert diff_states(s0, sr, sg) == []
 
 
@@ -90,12 +115,16 @@ def test_diff_deleted_row_is_whole_row_missing_effect():
     s0 = snap([ticket("1")])
     sg = snap([])
     items = diff_states(s0, s0, sg)
-    assert [(i.kind, i.field, i.result is not None, i.golden) for i in items] == [("missing_effect", None, True, None)]
+    assert [(i.kind, i.field, i.result is not None, i.golden) for i in items] == [
+        ("missing_effect", None, True, None)
+    ]
 
 
 def test_effects_list_changes_in_table_order_with_writers():
     s0 = snap([ticket("1")])
-    sr = snap([ticket("1", status="solved")], refunds=[{"id": "RF-1", "order_id": "A", "amount": 1, "method": "x"}])
+    sr = snap(
+        [ticket("1", status="solved")], refunds=[{"id": "RF-1", "order_id": "A", "amount": 1, "method": "x"}]
+    )
     found = effects(s0, sr, {("tickets", "1", "status"): (0,), ("refunds", "RF-1", None): (1,)})
     assert [(e.op, e.table, e.key, e.field, e.written_by) for e in found] == [
         ("update", "tickets", "1", "status", (0,)),
@@ -112,8 +141,14 @@ IDS = [str(i) for i in range(6)]
 @st.composite
 def ticket_rows(draw, ids):
     return [
-        ticket(i, draw(STATUSES), draw(st.sampled_from([1, 1.0, 2.5])), draw(st.lists(st.sampled_from("abc"), max_size=3)),
-               draw(st.booleans()), draw(st.sampled_from(["t0", "t1"])))
+        ticket(
+            i,
+            draw(STATUSES),
+            draw(st.sampled_from([1, 1.0, 2.5])),
+            draw(st.lists(st.sampled_from("abc"), max_size=3)),
+            draw(st.booleans()),
+            draw(st.sampled_from(["t0", "t1"])),
+        )
         for i in ids
     ]
 
@@ -129,8 +164,15 @@ def mutated(draw, rows):
             out.append({**row, "status": draw(STATUSES), "vip": draw(st.booleans()), "updated_at": "t9"})
     for new_id in draw(st.lists(st.sampled_from(["n1", "n2", "n3"]), unique=True, max_size=2)):
         out.append(ticket(new_id, draw(STATUSES)))
-    refunds = [{"id": f"RF-{k}", "order_id": draw(st.sampled_from("AB")), "amount": draw(st.sampled_from([5, 7.0])),
-                "method": "card"} for k in range(draw(st.integers(0, 3)))]
+    refunds = [
+        {
+            "id": f"RF-{k}",
+            "order_id": draw(st.sampled_from("AB")),
+            "amount": draw(st.sampled_from([5, 7.0])),
+            "method": "card",
+        }
+        for k in range(draw(st.integers(0, 3)))
+    ]
     return out, refunds
 
 
@@ -177,14 +219,20 @@ def test_diff_property_each_item_class_agrees_with_its_three_values(states):
     s0, sr, sg = (snap(t, r) for t, r in states)
     for item in diff_states(s0, sr, sg):
         if item.field is None:
-            initial, result, golden = (_stable(item.table, v) for v in (item.initial, item.result, item.golden))
+            initial, result, golden = (
+                _stable(item.table, v) for v in (item.initial, item.result, item.golden)
+            )
         else:
             initial, result, golden = item.initial, item.result, item.golden
         brand_new = item.field is not None and s0.tables[item.table].rows.get(item.key) is None
         result_changed = brand_new or result != initial
         golden_changed = brand_new or golden != initial
         assert result != golden
-        expected = {(True, True): "wrong_value", (False, True): "missing_effect", (True, False): "extra_effect"}
+        expected = {
+            (True, True): "wrong_value",
+            (False, True): "missing_effect",
+            (True, False): "extra_effect",
+        }
         assert item.kind == expected[(result_changed, golden_changed)]
 
 

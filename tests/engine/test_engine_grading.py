@@ -10,12 +10,17 @@ from tb_engine.spec import CheckSpec, TableSpec
 from tb_engine.transcript import ToolCall
 
 TICKETS = TableSpec("tickets", {"id": "text", "status": "text", "note": "text"}, ("id",), frozenset({"note"}))
-REFUNDS = TableSpec("refunds", {"id": "text", "order_id": "text", "amount": "real"}, ("id",), generated_key=True)
+REFUNDS = TableSpec(
+    "refunds", {"id": "text", "order_id": "text", "amount": "real"}, ("id",), generated_key=True
+)
 SPECS = {"tickets": TICKETS, "refunds": REFUNDS}
 S0 = Snapshot.from_rows({"tickets": [{"id": "1", "status": "open"}, {"id": "2", "status": "open"}]}, SPECS)
 SR = Snapshot.from_rows(
     {
-        "tickets": [{"id": "1", "status": "hold", "note": "x"}, {"id": "2", "status": "open", "note": "changed"}],
+        "tickets": [
+            {"id": "1", "status": "hold", "note": "x"},
+            {"id": "2", "status": "open", "note": "changed"},
+        ],
         "refunds": [{"id": "R1", "order_id": "A", "amount": 5}],
     },
     SPECS,
@@ -50,13 +55,20 @@ def test_checks_each_kind_on_the_result_state():
 
 
 def test_checks_custom_unsupported_always_fails_with_detail():
-    (result,) = evaluate_checks([_check("custom_unsupported", detail="python assertion in the original test")], S0, S0)
-    assert (result.passed, result.detail) == (False, "unsupported custom check (always fails): python assertion in the original test")
+    (result,) = evaluate_checks(
+        [_check("custom_unsupported", detail="python assertion in the original test")], S0, S0
+    )
+    assert (result.passed, result.detail) == (
+        False,
+        "unsupported custom check (always fails): python assertion in the original test",
+    )
 
 
 def test_judge_rubrics_keyword_judge_and_missing_judge():
     judge = KeywordJudge({"Mentions the investigation?": ["investigation"]})
-    with_judge, _ = judge_rubrics(["Mentions the investigation?", "Polite?"], "The Investigation is open.", judge)
+    with_judge, _ = judge_rubrics(
+        ["Mentions the investigation?", "Polite?"], "The Investigation is open.", judge
+    )
     without, _ = judge_rubrics(["Mentions the investigation?"], "The investigation is open.", None)
     assert [r.answer for r in with_judge] == [True, False]
     assert without == [RubricResult("Mentions the investigation?", None, "no judge configured")]
@@ -76,9 +88,16 @@ def test_grade_verdict_and_categories_combine_diff_checks_and_rubrics():
         tool_calls=[_call(0)],
     )
     assert (outcome.verdict, outcome.categories, outcome.clean_looking) == (
-        "fail", ["check_failed", "extra_effect", "rubric_failed"], True,
+        "fail",
+        ["check_failed", "extra_effect", "rubric_failed"],
+        True,
     )
-    assert grade(diff=[], checks=[], rubrics=[RubricResult("q", True)], termination="agent_done", tool_calls=[]).verdict == "pass"
+    assert (
+        grade(
+            diff=[], checks=[], rubrics=[RubricResult("q", True)], termination="agent_done", tool_calls=[]
+        ).verdict
+        == "pass"
+    )
 
 
 def test_clean_looking_needs_clean_end_a_write_and_no_final_error():
@@ -86,5 +105,8 @@ def test_clean_looking_needs_clean_end_a_write_and_no_final_error():
     assert is_clean_looking("fail", "user_done", writes) is True
     assert is_clean_looking("fail", "max_turns", writes) is False
     assert is_clean_looking("fail", "agent_done", [_call(0, read_only=True)]) is False
-    assert is_clean_looking("fail", "agent_done", [_call(0), _call(1, read_only=True, error="not found")]) is False
+    assert (
+        is_clean_looking("fail", "agent_done", [_call(0), _call(1, read_only=True, error="not found")])
+        is False
+    )
     assert is_clean_looking("pass", "agent_done", writes) is False

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tb_engine.loader import SpecError, load_domain, load_suite, load_tasks
-
 from tests.engine.engine_support import RETAIL_DIR, write_domain
 
 DOMAIN = """
@@ -47,11 +46,18 @@ def test_load_retail_domain_has_all_tasks(retail_domain, retail_tasks):
 
 
 def test_load_tasks_golden_unknown_tool_names_file_task_and_field(tmp_path):
-    folder = write_domain(tmp_path, DOMAIN, TOOLS, _task("    golden:\n      - tool: delete_everything\n        arguments: {}\n"))
+    folder = write_domain(
+        tmp_path,
+        DOMAIN,
+        TOOLS,
+        _task("    golden:\n      - tool: delete_everything\n        arguments: {}\n"),
+    )
     domain = load_domain(folder)
     with pytest.raises(SpecError) as caught:
         load_tasks(folder, domain)
-    assert caught.value.errors == [f"{folder / 'tasks.yaml'}: task shop/t1: golden[0].tool: unknown tool 'delete_everything'"]
+    assert caught.value.errors == [
+        f"{folder / 'tasks.yaml'}: task shop/t1: golden[0].tool: unknown tool 'delete_everything'"
+    ]
 
 
 def test_load_tasks_golden_arguments_failing_schema_name_the_argument(tmp_path):
@@ -109,17 +115,29 @@ def test_load_domain_base_data_wrong_type_names_row_and_column(tmp_path):
 
 
 def test_load_suite_discovers_domain_folders(tmp_path):
-    write_domain(tmp_path, DOMAIN, TOOLS, _task("    golden:\n      - tool: set_status\n        arguments: {ticket_id: '1', status: solved}\n"))
+    write_domain(
+        tmp_path,
+        DOMAIN,
+        TOOLS,
+        _task("    golden:\n      - tool: set_status\n        arguments: {ticket_id: '1', status: solved}\n"),
+    )
     (tmp_path / "suite.yaml").write_text("name: mini\nversion: 1\n")
     suite = load_suite(tmp_path)
-    assert (suite.name, suite.version, sorted(suite.domains), sorted(suite.tasks)) == ("mini", "1", ["shop"], ["shop/t1"])
+    assert (suite.name, suite.version, sorted(suite.domains), sorted(suite.tasks)) == (
+        "mini",
+        "1",
+        ["shop"],
+        ["shop/t1"],
+    )
 
 
 def test_load_suite_listed_missing_domain_is_an_error(tmp_path):
     (tmp_path / "suite.yaml").write_text("name: mini\nversion: 1\ndomains: [nowhere]\n")
     with pytest.raises(SpecError) as caught:
         load_suite(tmp_path)
-    assert caught.value.errors == [f"{tmp_path / 'suite.yaml'}: domains: no {tmp_path / 'nowhere' / 'domain.yaml'}"]
+    assert caught.value.errors == [
+        f"{tmp_path / 'suite.yaml'}: domains: no {tmp_path / 'nowhere' / 'domain.yaml'}"
+    ]
 
 
 def test_task_content_hash_changes_with_golden(retail_tasks):

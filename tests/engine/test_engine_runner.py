@@ -10,8 +10,8 @@ from tb_engine.diff import describe_item
 from tb_engine.judges import KeywordJudge
 from tb_engine.results import AttemptResult
 from tb_engine.runner import Limits, attempt_steps, make_agent, run_task
-from tb_engine.users.scripted import ScriptedUser
 from tb_engine.spec import GoldenCall
+from tb_engine.users.scripted import ScriptedUser
 from tests.engine.engine_support import ScriptAgent, with_changes
 
 HOLD = "ticket_hold_carrier_exception"
@@ -23,18 +23,28 @@ def _run(domain, task, agent, **kwargs) -> AttemptResult:
 
 def test_run_task_golden_agent_passes_every_retail_task(retail_domain, retail_tasks):
     outcomes = {tid: _run(retail_domain, task, "golden").verdict for tid, task in retail_tasks.items()}
-    assert outcomes == {tid: "pass" for tid in retail_tasks}
+    assert outcomes == dict.fromkeys(retail_tasks, "pass")
 
 
 def test_run_attempt_premature_solve_is_wrong_value_attributed_to_its_call(retail_domain, retail_task):
-    agent = ScriptAgent([[("find_customer_by_email", {"email": "sarah@example.com"}),
-                          ("update_ticket", {"ticket_id": "20", "status": "solved"})]],
-                        final_text="The carrier investigation is still open.")
+    agent = ScriptAgent(
+        [
+            [
+                ("find_customer_by_email", {"email": "sarah@example.com"}),
+                ("update_ticket", {"ticket_id": "20", "status": "solved"}),
+            ]
+        ],
+        final_text="The carrier investigation is still open.",
+    )
     result = _run(retail_domain, retail_task(HOLD), agent)
     assert [describe_item(i) for i in result.diff] == [
         "tickets[20].status: solved (golden: hold) — wrong value, written by call #1"
     ]
-    assert (result.verdict, result.categories, result.clean_looking) == ("fail", ["check_failed", "wrong_value"], True)
+    assert (result.verdict, result.categories, result.clean_looking) == (
+        "fail",
+        ["check_failed", "wrong_value"],
+        True,
+    )
 
 
 def test_run_attempt_skipped_write_is_missing_effect(retail_domain, retail_task):
@@ -46,9 +56,18 @@ def test_run_attempt_skipped_write_is_missing_effect(retail_domain, retail_task)
 
 
 def test_run_attempt_refund_alongside_replacement_is_extra_effect(retail_domain, retail_task):
-    agent = ScriptAgent([[("create_replacement", {"order_id": "ORD-31", "sku": "SKU-LAMP"}),
-                          ("issue_refund", {"order_id": "ORD-31", "amount": 45.0, "method": "original_payment", "reason": "x"}),
-                          ("update_ticket", {"ticket_id": "31", "status": "solved"})]])
+    agent = ScriptAgent(
+        [
+            [
+                ("create_replacement", {"order_id": "ORD-31", "sku": "SKU-LAMP"}),
+                (
+                    "issue_refund",
+                    {"order_id": "ORD-31", "amount": 45.0, "method": "original_payment", "reason": "x"},
+                ),
+                ("update_ticket", {"ticket_id": "31", "status": "solved"}),
+            ]
+        ]
+    )
     result = _run(retail_domain, retail_task("damaged_replacement_not_refund"), agent)
     assert [(i.kind, i.table, i.key, i.field, i.written_by) for i in result.diff] == [
         ("extra_effect", "refunds", "RF-1002", None, (1,))
@@ -57,8 +76,14 @@ def test_run_attempt_refund_alongside_replacement_is_extra_effect(retail_domain,
 
 
 def test_run_attempt_duplicate_refund_is_extra_effect(retail_domain, retail_task):
-    refund = ("issue_refund", {"order_id": "ORD-120", "amount": 40.0, "method": "original_payment", "reason": "again"})
-    agent = ScriptAgent([[refund, ("update_ticket", {"ticket_id": "120", "status": "solved"})]], final_text="Already refunded.")
+    refund = (
+        "issue_refund",
+        {"order_id": "ORD-120", "amount": 40.0, "method": "original_payment", "reason": "again"},
+    )
+    agent = ScriptAgent(
+        [[refund, ("update_ticket", {"ticket_id": "120", "status": "solved"})]],
+        final_text="Already refunded.",
+    )
     result = _run(retail_domain, retail_task("duplicate_refund_refused"), agent)
     assert [(i.kind, i.key, i.written_by) for i in result.diff] == [("extra_effect", "RF-1201", (0,))]
 
@@ -95,7 +120,10 @@ def test_run_attempt_follow_up_question_gets_an_answer(retail_domain, retail_tas
     agent = ScriptAgent(["Could you confirm your email?", "Thanks."])
     result = _run(retail_domain, retail_task(HOLD), agent)
     users = [m.content for m in result.transcript.messages if m.role == "user"]
-    assert users[1] == "Yes, please go ahead with what I asked. For reference: You are Sarah Martinez (sarah@example.com)."
+    assert (
+        users[1]
+        == "Yes, please go ahead with what I asked. For reference: You are Sarah Martinez (sarah@example.com)."
+    )
     assert result.termination == "user_done"
 
 
@@ -108,7 +136,11 @@ def test_run_attempt_max_turns(retail_domain, retail_task):
 def test_run_attempt_tool_call_limit_ends_with_max_turns(retail_domain, retail_task):
     agent = ScriptAgent([[("get_ticket", {"ticket_id": "20"})] * 5])
     result = _run(retail_domain, retail_task(HOLD), agent, limits=Limits(max_tool_calls=2))
-    assert (result.termination, len(result.transcript.tool_calls), result.error) == ("max_turns", 2, "tool-call limit 2 reached")
+    assert (result.termination, len(result.transcript.tool_calls), result.error) == (
+        "max_turns",
+        2,
+        "tool-call limit 2 reached",
+    )
 
 
 def test_run_attempt_timeout(retail_domain, retail_task):
@@ -133,7 +165,9 @@ class _BrokenOutputAgent:
 
 
 def test_run_attempt_agent_error_after_max_repairs(retail_domain, retail_task):
-    result = _run(retail_domain, retail_task(HOLD), _BrokenOutputAgent(failures=5), limits=Limits(max_repairs=2))
+    result = _run(
+        retail_domain, retail_task(HOLD), _BrokenOutputAgent(failures=5), limits=Limits(max_repairs=2)
+    )
     assert (result.termination, result.verdict) == ("agent_error", "fail")
     assert result.error == "agent output unusable after 2 repairs: tool-call JSON did not parse"
 
@@ -142,7 +176,9 @@ def test_run_attempt_repair_feeds_the_error_back_and_recovers(retail_domain, ret
     agent = _BrokenOutputAgent(failures=1)
     result = _run(retail_domain, retail_task(HOLD), agent, limits=Limits(max_repairs=2))
     assert result.termination == "agent_done"
-    assert agent.seen_errors == ["Your last output could not be used: tool-call JSON did not parse. Please try again."]
+    assert agent.seen_errors == [
+        "Your last output could not be used: tool-call JSON did not parse. Please try again."
+    ]
 
 
 class _InfraAgent:
@@ -184,16 +220,27 @@ def test_run_attempt_agent_views_never_contain_golden_data(retail_domain, retail
         agent = make_agent("golden", task=marked, domain=retail_domain, seed=0)
         views = []
         original_step = agent.step
-        agent.step = lambda view, _step=original_step: views.append(view) or _step(view)
+        agent.step = lambda view, _step=original_step, _views=views: _views.append(view) or _step(view)
         run_task(retail_domain, marked, agent=agent)
-        seen = json.dumps([[m.to_dict() for m in v.messages] + [v.system_prompt] + [t.__dict__ for t in v.tools] for v in views], default=str)
+        seen = json.dumps(
+            [
+                [m.to_dict() for m in v.messages] + [v.system_prompt] + [t.__dict__ for t in v.tools]
+                for v in views
+            ],
+            default=str,
+        )
         assert secret not in seen
         assert "golden" not in seen.replace("golden-", "")  # tool-call ids are the agent's own
 
 
 def test_grading_same_attempt_twice_is_identical(retail_domain, retail_task):
     task = retail_task(HOLD)
-    agent_steps = [[("update_ticket", {"ticket_id": "20", "status": "solved"}), ("update_ticket", {"ticket_id": "21", "status": "solved"})]]
+    agent_steps = [
+        [
+            ("update_ticket", {"ticket_id": "20", "status": "solved"}),
+            ("update_ticket", {"ticket_id": "21", "status": "solved"}),
+        ]
+    ]
 
     def graded():
         data = _run(retail_domain, task, ScriptAgent(list(agent_steps))).to_dict()
@@ -221,7 +268,11 @@ def test_attempt_steps_driven_by_hand_grades_like_run_attempt(retail_domain, ret
     finally:
         backend.close()
     reference = _run(retail_domain, task, "golden")
-    assert (by_hand.verdict, by_hand.termination, by_hand.categories) == (reference.verdict, reference.termination, reference.categories)
+    assert (by_hand.verdict, by_hand.termination, by_hand.categories) == (
+        reference.verdict,
+        reference.termination,
+        reference.categories,
+    )
     assert [m.to_dict() | {"at_ms": 0} for m in by_hand.transcript.messages] == [
         m.to_dict() | {"at_ms": 0} for m in reference.transcript.messages
     ]

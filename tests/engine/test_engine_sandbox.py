@@ -20,7 +20,10 @@ def test_sandbox_attempts_share_nothing(retail_domain, retail_task):
 def test_sandbox_schema_violation_is_a_tool_error_not_an_exception(retail_domain, retail_task):
     sandbox = new_sandbox(retail_domain, retail_task("ticket_hold_carrier_exception"))
     outcome = sandbox.call_tool("update_ticket", {"ticket_id": "20", "status": "closed"}, index=0)
-    assert outcome.error == "invalid arguments for update_ticket at status: 'closed' is not one of ['open', 'pending', 'hold', 'solved']"
+    assert (
+        outcome.error
+        == "invalid arguments for update_ticket at status: 'closed' is not one of ['open', 'pending', 'hold', 'solved']"
+    )
     assert outcome.changed_state is False
 
 
@@ -49,7 +52,9 @@ def test_sandbox_effect_log_attributes_cells_and_rows_to_calls(retail_domain, re
     sandbox = new_sandbox(retail_domain, retail_task("missing_item_partial_refund"))
     read = sandbox.call_tool("get_order", {"order_id": "ORD-60"}, index=0)
     refund = sandbox.call_tool(
-        "issue_refund", {"order_id": "ORD-60", "amount": 24.99, "method": "original_payment", "reason": "x"}, index=1
+        "issue_refund",
+        {"order_id": "ORD-60", "amount": 24.99, "method": "original_payment", "reason": "x"},
+        index=1,
     )
     ticket = sandbox.call_tool("update_ticket", {"ticket_id": "60", "status": "solved"}, index=2)
     assert (read.changed_state, refund.changed_state, ticket.changed_state) == (False, True, True)
@@ -70,11 +75,21 @@ def test_sqlite_backend_call_tool_records_read_only_and_changed_state(retail_dom
     backend = SqliteBackend(retail_domain, retail_task("address_change_before_shipment"))
     read = backend.call_tool(ToolCallRequest("a", "get_order", {"order_id": "ORD-50"}), index=0, turn=1)
     write = backend.call_tool(
-        ToolCallRequest("b", "update_shipping_address", {"order_id": "ORD-50", "address": "1 New St"}), index=1, turn=1
+        ToolCallRequest("b", "update_shipping_address", {"order_id": "ORD-50", "address": "1 New St"}),
+        index=1,
+        turn=1,
     )
-    assert (read.read_only, read.changed_state, write.read_only, write.changed_state) == (True, False, False, True)
+    assert (read.read_only, read.changed_state, write.read_only, write.changed_state) == (
+        True,
+        False,
+        False,
+        True,
+    )
     assert backend.result_snapshot().tables["orders"].rows["ORD-50"]["shipping_address"] == "1 New St"
-    assert backend.initial_snapshot().tables["orders"].rows["ORD-50"]["shipping_address"] == "5 Old Rd, Portland, OR 97202"
+    assert (
+        backend.initial_snapshot().tables["orders"].rows["ORD-50"]["shipping_address"]
+        == "5 Old Rd, Portland, OR 97202"
+    )
     backend.close()
 
 
@@ -93,7 +108,10 @@ from jsonschema import Draft202012Validator  # noqa: E402
 from tb_engine.sandbox import fast_argument_check  # noqa: E402
 
 ARGUMENT_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 50, allow_nan=False),
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(-2, 50, allow_nan=False),
     st.sampled_from(["", "hold", "solved", "closed", "ORD-20", "original_payment", "12 Long Street"]),
 )
 
@@ -114,7 +132,11 @@ def test_sandbox_reused_copy_starts_again_from_initial_state(retail_domain, reta
     task = retail_task("missing_item_partial_refund")
     first = new_sandbox(retail_domain, task)
     connection = first.db
-    first.call_tool("issue_refund", {"order_id": "ORD-60", "amount": 1.0, "method": "store_credit", "reason": "x"}, index=0)
+    first.call_tool(
+        "issue_refund",
+        {"order_id": "ORD-60", "amount": 1.0, "method": "store_credit", "reason": "x"},
+        index=0,
+    )
     first.call_tool("update_ticket", {"ticket_id": "60", "status": "solved"}, index=1)
     first.close()
     second = new_sandbox(retail_domain, task)
@@ -160,7 +182,11 @@ def test_sandbox_copy_whose_transaction_a_tool_committed_is_never_reused(tmp_pat
     first = new_sandbox(domain, task)
     connection = first.db
     outcome = first.call_tool("set_and_commit", {"state": "done"}, index=0)
-    assert (outcome.error, outcome.changed_state, first.writes()) == (None, True, {("items", "a", "state"): (0,)})
+    assert (outcome.error, outcome.changed_state, first.writes()) == (
+        None,
+        True,
+        {("items", "a", "state"): (0,)},
+    )
     first.close()
     second = new_sandbox(domain, task)
     assert second.db is not connection

@@ -11,7 +11,7 @@ from tests.engine.engine_support import with_changes
 
 def test_validate_task_every_retail_task_is_valid(retail_domain, retail_tasks):
     statuses = {tid: validate_task(retail_domain, task).status for tid, task in retail_tasks.items()}
-    assert statuses == {tid: "valid" for tid in retail_tasks}
+    assert statuses == dict.fromkeys(retail_tasks, "valid")
 
 
 def test_validate_task_golden_tool_error_is_invalid(retail_domain, retail_task):
@@ -20,7 +20,9 @@ def test_validate_task_golden_tool_error_is_invalid(retail_domain, retail_task):
     result = validate_task(retail_domain, broken)
     assert (result.status, result.problems) == (
         "invalid",
-        ("golden replay error: call #0 (cancel_order): order ORD-51 is shipped; only orders not yet shipped can be cancelled",),
+        (
+            "golden replay error: call #0 (cancel_order): order ORD-51 is shipped; only orders not yet shipped can be cancelled",
+        ),
     )
 
 
@@ -32,22 +34,34 @@ def test_validate_task_read_only_golden_without_checks_is_non_discriminating(ret
 
 def test_validate_task_golden_state_failing_its_own_check_is_invalid(retail_domain, retail_task):
     task = retail_task("ticket_hold_carrier_exception")
-    contradictory = with_changes(task, checks=task.checks[1:] + (with_changes(task.checks[0], params={**task.checks[0].params, "fields": {"status": "solved"}}),))
+    contradictory = with_changes(
+        task,
+        checks=task.checks[1:]
+        + (with_changes(task.checks[0], params={**task.checks[0].params, "fields": {"status": "solved"}}),),
+    )
     result = validate_task(retail_domain, contradictory)
     assert result.status == "invalid"
-    assert result.problems[0].startswith("golden agent fails: check failed: Ticket 20 is on hold while the carrier investigates")
+    assert result.problems[0].startswith(
+        "golden agent fails: check failed: Ticket 20 is on hold while the carrier investigates"
+    )
 
 
 def test_validate_suite_report_counts_builtin_suite():
     suite = load_builtin_suite()
     text, code = validate_suite_report("starter")
-    assert text.splitlines()[0] == f"{len(suite.tasks)} tasks: {len(suite.tasks)} valid, 0 invalid, 0 non-discriminating"
+    assert (
+        text.splitlines()[0]
+        == f"{len(suite.tasks)} tasks: {len(suite.tasks)} valid, 0 invalid, 0 non-discriminating"
+    )
     assert code == 0
 
 
 def test_run_task_report_golden_lists_each_attempt():
     lines = run_task_report("retail/ticket_hold_carrier_exception", agent="golden", repeat=2).splitlines()
-    assert lines[0] == "retail/ticket_hold_carrier_exception — Late parcel, carrier exception still open (agent golden, 2 attempts)"
+    assert (
+        lines[0]
+        == "retail/ticket_hold_carrier_exception — Late parcel, carrier exception still open (agent golden, 2 attempts)"
+    )
     assert [line.split(" (")[0] for line in lines[1:3]] == ["attempt 0: pass", "attempt 1: pass"]
     assert lines[-1] == "2/2 passed"
 

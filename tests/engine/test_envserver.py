@@ -9,7 +9,6 @@ import threading
 import pytest
 
 from tb_engine.agents.base import AgentStep
-from tb_engine.agents.golden import make_golden_agent
 from tb_engine.envserver import Environment, EnvServer, EvaluationOnlyError
 from tb_engine.envserver.client import EnvClient, EnvClientError, rollout
 from tb_engine.judges import KeywordJudge
@@ -45,7 +44,11 @@ def serve():
 def _factory(spec: str, seed: int):
     def make(task_id: str):
         task = SUITE.tasks[task_id]
-        return NoOpAgent() if spec == "noop" else make_agent(spec, task=task, domain=SUITE.domains[task.domain], seed=seed)
+        return (
+            NoOpAgent()
+            if spec == "noop"
+            else make_agent(spec, task=task, domain=SUITE.domains[task.domain], seed=seed)
+        )
 
     return make
 
@@ -56,9 +59,17 @@ def test_envserver_reward_equals_grader_verdict_on_every_task(serve, spec):
     mismatches = []
     for seed, task_id in enumerate(sorted(SUITE.tasks)):
         task = SUITE.tasks[task_id]
-        graded = run_task(SUITE.domains[task.domain], task, agent=_factory(spec, seed)(task_id), judge=KeywordJudge.for_task(task))
+        graded = run_task(
+            SUITE.domains[task.domain],
+            task,
+            agent=_factory(spec, seed)(task_id),
+            judge=KeywordJudge.for_task(task),
+        )
         episode = rollout(client, _factory(spec, seed), task_id=task_id)
-        if (episode.reward, episode.info["categories"]) != (1.0 if graded.verdict == "pass" else 0.0, graded.categories):
+        if (episode.reward, episode.info["categories"]) != (
+            1.0 if graded.verdict == "pass" else 0.0,
+            graded.categories,
+        ):
             mismatches.append((task_id, episode.reward, graded.verdict))
     assert mismatches == []
 
@@ -81,11 +92,20 @@ def test_envserver_reward_is_zero_until_done_then_verdict(serve):
     calls = [{"id": f"g{i}", "name": c.tool, "arguments": dict(c.arguments)} for i, c in enumerate(golden)]
     middle = client.step(started["episode_id"], tool_calls=calls)
     assert (middle["reward"], middle["done"], middle["info"]) == (0.0, False, {})
-    assert [m["tool_call_id"] for m in middle["observation"]["messages"]] == [f"g{i}" for i in range(len(golden))]
-    final = client.step(started["episode_id"], text=SUITE.tasks[TASK].extra.get("golden_reply") or "Done.", done=True)
+    assert [m["tool_call_id"] for m in middle["observation"]["messages"]] == [
+        f"g{i}" for i in range(len(golden))
+    ]
+    final = client.step(
+        started["episode_id"], text=SUITE.tasks[TASK].extra.get("golden_reply") or "Done.", done=True
+    )
     assert (final["reward"], final["done"], final["info"]["verdict"]) == (1.0, True, "pass")
     state = client.state(started["episode_id"])
-    assert (state["done"], state["reward"], state["termination"], state["turn"]) == (True, 1.0, "agent_done", 2)
+    assert (state["done"], state["reward"], state["termination"], state["turn"]) == (
+        True,
+        1.0,
+        "agent_done",
+        2,
+    )
     with pytest.raises(EnvClientError) as again:
         client.step(started["episode_id"], text="more", done=True)
     assert again.value.status == 409
@@ -96,9 +116,13 @@ def test_envserver_episodes_on_one_task_are_isolated(serve):
     writer, idle = EnvClient(url), EnvClient(url)
     a, b = writer.reset(task_id=TASK), idle.reset(task_id=TASK)
     golden = SUITE.tasks[TASK].golden
-    writer.step(a["episode_id"], tool_calls=[{"name": c.tool, "arguments": dict(c.arguments)} for c in golden])
+    writer.step(
+        a["episode_id"], tool_calls=[{"name": c.tool, "arguments": dict(c.arguments)} for c in golden]
+    )
     finished_b = idle.step(b["episode_id"], text="Nothing to do.", done=True)
-    finished_a = writer.step(a["episode_id"], text=SUITE.tasks[TASK].extra.get("golden_reply") or "Done.", done=True)
+    finished_a = writer.step(
+        a["episode_id"], text=SUITE.tasks[TASK].extra.get("golden_reply") or "Done.", done=True
+    )
     assert finished_b["reward"] == 0.0
     assert finished_b["info"]["diff_counts"]["missing_effect"] >= 1  # A's writes never reached B's sandbox
     assert finished_a["reward"] == 1.0
@@ -134,7 +158,11 @@ def test_envserver_idle_episode_expires_and_its_sandbox_is_released(serve):
         client.state(started["episode_id"])
     assert gone.value.status == 410
     assert gone.value.message == f"episode {started['episode_id']}: expired after 60 s without activity"
-    assert (episode.steps, episode.backend, steps.gi_frame) == (None, None, None)  # attempt closed, sandbox handed back
+    assert (episode.steps, episode.backend, steps.gi_frame) == (
+        None,
+        None,
+        None,
+    )  # attempt closed, sandbox handed back
     assert client.health()["episodes"] == 0
 
 
@@ -143,7 +171,9 @@ def test_envserver_observations_never_carry_golden_data(serve):
     task = SUITE.tasks[TASK]
     planted = dataclasses.replace(
         task,
-        checks=tuple(dataclasses.replace(c, description=f"{sentinels[0]} {c.description}") for c in task.checks),
+        checks=tuple(
+            dataclasses.replace(c, description=f"{sentinels[0]} {c.description}") for c in task.checks
+        ),
         rubrics=(f"{sentinels[1]} did it explain?",),
         user_context=f"I am a customer. {sentinels[2]} secret plan.",
         extra={**task.extra, "golden_reply": sentinels[3]},
@@ -162,7 +192,11 @@ def test_envserver_bad_requests_name_the_field(serve):
     client = EnvClient(serve().url)
     started = client.reset(task_id=TASK)
     cases = [
-        ({"tool_calls": [{"arguments": {}}]}, 400, "action.tool_calls[0].name: a non-empty tool name is required"),
+        (
+            {"tool_calls": [{"arguments": {}}]},
+            400,
+            "action.tool_calls[0].name: a non-empty tool name is required",
+        ),
         ({"text": 5}, 400, "action.text: expected str, got int"),
         ({"speak": "hi"}, 400, "action: unknown field(s) speak (use text, tool_calls, done)"),
     ]
@@ -179,12 +213,19 @@ def test_envserver_invalid_tool_arguments_become_a_repair_message(serve):
     client = EnvClient(serve().url)
     started = client.reset(task_id=TASK)
     answer = client._request(
-        "POST", "/step", {"episode_id": started["episode_id"], "action": {"tool_calls": [{"name": "get_order", "arguments": "{oops"}]}}
+        "POST",
+        "/step",
+        {
+            "episode_id": started["episode_id"],
+            "action": {"tool_calls": [{"name": "get_order", "arguments": "{oops"}]},
+        },
     )
     messages = answer["observation"]["messages"]
     assert answer["done"] is False
     assert [m.get("is_error") for m in messages] == [True]
-    assert messages[0]["content"].startswith("Your last output could not be used: tool call 0 (get_order): arguments are not valid JSON")
+    assert messages[0]["content"].startswith(
+        "Your last output could not be used: tool call 0 (get_order): arguments are not valid JSON"
+    )
 
 
 def test_envserver_pool_restricts_tasks_and_seed_draws_deterministically(serve):

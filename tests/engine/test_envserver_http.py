@@ -34,7 +34,9 @@ def _connect(server: EnvServer) -> socket.socket:
 
 
 def _request(method: str, path: str, body: bytes = b"", headers: str = "") -> bytes:
-    return f"{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\n{headers}\r\n".encode() + body
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\n{headers}\r\n".encode() + body
+    )
 
 
 def _responses(sock: socket.socket, count: int) -> list[tuple[int, dict, dict]]:
@@ -100,7 +102,10 @@ def test_envserver_http_oversized_body_is_413_and_the_connection_closes(server):
     [(status, _, body)] = _responses(sock, 1)
     rest = sock.recv(100)
     sock.close()
-    assert (status, body) == (413, {"error": f"request body: {MAX_BODY_BYTES + 1} bytes exceeds {MAX_BODY_BYTES}"})
+    assert (status, body) == (
+        413,
+        {"error": f"request body: {MAX_BODY_BYTES + 1} bytes exceeds {MAX_BODY_BYTES}"},
+    )
     assert rest == b""
 
 
@@ -119,7 +124,9 @@ def test_envserver_http_bad_json_and_bad_request_line(server):
 def test_envserver_http_expect_continue_gets_100_before_the_body(server):
     sock = _connect(server)
     body = json.dumps({"task_id": TASK}).encode()
-    sock.sendall(f"POST /reset HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode())
+    sock.sendall(
+        f"POST /reset HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode()
+    )
     interim = sock.recv(100)
     sock.sendall(body)
     [(status, _, started)] = _responses(sock, 1)
@@ -131,7 +138,10 @@ def test_envserver_http_expect_continue_gets_100_before_the_body(server):
 def test_parse_head_refuses_chunked_bodies():
     with pytest.raises(BadRequest) as refused:
         parse_head(b"POST /step HTTP/1.1\r\nTransfer-Encoding: chunked")
-    assert (refused.value.status, refused.value.message) == (411, "request body: chunked encoding is not supported; send Content-Length")
+    assert (refused.value.status, refused.value.message) == (
+        411,
+        "request body: chunked encoding is not supported; send Content-Length",
+    )
 
 
 class _Recorder:
@@ -244,5 +254,8 @@ def test_envserver_refuses_new_episodes_past_max_episodes_until_one_finishes():
     env.step(first["episode_id"], {"text": "Nothing to do.", "done": True})
     third = env.reset(task_id=TASK)
     env.close()
-    assert (full.value.status, full.value.message) == (503, "too many open episodes (2); finish or abandon some first")
+    assert (full.value.status, full.value.message) == (
+        503,
+        "too many open episodes (2); finish or abandon some first",
+    )
     assert third["task_id"] == TASK

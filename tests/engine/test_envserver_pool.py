@@ -15,7 +15,10 @@ def _pool(tmp_path, **overrides):
     data = {
         "format": POOL_FORMAT,
         "suite": {"name": "starter", "version": "1.0", "evaluation_only": False},
-        "tasks": [{"task_id": "retail/ticket_hold_carrier_exception"}, {"task_id": "travel/downgrade_suite_pending_manager"}],
+        "tasks": [
+            {"task_id": "retail/ticket_hold_carrier_exception"},
+            {"task_id": "travel/downgrade_suite_pending_manager"},
+        ],
         **overrides,
     }
     path = tmp_path / "pool.json"

@@ -34,7 +34,8 @@ def two_workers():
     private = [listening_socket("127.0.0.1", 0) for _ in range(2)]
     addresses = [sock.getsockname()[:2] for sock in private]
     servers = [
-        EnvServer(Environment(SUITE, id_prefix=worker_prefix(i)), peers=Peers(i, addresses, private[i])) for i in range(2)
+        EnvServer(Environment(SUITE, id_prefix=worker_prefix(i)), peers=Peers(i, addresses, private[i]))
+        for i in range(2)
     ]
     for server in servers:
         server.start_background()
@@ -45,7 +46,9 @@ def two_workers():
 
 def test_episode_owner_reads_the_worker_index_from_the_id():
     assert [episode_owner(f"{worker_prefix(i)}{'a' * 30}", 3) for i in range(3)] == [0, 1, 2]
-    assert [episode_owner(other, 3) for other in ("05" + "a" * 30, "zz" + "a" * 30, "", None, 7)] == [None] * 5
+    assert [episode_owner(other, 3) for other in ("05" + "a" * 30, "zz" + "a" * 30, "", None, 7)] == [
+        None
+    ] * 5
 
 
 def test_envserver_episode_ids_carry_their_owner(two_workers):
@@ -60,14 +63,21 @@ def test_envserver_steps_reaching_the_wrong_worker_are_relayed_to_the_owner(two_
     golden = SUITE.tasks[TASK].golden
     calls = [{"id": f"g{i}", "name": c.tool, "arguments": dict(c.arguments)} for i, c in enumerate(golden)]
     middle = other.step(started["episode_id"], tool_calls=calls)  # worker 1 relays to worker 0
-    final = owner.step(started["episode_id"], text=SUITE.tasks[TASK].extra.get("golden_reply") or "Done.", done=True)
+    final = owner.step(
+        started["episode_id"], text=SUITE.tasks[TASK].extra.get("golden_reply") or "Done.", done=True
+    )
     state = other.state(started["episode_id"])
     with pytest.raises(EnvClientError) as again:
         other.step(started["episode_id"], text="more", done=True)
-    assert [m["tool_call_id"] for m in middle["observation"]["messages"]] == [f"g{i}" for i in range(len(golden))]
+    assert [m["tool_call_id"] for m in middle["observation"]["messages"]] == [
+        f"g{i}" for i in range(len(golden))
+    ]
     assert (final["reward"], final["done"]) == (1.0, True)
     assert (state["done"], state["reward"], state["turn"]) == (True, 1.0, 2)
-    assert (again.value.status, again.value.message) == (409, f"episode {started['episode_id']}: already done; call /reset for a new one")
+    assert (again.value.status, again.value.message) == (
+        409,
+        f"episode {started['episode_id']}: already done; call /reset for a new one",
+    )
 
 
 class _ResetHereStepThere:
@@ -97,7 +107,11 @@ def test_envserver_unknown_and_foreign_ids_are_404_everywhere(two_workers):
         with pytest.raises(EnvClientError) as caught:
             client.state(episode_id)
         missing.append((caught.value.status, caught.value.message))
-    assert missing == [(404, f"episode {'00' + 'f' * 30}: unknown"), (404, f"episode {'01' + 'f' * 30}: unknown"), (404, "episode nope: unknown")]
+    assert missing == [
+        (404, f"episode {'00' + 'f' * 30}: unknown"),
+        (404, f"episode {'01' + 'f' * 30}: unknown"),
+        (404, "episode nope: unknown"),
+    ]
 
 
 def test_envserver_health_sums_every_worker(two_workers):
@@ -144,10 +158,15 @@ def test_envserver_cli_workers_serve_every_connection_and_stop_together():
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "tb_engine.envserver", "--port", str(port), "--workers", "2"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        assert process.stdout.readline().strip() == f"serving 56 task(s) of suite starter on http://127.0.0.1:{port}"
+        assert (
+            process.stdout.readline().strip()
+            == f"serving 56 task(s) of suite starter on http://127.0.0.1:{port}"
+        )
         workers = _children(process.pid)
         url = f"http://127.0.0.1:{port}"
         by_owner: dict[str, EnvClient] = {}
@@ -162,7 +181,11 @@ def test_envserver_cli_workers_serve_every_connection_and_stop_together():
         process.send_signal(signal.SIGTERM)
         code = process.wait(10)
         time.sleep(0.2)
-        alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().split()[2]]
+        alive = [
+            pid
+            for pid in workers
+            if os.path.exists(f"/proc/{pid}") and "Z" not in open(f"/proc/{pid}/stat").read().split()[2]
+        ]
     finally:
         if process.poll() is None:
             process.kill()

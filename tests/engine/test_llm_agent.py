@@ -47,7 +47,10 @@ def view(*messages: Message) -> AgentView:
 
 
 def test_openai_agent_parses_a_tool_call(scripted_server):
-    scripted_server.script("agent-model", [{"tool_calls": [{"id": "c1", "name": "get_order", "arguments": {"order_id": "ORD-1"}}]}])
+    scripted_server.script(
+        "agent-model",
+        [{"tool_calls": [{"id": "c1", "name": "get_order", "arguments": {"order_id": "ORD-1"}}]}],
+    )
     step = make_agent(scripted_server).step(view())
     assert step.tool_calls == [ToolCallRequest(id="c1", name="get_order", arguments={"order_id": "ORD-1"})]
     assert step.done is False
@@ -71,7 +74,10 @@ def test_openai_agent_parses_parallel_tool_calls(scripted_server):
 
 def test_openai_agent_malformed_json_raises_counted_agent_output_error(scripted_server):
     usage = {"prompt_tokens": 50, "completion_tokens": 9}
-    scripted_server.script("agent-model", [{"tool_calls": [{"name": "get_order", "arguments": '{"order_id": "ORD-1"'}], "usage": usage}])
+    scripted_server.script(
+        "agent-model",
+        [{"tool_calls": [{"name": "get_order", "arguments": '{"order_id": "ORD-1"'}], "usage": usage}],
+    )
     with pytest.raises(AgentOutputError) as caught:
         make_agent(scripted_server).step(view())
     error = caught.value
@@ -89,14 +95,18 @@ def test_openai_agent_non_object_arguments_raise_agent_output_error(scripted_ser
 
 
 def test_openai_agent_unknown_tool_raises_agent_output_error(scripted_server):
-    scripted_server.script("agent-model", [{"tool_calls": [{"id": "x9", "name": "refund_everything", "arguments": {}}]}])
+    scripted_server.script(
+        "agent-model", [{"tool_calls": [{"id": "x9", "name": "refund_everything", "arguments": {}}]}]
+    )
     with pytest.raises(ModelOutputError) as caught:
         make_agent(scripted_server).step(view())
     assert str(caught.value) == "tool call 0 (x9): unknown tool 'refund_everything'"
 
 
 def test_openai_agent_wrong_argument_types_pass_through_to_the_backend(scripted_server):
-    scripted_server.script("agent-model", [{"tool_calls": [{"id": "c1", "name": "get_order", "arguments": {"order_id": 5}}]}])
+    scripted_server.script(
+        "agent-model", [{"tool_calls": [{"id": "c1", "name": "get_order", "arguments": {"order_id": 5}}]}]
+    )
     step = make_agent(scripted_server).step(view())
     assert step.tool_calls == [ToolCallRequest(id="c1", name="get_order", arguments={"order_id": 5})]
 
@@ -114,7 +124,15 @@ def test_openai_agent_end_marker_declares_done_and_is_stripped(scripted_server):
 
 
 def test_openai_agent_end_marker_beside_tool_calls_is_not_done(scripted_server):
-    scripted_server.script("agent-model", [{"text": "###DONE###", "tool_calls": [{"id": "c1", "name": "get_order", "arguments": {"order_id": "A"}}]}])
+    scripted_server.script(
+        "agent-model",
+        [
+            {
+                "text": "###DONE###",
+                "tool_calls": [{"id": "c1", "name": "get_order", "arguments": {"order_id": "A"}}],
+            }
+        ],
+    )
     step = make_agent(scripted_server, end_marker="###DONE###").step(view())
     assert (step.text, step.done, len(step.tool_calls)) == ("", False, 1)
 
@@ -130,21 +148,47 @@ def test_openai_agent_request_carries_exactly_policy_tools_and_dialogue(scripted
     scripted_server.script("agent-model", [{"text": "Done."}])
     history = (
         Message(role="user", content="Cancel ORD-1 please."),
-        Message(role="assistant", content="", tool_calls=[ToolCallRequest("c1", "get_order", {"order_id": "ORD-1"})]),
+        Message(
+            role="assistant",
+            content="",
+            tool_calls=[ToolCallRequest("c1", "get_order", {"order_id": "ORD-1"})],
+        ),
         Message(role="tool", content='{"status": "pending"}', tool_call_id="c1", name="get_order"),
-        Message(role="assistant", content="Bad call", tool_calls=[ToolCallRequest("c2", "get_order", '{"oops')]),
-        Message(role="tool", content="arguments are not valid JSON", tool_call_id="c2", name="get_order", is_error=True),
+        Message(
+            role="assistant", content="Bad call", tool_calls=[ToolCallRequest("c2", "get_order", '{"oops')]
+        ),
+        Message(
+            role="tool",
+            content="arguments are not valid JSON",
+            tool_call_id="c2",
+            name="get_order",
+            is_error=True,
+        ),
     )
     make_agent(scripted_server).step(view(*history))
     body = scripted_server.requests_for("agent-model")[0].body
     assert body["messages"] == [
         {"role": "system", "content": "You are a retail support agent."},
         {"role": "user", "content": "Cancel ORD-1 please."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id": "ORD-1"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_order", "arguments": '{"order_id": "ORD-1"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": '{"status": "pending"}'},
-        {"role": "assistant", "content": "Bad call", "tool_calls": [
-            {"id": "c2", "type": "function", "function": {"name": "get_order", "arguments": '{"oops'}}]},
+        {
+            "role": "assistant",
+            "content": "Bad call",
+            "tool_calls": [
+                {"id": "c2", "type": "function", "function": {"name": "get_order", "arguments": '{"oops'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c2", "content": "arguments are not valid JSON"},
     ]
     assert body["tools"] == [GET_ORDER.to_openai(), CANCEL_ORDER.to_openai()]
@@ -167,7 +211,9 @@ def test_openai_agent_truncates_huge_tool_results_and_replies_with_marker(script
 
 def test_openai_agent_token_budget_stops_further_calls(scripted_server):
     usage = {"prompt_tokens": 700, "completion_tokens": 400}
-    scripted_server.script("agent-model", [{"text": "first", "usage": usage}, {"text": "second", "usage": usage}])
+    scripted_server.script(
+        "agent-model", [{"text": "first", "usage": usage}, {"text": "second", "usage": usage}]
+    )
     agent = make_agent(scripted_server, max_attempt_tokens=1000)
     assert agent.step(view()).usage == Usage(input_tokens=700, output_tokens=400, calls=1)
     with pytest.raises(TokenLimitExceeded) as caught:
@@ -178,10 +224,17 @@ def test_openai_agent_token_budget_stops_further_calls(scripted_server):
 
 def test_openai_agent_from_dict_builds_from_stored_settings(scripted_server):
     scripted_server.script("agent-model", [{"text": "hello ###END###"}])
-    agent = OpenAIAgent.from_dict({
-        "endpoint": {"model": "agent-model", "base_url": scripted_server.base_url, "api_key_env": None, "temperature": 0},
-        "end_marker": "###END###",
-    })
+    agent = OpenAIAgent.from_dict(
+        {
+            "endpoint": {
+                "model": "agent-model",
+                "base_url": scripted_server.base_url,
+                "api_key_env": None,
+                "temperature": 0,
+            },
+            "end_marker": "###END###",
+        }
+    )
     step = agent.step(view())
     assert (step.text, step.done) == ("hello", True)
     assert scripted_server.requests_for("agent-model")[0].body["temperature"] == 0
@@ -190,10 +243,16 @@ def test_openai_agent_from_dict_builds_from_stored_settings(scripted_server):
 
 
 def test_openai_agent_bills_unusable_output_with_the_next_step(scripted_server):
-    scripted_server.script("agent-model", [
-        {"tool_calls": [{"name": "get_order", "arguments": "{nope"}], "usage": {"prompt_tokens": 40, "completion_tokens": 5}},
-        {"text": "Sorry, here is the answer.", "usage": {"prompt_tokens": 60, "completion_tokens": 7}},
-    ])
+    scripted_server.script(
+        "agent-model",
+        [
+            {
+                "tool_calls": [{"name": "get_order", "arguments": "{nope"}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 5},
+            },
+            {"text": "Sorry, here is the answer.", "usage": {"prompt_tokens": 60, "completion_tokens": 7}},
+        ],
+    )
     agent = make_agent(scripted_server)
     with pytest.raises(ModelOutputError):
         agent.step(view())
@@ -202,7 +261,9 @@ def test_openai_agent_bills_unusable_output_with_the_next_step(scripted_server):
 
 
 def test_openai_agent_token_limit_is_an_agent_output_error(scripted_server):
-    scripted_server.script("agent-model", [{"text": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}])
+    scripted_server.script(
+        "agent-model", [{"text": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 1}}]
+    )
     agent = make_agent(scripted_server, max_attempt_tokens=5)
     agent.step(view())
     with pytest.raises(AgentOutputError):

@@ -10,7 +10,14 @@ from email.utils import formatdate
 import pytest
 
 from tb_engine.agents.base import InfraError
-from tb_engine.llm import ChatClient, EndpointConfig, LLMConfigError, RetryPolicy, backoff_delay, parse_retry_after
+from tb_engine.llm import (
+    ChatClient,
+    EndpointConfig,
+    LLMConfigError,
+    RetryPolicy,
+    backoff_delay,
+    parse_retry_after,
+)
 from tb_engine.transcript import Usage
 from tests.support.scripted_openai_server import ScriptedOpenAIServer, scripted_server_fixture
 
@@ -86,7 +93,9 @@ def test_chat_client_usage_counts_cached_and_reasoning_tokens(scripted_server):
     usage = {"prompt_tokens": 1200, "cached_tokens": 1024, "completion_tokens": 300, "reasoning_tokens": 256}
     scripted_server.script("m", [{"text": "ok", "usage": usage}])
     result = client_for(scripted_server).complete(HELLO)
-    assert result.usage == Usage(input_tokens=1200, cached_input_tokens=1024, output_tokens=300, reasoning_tokens=256, calls=1)
+    assert result.usage == Usage(
+        input_tokens=1200, cached_input_tokens=1024, output_tokens=300, reasoning_tokens=256, calls=1
+    )
 
 
 def test_chat_client_sends_settings_headers_and_extra_body(scripted_server):
@@ -119,7 +128,9 @@ def test_chat_client_reads_api_key_from_named_env_var(scripted_server, monkeypat
     scripted_server.script("m", [{"text": "ok"}])
     client = client_for(scripted_server, api_key_env="TB_TEST_LLM_KEY")
     assert client.complete(HELLO).text == "ok"
-    assert "sk-test-secret" not in repr(client.config) and "sk-test-secret" not in str(client.config.to_dict())
+    assert "sk-test-secret" not in repr(client.config) and "sk-test-secret" not in str(
+        client.config.to_dict()
+    )
 
 
 def test_endpoint_config_missing_api_key_env_raises_clear_error(monkeypatch):
@@ -139,20 +150,32 @@ def test_endpoint_config_from_dict_names_bad_fields():
     with pytest.raises(LLMConfigError) as raw_key:
         EndpointConfig.from_dict({"model": "m", "api_key": "sk-x"}, label="user")
     with pytest.raises(LLMConfigError) as azure:
-        EndpointConfig.from_dict({"model": "dep", "provider": "azure", "base_url": "https://x.openai.azure.com"})
+        EndpointConfig.from_dict(
+            {"model": "dep", "provider": "azure", "base_url": "https://x.openai.azure.com"}
+        )
     assert str(unknown.value) == "judge endpoint config: unknown field(s): temprature"
-    assert str(raw_key.value) == "user endpoint config: api_key: name an environment variable in api_key_env instead"
+    assert (
+        str(raw_key.value)
+        == "user endpoint config: api_key: name an environment variable in api_key_env instead"
+    )
     assert str(azure.value) == "endpoint endpoint config: api_version: required when provider is 'azure'"
 
 
 def test_chat_client_azure_provider_posts_to_deployment_path(scripted_server):
     scripted_server.script("my-deployment", [{"text": "from azure"}])
     config = EndpointConfig(
-        model="my-deployment", base_url=scripted_server.root_url, provider="azure",
-        api_version="2024-10-21", api_key_env=None, retry=FAST,
+        model="my-deployment",
+        base_url=scripted_server.root_url,
+        provider="azure",
+        api_version="2024-10-21",
+        api_key_env=None,
+        retry=FAST,
     )
     assert ChatClient(config).complete(HELLO).text == "from azure"
-    assert scripted_server.requests_for("my-deployment")[0].path == "/openai/deployments/my-deployment/chat/completions"
+    assert (
+        scripted_server.requests_for("my-deployment")[0].path
+        == "/openai/deployments/my-deployment/chat/completions"
+    )
 
 
 def test_chat_client_concurrency_cap_respected_at_server(scripted_server):

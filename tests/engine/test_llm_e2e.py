@@ -36,16 +36,33 @@ def call(name: str, **arguments) -> dict:
 
 
 def script_good_agent(server: ScriptedOpenAIServer) -> None:
-    server.script("gpt-4o-mini", [
-        {"status": 429, "retry_after": "0.05"},
-        {"tool_calls": [call("find_customer_by_email", email="sarah@example.com"), call("get_order", order_id="ORD-20")], "usage": TOKENS},
-        {"tool_calls": [{"name": "get_shipments", "arguments": '{"order_id": "ORD-20"'}], "usage": TOKENS},  # malformed: a repair
-        {"tool_calls": [call("get_shipments", order_id="ORD-20")], "usage": TOKENS},
-        {"drop": True},
-        {"tool_calls": [call("track_shipment", tracking_number="1Z2020")], "usage": TOKENS},
-        {"tool_calls": [call("update_ticket", ticket_id="20", status="hold", note="Carrier still looking.")], "usage": TOKENS},
-        {"text": REPLY, "usage": TOKENS},
-    ])
+    server.script(
+        "gpt-4o-mini",
+        [
+            {"status": 429, "retry_after": "0.05"},
+            {
+                "tool_calls": [
+                    call("find_customer_by_email", email="sarah@example.com"),
+                    call("get_order", order_id="ORD-20"),
+                ],
+                "usage": TOKENS,
+            },
+            {
+                "tool_calls": [{"name": "get_shipments", "arguments": '{"order_id": "ORD-20"'}],
+                "usage": TOKENS,
+            },  # malformed: a repair
+            {"tool_calls": [call("get_shipments", order_id="ORD-20")], "usage": TOKENS},
+            {"drop": True},
+            {"tool_calls": [call("track_shipment", tracking_number="1Z2020")], "usage": TOKENS},
+            {
+                "tool_calls": [
+                    call("update_ticket", ticket_id="20", status="hold", note="Carrier still looking.")
+                ],
+                "usage": TOKENS,
+            },
+            {"text": REPLY, "usage": TOKENS},
+        ],
+    )
 
 
 def run(server: ScriptedOpenAIServer, retail_domain, task):
@@ -65,16 +82,43 @@ def run(server: ScriptedOpenAIServer, retail_domain, task):
 
 def test_llm_e2e_retail_task_passes_through_the_runner(scripted_server, retail_domain, retail_task):
     script_good_agent(scripted_server)
-    scripted_server.script("user-model", [{"text": "Thanks, that's fine. ###STOP###", "usage": {"prompt_tokens": 300, "completion_tokens": 10}}])
-    scripted_server.script("judge-model", [{"text": "yes - it says the investigation is open", "usage": {"prompt_tokens": 150, "completion_tokens": 9}}])
+    scripted_server.script(
+        "user-model",
+        [
+            {
+                "text": "Thanks, that's fine. ###STOP###",
+                "usage": {"prompt_tokens": 300, "completion_tokens": 10},
+            }
+        ],
+    )
+    scripted_server.script(
+        "judge-model",
+        [
+            {
+                "text": "yes - it says the investigation is open",
+                "usage": {"prompt_tokens": 150, "completion_tokens": 9},
+            }
+        ],
+    )
 
     result = run(scripted_server, retail_domain, retail_task(TASK))
 
-    assert (result.status, result.termination, result.verdict, result.error) == ("done", "user_done", "pass", "")
+    assert (result.status, result.termination, result.verdict, result.error) == (
+        "done",
+        "user_done",
+        "pass",
+        "",
+    )
     assert result.diff == []
-    assert [(r.answer, r.explanation) for r in result.rubrics] == [(True, "yes - it says the investigation is open")]
+    assert [(r.answer, r.explanation) for r in result.rubrics] == [
+        (True, "yes - it says the investigation is open")
+    ]
     assert [c.name for c in result.transcript.tool_calls] == [
-        "find_customer_by_email", "get_order", "get_shipments", "track_shipment", "update_ticket",
+        "find_customer_by_email",
+        "get_order",
+        "get_shipments",
+        "track_shipment",
+        "update_ticket",
     ]
     assert [c.error for c in result.transcript.tool_calls] == [None] * 5
     assert result.transcript.final_reply() == REPLY
@@ -90,7 +134,9 @@ def test_llm_e2e_retail_task_passes_through_the_runner(scripted_server, retail_d
     assert cost_of(result.transcript.judge_usage, "judge-model", sheet) is None
 
 
-def test_llm_e2e_requests_never_carry_golden_data_checks_rubrics_or_private_context(scripted_server, retail_domain, retail_task):
+def test_llm_e2e_requests_never_carry_golden_data_checks_rubrics_or_private_context(
+    scripted_server, retail_domain, retail_task
+):
     task = retail_task(TASK)
     script_good_agent(scripted_server)
     scripted_server.script("user-model", [{"text": "Thanks. ###STOP###"}])
@@ -100,7 +146,9 @@ def test_llm_e2e_requests_never_carry_golden_data_checks_rubrics_or_private_cont
 
     assert result.verdict == "pass"
     # Distinctive golden strings (short ones like "20" or "hold" legitimately appear in any dialogue).
-    golden_texts = [v for call in task.golden for v in call.arguments.values() if isinstance(v, str) and len(v) > 12]
+    golden_texts = [
+        v for call in task.golden for v in call.arguments.values() if isinstance(v, str) and len(v) > 12
+    ]
     assert golden_texts == ["sarah@example.com", "Waiting on UPS investigation of the damaged label."]
     golden_texts = golden_texts[1:]  # the email is in the user's own query, so the agent may see it
     golden_texts += [c.description for c in task.checks] + list(task.rubrics)
@@ -109,7 +157,9 @@ def test_llm_e2e_requests_never_carry_golden_data_checks_rubrics_or_private_cont
     agent_bodies = [json.dumps(r.body) for r in scripted_server.requests_for("gpt-4o-mini")]
     user_bodies = [json.dumps(r.body) for r in scripted_server.requests_for("user-model")]
     assert len(agent_bodies) == 8 and len(user_bodies) == 1
-    leaks_to_agent = [t for t in golden_texts + [private_line] for body in agent_bodies if json.dumps(t)[1:-1] in body]
+    leaks_to_agent = [
+        t for t in golden_texts + [private_line] for body in agent_bodies if json.dumps(t)[1:-1] in body
+    ]
     leaks_to_user = [t for t in golden_texts for body in user_bodies if json.dumps(t)[1:-1] in body]
     assert (leaks_to_agent, leaks_to_user) == ([], [])
     assert json.dumps(private_line)[1:-1] in user_bodies[0]  # the user simulator does get its own context
@@ -129,4 +179,6 @@ def test_llm_e2e_repeated_malformed_output_ends_agent_error(scripted_server, ret
     result = run(scripted_server, retail_domain, retail_task(TASK))
     assert (result.status, result.termination, result.verdict) == ("done", "agent_error", "fail")
     assert len(scripted_server.requests_for("gpt-4o-mini")) == 3
-    assert result.error.startswith("agent output unusable after 2 repairs: tool call 0 (get_order): arguments are not valid JSON")
+    assert result.error.startswith(
+        "agent output unusable after 2 repairs: tool call 0 (get_order): arguments are not valid JSON"
+    )

@@ -9,11 +9,21 @@ from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServ
 
 TOOLS = [
     {"type": "function", "function": {"name": "cancel_order", "parameters": {"type": "object"}}},
-    {"type": "function", "function": {"name": "get_order", "parameters": {
-        "type": "object",
-        "properties": {"order_id": {"type": "string"}, "kind": {"type": "string", "enum": ["a", "b"]}, "n": {"type": "integer"}},
-        "required": ["order_id", "kind", "n"],
-    }}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_order",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "order_id": {"type": "string"},
+                    "kind": {"type": "string", "enum": ["a", "b"]},
+                    "n": {"type": "integer"},
+                },
+                "required": ["order_id", "kind", "n"],
+            },
+        },
+    },
 ]
 
 
@@ -26,8 +36,19 @@ def test_generic_mode_calls_a_read_only_tool_k_times_then_answers():
             result = client.complete(messages, tools=TOOLS)
             seen.append([(c.name, c.arguments) for c in result.tool_calls] or result.text)
             for call in result.tool_calls:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [
-                    {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}]})
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": call.arguments},
+                            }
+                        ],
+                    }
+                )
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": "{}"})
         user_turn = client.complete([{"role": "user", "content": "Anything else?"}])
     call = ("get_order", '{"order_id": "1", "kind": "a", "n": 1}')
@@ -36,7 +57,10 @@ def test_generic_mode_calls_a_read_only_tool_k_times_then_answers():
 
 
 def test_arguments_for_schema_fills_required_fields_only():
-    schema = {"properties": {"a": {"type": "boolean"}, "b": {"type": "array"}, "c": {"type": "string"}}, "required": ["a", "b"]}
+    schema = {
+        "properties": {"a": {"type": "boolean"}, "b": {"type": "array"}, "c": {"type": "string"}},
+        "required": ["a", "b"],
+    }
     assert arguments_for_schema(schema) == {"a": False, "b": []}
 
 

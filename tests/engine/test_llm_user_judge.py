@@ -27,7 +27,11 @@ def endpoint(server: ScriptedOpenAIServer, model: str, label: str) -> EndpointCo
 def dialogue() -> list[Message]:
     return [
         Message(role="user", content=QUERY),
-        Message(role="assistant", content="", tool_calls=[ToolCallRequest("c1", "get_order", {"order_id": "ORD-20"})]),
+        Message(
+            role="assistant",
+            content="",
+            tool_calls=[ToolCallRequest("c1", "get_order", {"order_id": "ORD-20"})],
+        ),
         Message(role="assistant", content="What is your email address?"),
     ]
 
@@ -40,7 +44,10 @@ def test_llm_user_opens_with_the_query_without_a_model_call(scripted_server):
 
 
 def test_llm_user_sees_flipped_visible_dialogue_and_its_context(scripted_server):
-    scripted_server.script("user-model", [{"text": "It is sarah@example.com.", "usage": {"prompt_tokens": 80, "completion_tokens": 6}}])
+    scripted_server.script(
+        "user-model",
+        [{"text": "It is sarah@example.com.", "usage": {"prompt_tokens": 80, "completion_tokens": 6}}],
+    )
     user = LLMUser(endpoint(scripted_server, "user-model", "user"))
     step = user.reply(UserView(QUERY, CONTEXT, dialogue()))
     assert (step.text, step.done) == ("It is sarah@example.com.", False)
@@ -56,7 +63,9 @@ def test_llm_user_sees_flipped_visible_dialogue_and_its_context(scripted_server)
 
 def test_llm_user_stop_token_ends_the_conversation_and_is_stripped(scripted_server):
     scripted_server.script("user-model", [{"text": "Great, thanks! ###STOP###"}])
-    step = LLMUser(endpoint(scripted_server, "user-model", "user")).reply(UserView(QUERY, CONTEXT, dialogue()))
+    step = LLMUser(endpoint(scripted_server, "user-model", "user")).reply(
+        UserView(QUERY, CONTEXT, dialogue())
+    )
     assert (step.text, step.done) == ("Great, thanks!", True)
 
 
@@ -64,7 +73,10 @@ def test_llm_user_request_never_contains_tool_traffic(scripted_server):
     scripted_server.script("user-model", [{"text": "ok"}])
     LLMUser(endpoint(scripted_server, "user-model", "user")).reply(UserView(QUERY, CONTEXT, dialogue()))
     sent = json.dumps(scripted_server.requests_for("user-model")[0].body)
-    assert ("get_order" in sent, "tools" in scripted_server.requests_for("user-model")[0].body) == (False, False)
+    assert ("get_order" in sent, "tools" in scripted_server.requests_for("user-model")[0].body) == (
+        False,
+        False,
+    )
 
 
 def test_llm_user_rejects_instructions_without_placeholders(scripted_server):
@@ -94,7 +106,15 @@ def test_parse_yes_no_reads_common_answer_shapes(text, expected):
 
 
 def test_llm_judge_answers_from_the_model(scripted_server):
-    scripted_server.script("judge-model", [{"text": "Yes\nThe reply says the investigation is open.", "usage": {"prompt_tokens": 90, "completion_tokens": 12}}])
+    scripted_server.script(
+        "judge-model",
+        [
+            {
+                "text": "Yes\nThe reply says the investigation is open.",
+                "usage": {"prompt_tokens": 90, "completion_tokens": 12},
+            }
+        ],
+    )
     verdict = LLMJudge(endpoint(scripted_server, "judge-model", "judge")).judge(
         "Does the reply say the investigation is open?", "The carrier investigation is still open."
     )
@@ -109,7 +129,9 @@ def test_llm_judge_answers_from_the_model(scripted_server):
 
 def test_llm_judge_reasks_on_an_unreadable_answer_and_sums_usage(scripted_server):
     usage = {"prompt_tokens": 50, "completion_tokens": 5}
-    scripted_server.script("judge-model", [{"text": "Hmm, hard to say.", "usage": usage}, {"text": "no", "usage": usage}])
+    scripted_server.script(
+        "judge-model", [{"text": "Hmm, hard to say.", "usage": usage}, {"text": "no", "usage": usage}]
+    )
     verdict = LLMJudge(endpoint(scripted_server, "judge-model", "judge")).judge("Q?", "reply")
     assert (verdict.answer, verdict.usage) == (False, Usage(input_tokens=100, output_tokens=10, calls=2))
 
@@ -130,5 +152,11 @@ def test_llm_user_and_judge_build_from_stored_settings(scripted_server):
     step = user.reply(UserView(QUERY, CONTEXT, dialogue()))
     with pytest.raises(ValueError) as caught:
         LLMJudge.from_dict({"endpoint": endpoint_fields, "temperature": 0})
-    assert (step.text, step.done, user.config.label, judge.config.label, judge.parse_retries) == ("Bye!", True, "user", "judge", 0)
+    assert (step.text, step.done, user.config.label, judge.config.label, judge.parse_retries) == (
+        "Bye!",
+        True,
+        "user",
+        "judge",
+        0,
+    )
     assert str(caught.value) == "judge config: unknown field(s): temperature"

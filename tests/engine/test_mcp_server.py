@@ -26,7 +26,9 @@ from tb_engine.users.scripted import ScriptedUser
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_ID = "retail/ticket_hold_carrier_exception"
-STDIO = McpServerConfig(command=sys.executable, args=("-m", "tb_engine.mcp_server", "--domain", "retail"), cwd=str(ROOT))
+STDIO = McpServerConfig(
+    command=sys.executable, args=("-m", "tb_engine.mcp_server", "--domain", "retail"), cwd=str(ROOT)
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +41,18 @@ def client_domain(suite) -> DomainSpec:
     """What a ThinkingBox-style client knows of the served domain: tool names and unstable fields."""
     served = suite.domains["retail"]
     return DomainSpec(
-        name="retail", title="retail over MCP", policy=served.policy, tables={},
-        tools={name: ToolSpec(name, "", {"type": "object"}) for name in served.tools}, base_data={}, backend="mcp",
-        mcp={"server": "retail", "world_state": {}, "unstable": {n: sorted(t.unstable) for n, t in served.tables.items()}},
+        name="retail",
+        title="retail over MCP",
+        policy=served.policy,
+        tables={},
+        tools={name: ToolSpec(name, "", {"type": "object"}) for name in served.tools},
+        base_data={},
+        backend="mcp",
+        mcp={
+            "server": "retail",
+            "world_state": {},
+            "unstable": {n: sorted(t.unstable) for n, t in served.tables.items()},
+        },
     )
 
 
@@ -85,7 +96,9 @@ def http_url():
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "tb_engine.mcp_server", "--domain", "retail", "--http", "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -111,7 +124,7 @@ def test_mcp_server_http_sessions_have_separate_sandboxes(suite, client_domain, 
     try:
         first = pool.backend(client_domain, _client_task(suite))
         second = pool.backend(client_domain, _client_task(suite))
-        run_attempt(first.task, first, agent=make_golden_agent(first.task), user=ScriptedUser()).verdict
+        run_attempt(first.task, first, agent=make_golden_agent(first.task), user=ScriptedUser())
         untouched = second.comparison()
         assert untouched.hash_pass is False
         assert {item.kind for item in untouched.diff} == {"missing_effect"}
@@ -132,24 +145,44 @@ def test_mcp_server_golden_agent_passes_through_mcp_backend(suite, client_domain
     task = _client_task(suite)
     backend = stdio_pool.backend(client_domain, task)
     try:
-        result = run_attempt(task, backend, agent=make_golden_agent(task), user=ScriptedUser(), judge=KeywordJudge.for_task(task))
+        result = run_attempt(
+            task,
+            backend,
+            agent=make_golden_agent(task),
+            user=ScriptedUser(),
+            judge=KeywordJudge.for_task(task),
+        )
     finally:
         backend.close()
     assert (result.status, result.verdict, result.diff) == ("done", "pass", [])
     evidence = result.extra["thinkingbox"]["effects"]["retail"]
-    assert (evidence["our_state_pass"], evidence["their_hash_pass"], evidence["disagree"]) == (True, True, False)
+    assert (evidence["our_state_pass"], evidence["their_hash_pass"], evidence["disagree"]) == (
+        True,
+        True,
+        False,
+    )
 
 
 def test_mcp_server_wrong_status_is_a_wrong_value(suite, client_domain, stdio_pool):
     task = _client_task(suite)
-    wrong = [c if c.tool != "update_ticket" else GoldenCall(c.tool, {**c.arguments, "status": "solved"}) for c in task.golden]
+    wrong = [
+        c if c.tool != "update_ticket" else GoldenCall(c.tool, {**c.arguments, "status": "solved"})
+        for c in task.golden
+    ]
     backend = stdio_pool.backend(client_domain, task)
     try:
-        result = run_attempt(task, backend, agent=make_golden_agent(dataclasses.replace(task, golden=tuple(wrong))), user=ScriptedUser())
+        result = run_attempt(
+            task,
+            backend,
+            agent=make_golden_agent(dataclasses.replace(task, golden=tuple(wrong))),
+            user=ScriptedUser(),
+        )
     finally:
         backend.close()
     assert result.verdict == "fail"
-    assert [(d.kind, d.table, d.key, d.field) for d in result.diff] == [("wrong_value", "tickets", "20", "status")]
+    assert [(d.kind, d.table, d.key, d.field) for d in result.diff] == [
+        ("wrong_value", "tickets", "20", "status")
+    ]
     assert result.extra["thinkingbox"]["disagree"] is False
 
 
@@ -162,12 +195,35 @@ def test_mcp_server_unknown_task_makes_init_an_infra_error(suite, client_domain,
 
 def test_domain_server_init_with_data_patch_and_golden_case(suite):
     server = DomainServer.builtin("retail", suite)
-    config = {"data_patch": {"tickets": [{"id": "T-9", "customer_id": "C-1", "order_id": None, "subject": "Hi",
-                                          "status": "open", "priority": "low", "resolution_note": "", "updated_at": "2025-01-01T00:00:00Z"}]},
-              "golden_test_case": {"tool_interactions": [{"tool": "update_ticket", "parameters": {"ticket_id": "T-9", "status": "solved", "note": "done"}}]}}
+    config = {
+        "data_patch": {
+            "tickets": [
+                {
+                    "id": "T-9",
+                    "customer_id": "C-1",
+                    "order_id": None,
+                    "subject": "Hi",
+                    "status": "open",
+                    "priority": "low",
+                    "resolution_note": "",
+                    "updated_at": "2025-01-01T00:00:00Z",
+                }
+            ]
+        },
+        "golden_test_case": {
+            "tool_interactions": [
+                {
+                    "tool": "update_ticket",
+                    "parameters": {"ticket_id": "T-9", "status": "solved", "note": "done"},
+                }
+            ]
+        },
+    }
     assert server.init("s1", config) == {"status": "ok", "task_id": "retail/adhoc"}
     effects = server.geteffects("s1")
-    assert [(d["kind"], d["key"], d["field"]) for d in effects["classified_diff"]] == [("missing_effect", "T-9", "status")]
+    assert [(d["kind"], d["key"], d["field"]) for d in effects["classified_diff"]] == [
+        ("missing_effect", "T-9", "status")
+    ]
     text, is_error = server.call("s1", "update_ticket", {"ticket_id": "T-9", "status": "solved", "note": "x"})
     assert (json.loads(text)["status"], is_error) == ("solved", False)
     assert server.geteffects("s1")["classified_diff"] == []
@@ -175,17 +231,27 @@ def test_domain_server_init_with_data_patch_and_golden_case(suite):
 
 def test_domain_server_bad_config_names_the_field(suite):
     server = DomainServer.builtin("retail", suite)
-    assert server.init("s1", {"data_patch": {"nope": []}}) == {"status": "error", "message": "config.data_patch: unknown table(s) nope"}
+    assert server.init("s1", {"data_patch": {"nope": []}}) == {
+        "status": "error",
+        "message": "config.data_patch: unknown table(s) nope",
+    }
     assert server.init("s1", "x") == {"status": "error", "message": "config must be an object, got str"}
     text, _ = server.call("s1", "get_order", {"order_id": "ORD-1"})
-    assert json.loads(text) == {"error": "Tool execution failed: call __reserved__init first", "tool": "get_order"}
+    assert json.loads(text) == {
+        "error": "Tool execution failed: call __reserved__init first",
+        "tool": "get_order",
+    }
 
 
 def test_domain_server_tool_failure_uses_thinkingbox_error_shape(suite):
     server = DomainServer.builtin("retail", suite)
     server.init("s1", {"task_id": TASK_ID})
     text, is_error = server.call("s1", "get_order", {"order_id": "ORD-404"})
-    assert (sorted(json.loads(text)), json.loads(text)["tool"], is_error) == (["error", "tool"], "get_order", False)
+    assert (sorted(json.loads(text)), json.loads(text)["tool"], is_error) == (
+        ["error", "tool"],
+        "get_order",
+        False,
+    )
 
 
 def test_positional_diff_shifts_after_an_inserted_row():

@@ -39,7 +39,11 @@ def test_paired_comparison_on_synthetic_tasks_hand_computed():
     assert [row["delta_pass_at_1"] for row in result["per_task"]] == [0.5, -0.75, 0.0, 0.0]
     assert result["per_task"][0]["p_a_better"] == pytest.approx(prob_a_beats_b(4, 4, 4, 2))
     assert result["per_task"][2]["p_a_better"] == pytest.approx(0.5)
-    assert result["delta_pass_at_1"]["lo"] <= result["delta_pass_at_1"]["value"] <= result["delta_pass_at_1"]["hi"]
+    assert (
+        result["delta_pass_at_1"]["lo"]
+        <= result["delta_pass_at_1"]["value"]
+        <= result["delta_pass_at_1"]["hi"]
+    )
 
 
 def test_paired_comparison_identical_campaigns_have_zero_width_delta_intervals():
@@ -76,8 +80,13 @@ def test_paired_comparison_reports_unshared_tasks():
 
 def test_reversals_lists_pairs_ordered_oppositely():
     campaigns = {"steady": (0.5, 0.4), "explorer": (0.9, 0.05), "mid": (0.6, 0.3), "tie": (0.5, 0.4)}
-    assert reversals(campaigns) == [("explorer", "mid"), ("explorer", "steady"), ("explorer", "tie"),
-                                    ("mid", "steady"), ("mid", "tie")]
+    assert reversals(campaigns) == [
+        ("explorer", "mid"),
+        ("explorer", "steady"),
+        ("explorer", "tie"),
+        ("mid", "steady"),
+        ("mid", "tie"),
+    ]
 
 
 def test_spearman_hand_computed_without_and_with_ties():
@@ -136,7 +145,9 @@ def tb_agg_figures():
     return {f"{kind}{k}": float(v) for kind, k, v in re.findall(r"(pass[@^])(\d+): ([0-9.]+)", text)}
 
 
-@pytest.mark.skipif(not (TB_INFER / "append_r6.jsonl").exists(), reason="shared ThinkingBox sample not present")
+@pytest.mark.skipif(
+    not (TB_INFER / "append_r6.jsonl").exists(), reason="shared ThinkingBox sample not present"
+)
 def test_tb_agg_figures_match_unbiased_pass_at_k_and_plugin_pass_hat_k():
     counts = tb_counts()
     assert counts == {"test_append_some_more_text": [6, 4]}

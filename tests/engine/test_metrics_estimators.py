@@ -1,7 +1,7 @@
 """pass@k, pass^k and the Beta posteriors: hand-computed values and properties."""
 
-from fractions import Fraction
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -49,9 +49,7 @@ def test_pass_at_k_is_nan_when_fewer_attempts_than_k():
 def test_pass_at_k_large_n_stays_finite_and_exact():
     # C(2000, 1000) overflows a float; the product form does not.
     value = pass_hat_k(2000, 1990, 1000)
-    expected = math.exp(
-        math.lgamma(1991) - math.lgamma(991) - math.lgamma(2001) + math.lgamma(1001)
-    )
+    expected = math.exp(math.lgamma(1991) - math.lgamma(991) - math.lgamma(2001) + math.lgamma(1001))
     assert value == pytest.approx(expected, rel=1e-9)
 
 
@@ -103,7 +101,9 @@ def test_pass_hat_k_matches_exact_binomial_ratio(nc, k):
     k = min(k, n)
     exact = Fraction(math.comb(c, k), math.comb(n, k))
     assert pass_hat_k(n, c, k) == pytest.approx(float(exact), abs=1e-12)
-    assert pass_at_k(n, c, k) == pytest.approx(float(1 - Fraction(math.comb(n - c, k), math.comb(n, k))), abs=1e-12)
+    assert pass_at_k(n, c, k) == pytest.approx(
+        float(1 - Fraction(math.comb(n - c, k), math.comb(n, k))), abs=1e-12
+    )
 
 
 def test_prob_between_beta_2_2_matches_hand_computed_cdf():

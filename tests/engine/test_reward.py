@@ -37,8 +37,16 @@ def _reward_by_hand(task, spec: str, seed: int):
     backend = SqliteBackend(SUITE.domains[task.domain], task)
     try:
         prepared = prepare(task, backend)
-        dialogue = run_dialogue(task, backend, prepared, agent=_agent(spec, task, seed), user=ScriptedUser(), limits=Limits())
-        return reward(task, backend, dialogue.transcript, termination=dialogue.termination, judge=KeywordJudge.for_task(task))
+        dialogue = run_dialogue(
+            task, backend, prepared, agent=_agent(spec, task, seed), user=ScriptedUser(), limits=Limits()
+        )
+        return reward(
+            task,
+            backend,
+            dialogue.transcript,
+            termination=dialogue.termination,
+            judge=KeywordJudge.for_task(task),
+        )
     finally:
         backend.close()
 
@@ -47,11 +55,20 @@ def _reward_by_hand(task, spec: str, seed: int):
 def test_reward_equals_grader_verdict_on_every_builtin_task(spec):
     mismatches, verdicts = [], set()
     for seed, task in enumerate(sorted(SUITE.tasks.values(), key=lambda t: t.id)):
-        graded = run_task(SUITE.domains[task.domain], task, agent=_agent(spec, task, seed), judge=KeywordJudge.for_task(task))
+        graded = run_task(
+            SUITE.domains[task.domain],
+            task,
+            agent=_agent(spec, task, seed),
+            judge=KeywordJudge.for_task(task),
+        )
         result = _reward_by_hand(task, spec, seed)
         expected = 1.0 if graded.verdict == "pass" else 0.0
         verdicts.add(graded.verdict)
-        if (result.reward, result.verdict, result.diagnostics["categories"]) != (expected, graded.verdict, graded.categories):
+        if (result.reward, result.verdict, result.diagnostics["categories"]) != (
+            expected,
+            graded.verdict,
+            graded.categories,
+        ):
             mismatches.append((task.id, result.reward, graded.verdict))
     assert mismatches == []
     if spec == "golden":
@@ -68,7 +85,9 @@ def test_reward_diagnostics_count_diff_classes_without_golden_values():
     counts = result.diagnostics["diff_counts"]
     assert sum(counts.values()) == len(result.diagnostics["diff"])
     assert counts["missing_effect"] >= 1
-    assert all(set(item) == {"kind", "table", "key", "field", "written_by"} for item in result.diagnostics["diff"])
+    assert all(
+        set(item) == {"kind", "table", "key", "field", "written_by"} for item in result.diagnostics["diff"]
+    )
 
 
 def test_reward_is_deterministic_for_the_same_attempt():
@@ -88,7 +107,9 @@ def test_grade_finished_rejects_unknown_termination():
     backend = SqliteBackend(SUITE.domains[task.domain], task)
     try:
         with pytest.raises(ValueError) as caught:
-            grade_finished(task, backend, run_task(SUITE.domains[task.domain], task).transcript, termination="bored")
+            grade_finished(
+                task, backend, run_task(SUITE.domains[task.domain], task).transcript, termination="bored"
+            )
     finally:
         backend.close()
     assert str(caught.value).startswith("task retail/ticket_hold_carrier_exception: termination: 'bored'")

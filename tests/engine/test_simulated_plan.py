@@ -18,14 +18,37 @@ DOMAIN = DomainSpec(
     policy="You are a support agent. Follow the refund policy.",
     tables={
         "tickets": TableSpec("tickets", {"id": "text", "customer_id": "text", "status": "text"}, ("id",)),
-        "refunds": TableSpec("refunds", {"id": "text", "order_id": "text", "amount": "real"}, ("id",), generated_key=True),
+        "refunds": TableSpec(
+            "refunds", {"id": "text", "order_id": "text", "amount": "real"}, ("id",), generated_key=True
+        ),
     },
     tools={
-        "get_ticket": ToolSpec("get_ticket", "Look up a ticket.", {"type": "object", "properties": {"ticket_id": {"type": "string"}}}, read_only=True),
-        "update_ticket": ToolSpec("update_ticket", "Set a ticket's status.", {"type": "object", "properties": {"ticket_id": {"type": "string"}, "status": STATUS}}),
-        "create_refund": ToolSpec("create_refund", "Refund an order.", {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number", "minimum": 0}}}),
+        "get_ticket": ToolSpec(
+            "get_ticket",
+            "Look up a ticket.",
+            {"type": "object", "properties": {"ticket_id": {"type": "string"}}},
+            read_only=True,
+        ),
+        "update_ticket": ToolSpec(
+            "update_ticket",
+            "Set a ticket's status.",
+            {"type": "object", "properties": {"ticket_id": {"type": "string"}, "status": STATUS}},
+        ),
+        "create_refund": ToolSpec(
+            "create_refund",
+            "Refund an order.",
+            {
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}, "amount": {"type": "number", "minimum": 0}},
+            },
+        ),
     },
-    base_data={"tickets": [{"id": "20", "customer_id": "C-1", "status": "open"}, {"id": "21", "customer_id": "C-2", "status": "open"}]},
+    base_data={
+        "tickets": [
+            {"id": "20", "customer_id": "C-1", "status": "open"},
+            {"id": "21", "customer_id": "C-2", "status": "open"},
+        ]
+    },
 )
 
 
@@ -46,8 +69,13 @@ def task(task_id="desk/hold"):
 
 def forced(mode, seed=0, **overrides):
     """A persona that always fails, and only in ``mode``."""
-    persona = Persona(name=f"only-{mode}", description="test persona (simulation)",
-                      success_probability=lambda u: 0.0, failure_weights={mode: 1.0}, **overrides)
+    persona = Persona(
+        name=f"only-{mode}",
+        description="test persona (simulation)",
+        success_probability=lambda u: 0.0,
+        failure_weights={mode: 1.0},
+        **overrides,
+    )
     return SimulatedAgent(persona, task=task(), domain=DOMAIN, seed=seed)
 
 
@@ -61,7 +89,9 @@ def drive(agent, max_steps=20):
         steps.append(step)
         messages.append(Message(role="assistant", content=step.text, tool_calls=step.tool_calls))
         for call in step.tool_calls:
-            messages.append(Message(role="tool", content='{"ok": true}', tool_call_id=call.id, name=call.name))
+            messages.append(
+                Message(role="tool", content='{"ok": true}', tool_call_id=call.id, name=call.name)
+            )
         if step.done:
             return steps
     raise AssertionError("agent never finished")
@@ -183,7 +213,10 @@ def planned_per_task(persona, task_ids, n_attempts):
     rows = []
     for task_id in task_ids:
         spec = task(task_id)
-        c = sum(make_simulated_agent(persona, task=spec, domain=DOMAIN, seed=s).intends_success for s in range(n_attempts))
+        c = sum(
+            make_simulated_agent(persona, task=spec, domain=DOMAIN, seed=s).intends_success
+            for s in range(n_attempts)
+        )
         rows.append((task_id, "desk", n_attempts, c))
     return pd.DataFrame(rows, columns=["task_id", "domain", "n", "c"])
 

@@ -35,7 +35,9 @@ def diff_kinds(results):
 
 
 def test_simulated_attempts_all_complete_without_infra_errors(eight_seeds):
-    statuses = {r.status for results in eight_seeds.values() for attempts in results.values() for r in attempts}
+    statuses = {
+        r.status for results in eight_seeds.values() for attempts in results.values() for r in attempts
+    }
     assert statuses == {"done"}
 
 
@@ -71,7 +73,14 @@ def test_simulated_transcripts_carry_no_mutation_record(eight_seeds):
     for attempts in eight_seeds["careless"].values():
         for result in attempts:
             stored = json.dumps(result.to_dict()).lower()
-            for marker in ("mutation", "wrong_enum", "wrong_number", "other_record", "repeat_write", "intends_success"):
+            for marker in (
+                "mutation",
+                "wrong_enum",
+                "wrong_number",
+                "other_record",
+                "repeat_write",
+                "intends_success",
+            ):
                 assert marker not in stored
 
 

@@ -146,7 +146,11 @@ def test_travel_downgrade_without_approval_is_extra_effect_on_booking_and_refund
 
 
 def test_travel_approved_downgrade_skipping_approval_is_missing_effect():
-    calls = [c for c in golden_calls("travel/downgrade_junior_suite_approved") if c[0] != "request_manager_approval"]
+    calls = [
+        c
+        for c in golden_calls("travel/downgrade_junior_suite_approved")
+        if c[0] != "request_manager_approval"
+    ]
 
     result = run_plan("travel/downgrade_junior_suite_approved", calls)
 
@@ -269,8 +273,11 @@ def test_neobank_blocking_and_replacing_a_misplaced_card_is_wrong_value_and_extr
 
 
 def test_neobank_disputing_only_one_unknown_payment_is_missing_effect():
-    calls = [c for c in golden_calls("neobank/compromised_card_two_unknown_payments")
-             if c[1].get("transaction_id") != "TX-9022"]
+    calls = [
+        c
+        for c in golden_calls("neobank/compromised_card_two_unknown_payments")
+        if c[1].get("transaction_id") != "TX-9022"
+    ]
 
     result = run_plan("neobank/compromised_card_two_unknown_payments", calls)
 
@@ -282,8 +289,12 @@ def test_neobank_disputing_only_one_unknown_payment_is_missing_effect():
 
 def test_neobank_disputing_the_original_charge_too_is_extra_effect():
     calls = golden_calls("neobank/duplicate_grocery_charge")
-    calls.append(("open_dispute", {"transaction_id": "TX-9031", "reason": "duplicate", "amount": 67.3,
-                                   "provisional_credit": False}))
+    calls.append(
+        (
+            "open_dispute",
+            {"transaction_id": "TX-9031", "reason": "duplicate", "amount": 67.3, "provisional_credit": False},
+        )
+    )
 
     result = run_plan("neobank/duplicate_grocery_charge", calls)
 
@@ -317,7 +328,9 @@ def test_neobank_unfreezing_the_virtual_card_touches_other_record():
 
 
 def test_servicedesk_offboarding_that_forgets_prod_db_is_missing_effect():
-    calls = [c for c in golden_calls("servicedesk/offboard_on_last_day") if c[1].get("system_id") != "SYS-PRODDB"]
+    calls = [
+        c for c in golden_calls("servicedesk/offboard_on_last_day") if c[1].get("system_id") != "SYS-PRODDB"
+    ]
 
     result = run_plan("servicedesk/offboard_on_last_day", calls)
 
@@ -330,7 +343,10 @@ def test_servicedesk_offboarding_that_forgets_prod_db_is_missing_effect():
 def test_servicedesk_granting_payroll_without_manager_is_extra_effect():
     calls = golden_calls("servicedesk/payroll_request_waits_for_manager")
     calls[2:2] = [
-        ("decide_access_request", {"request_id": "AR-7002", "decision": "approved", "approver_id": "EMP-104"}),
+        (
+            "decide_access_request",
+            {"request_id": "AR-7002", "decision": "approved", "approver_id": "EMP-104"},
+        ),
         ("grant_access", {"employee_id": "EMP-104", "system_id": "SYS-PAYROLL", "role": "viewer"}),
     ]
 

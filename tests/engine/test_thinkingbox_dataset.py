@@ -34,7 +34,9 @@ def _copy_dataset(tmp_path: Path) -> Path:
 
 
 def test_parse_scenario_policy_tools_and_server():
-    domain = parse_scenario(DATASET / "scenario/sandbox_external_retail.yaml", REF / "tools/tools_sandbox_external_retail.json")
+    domain = parse_scenario(
+        DATASET / "scenario/sandbox_external_retail.yaml", REF / "tools/tools_sandbox_external_retail.json"
+    )
     assert domain.name == "sandbox_external_retail"
     assert domain.backend == "mcp"
     assert domain.mcp["server"] == "sandbox_external_retail"
@@ -53,7 +55,9 @@ def test_parse_test_file_reads_all_retail_tasks():
 
 
 def test_parse_test_file_carrier_exception_task_fields():
-    task = {t.id: t for t in parse_test_file(RETAIL_FILE)}["sandbox_external_retail_group1.py:test_case_ST003_006"]
+    task = {t.id: t for t in parse_test_file(RETAIL_FILE)}[
+        "sandbox_external_retail_group1.py:test_case_ST003_006"
+    ]
     assert task.domain == "sandbox_external_retail"
     assert task.query.startswith("My order was supposed to arrive over two weeks ago")
     assert task.extra["line"] == 984
@@ -70,7 +74,11 @@ def test_parse_test_file_first_golden_call_is_ticket_creation():
     assert task.golden[0].arguments["table"] == "tickets"
     assert task.golden[1] == GoldenCall(
         tool="zendesk_update_item",
-        arguments={"id": "6", "table": "tickets", "item": {**{k: None for k in task.golden[1].arguments["item"]}, "status": "solved"}},
+        arguments={
+            "id": "6",
+            "table": "tickets",
+            "item": {**dict.fromkeys(task.golden[1].arguments["item"]), "status": "solved"},
+        },
     )
 
 
@@ -87,7 +95,10 @@ def test_parse_dataset_with_test_list_selects_present_tasks(suite_and_problems):
     assert suite.evaluation_only is True
     assert sorted(suite.domains) == ["external_booking_v1", "sandbox_external_retail"]
     assert len(problems) == 507 - 113
-    assert problems[0].message == "listed task not found in the dataset: external_booking_v1_group1.py:test_bmd_001"
+    assert (
+        problems[0].message
+        == "listed task not found in the dataset: external_booking_v1_group1.py:test_bmd_001"
+    )
     assert problems[0].line == 99
 
 
@@ -126,7 +137,9 @@ def test_parse_test_file_custom_body_is_unsupported_not_graded(tmp_path):
 
 
 def test_parse_test_file_malformed_yaml_names_file_line_and_test(tmp_path):
-    source = RETAIL_FILE.read_text().replace("    user_context: |-\n      Rules:", "    user_context: [unclosed\n      Rules:", 1)
+    source = RETAIL_FILE.read_text().replace(
+        "    user_context: |-\n      Rules:", "    user_context: [unclosed\n      Rules:", 1
+    )
     path = tmp_path / "broken.py"
     path.write_text(source)
     with pytest.raises(ThinkingBoxFormatError) as caught:
@@ -134,13 +147,17 @@ def test_parse_test_file_malformed_yaml_names_file_line_and_test(tmp_path):
     assert caught.value.test == "test_case_ST002_001"
     assert caught.value.file == str(path)
     assert 44 <= caught.value.line <= 60
-    assert str(caught.value).startswith(f"{path}:{caught.value.line}: test test_case_ST002_001: malformed YAML")
+    assert str(caught.value).startswith(
+        f"{path}:{caught.value.line}: test test_case_ST002_001: malformed YAML"
+    )
 
 
 def test_parse_dataset_unknown_scenario_is_an_error(tmp_path):
     dataset = _copy_dataset(tmp_path)
     target = dataset / "test_case/sandbox_external_retail/sandbox_external_retail_group1.py"
-    target.write_text(target.read_text().replace("scenario: sandbox_external_retail", "scenario: no_such_scenario", 1))
+    target.write_text(
+        target.read_text().replace("scenario: sandbox_external_retail", "scenario: no_such_scenario", 1)
+    )
     with pytest.raises(ThinkingBoxFormatError) as caught:
         parse_dataset(dataset)
     assert caught.value.message == "unknown scenario 'no_such_scenario'"
@@ -154,7 +171,9 @@ def test_parse_dataset_duplicate_task_id_is_an_error(tmp_path):
     with pytest.raises(ThinkingBoxFormatError) as caught:
         parse_dataset(dataset)
     assert caught.value.test == "test_case_ST002_001"
-    assert caught.value.message.startswith("duplicate task id 'sandbox_external_retail_group1.py:test_case_ST002_001'")
+    assert caught.value.message.startswith(
+        "duplicate task id 'sandbox_external_retail_group1.py:test_case_ST002_001'"
+    )
 
 
 def test_parse_test_file_duplicate_function_is_an_error(tmp_path):

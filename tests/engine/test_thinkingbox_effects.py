@@ -54,14 +54,20 @@ def test_compare_effects_extra_call_is_one_extra_row_not_positional_noise():
     server, answer = _load(*BOOKING, "extra_call")
     comparison = compare_effects(server, answer)
     assert len(comparison.raw_diff) == 248  # ThinkingBox's positional diff, kept as evidence
-    assert [(i.kind, i.table, i.key, i.field) for i in comparison.diff] == [("extra_effect", "zendesk_tickets", "14", None)]
+    assert [(i.kind, i.table, i.key, i.field) for i in comparison.diff] == [
+        ("extra_effect", "zendesk_tickets", "14", None)
+    ]
     assert comparison.hash_pass is False
     assert _items(*RETAIL, "extra_call") == [("extra_effect", "zendesk_tickets", "7", None)]
-    assert _items(*BOOKING, "extra_call_domain") == [("extra_effect", "zendesk_tickets", "ZDSK-00000002", None)]
+    assert _items(*BOOKING, "extra_call_domain") == [
+        ("extra_effect", "zendesk_tickets", "ZDSK-00000002", None)
+    ]
 
 
 def test_compare_effects_skipped_row_creation_is_missing_effect():
-    assert _items(*BOOKING, "skip_last_domain") == [("missing_effect", "zendesk_tickets", "ZDSK-00000001", None)]
+    assert _items(*BOOKING, "skip_last_domain") == [
+        ("missing_effect", "zendesk_tickets", "ZDSK-00000001", None)
+    ]
 
 
 def test_compare_effects_skipped_update_of_created_row_is_wrong_value_under_spec():
@@ -86,7 +92,9 @@ def test_infer_table_specs_keys_and_unstable_fields():
     server, answer = _load(*RETAIL, "golden")
     specs = effects_states(server, answer).specs
     assert specs["zendesk_tickets"].primary_key == ("id",)
-    assert specs["zendesk_tickets"].unstable == frozenset({"subject", "description", "created_at", "updated_at"})
+    assert specs["zendesk_tickets"].unstable == frozenset(
+        {"subject", "description", "created_at", "updated_at"}
+    )
     assert specs["external_retail_toolset_netsuite_models_inventory_records"].primary_key == ("sku",)
     assert specs["external_retail_toolset_oms_models_carrier_tracking"].primary_key == ("tracking_number",)
 
@@ -105,7 +113,10 @@ def test_state_writes_names_changed_cells_and_new_rows():
     server, answer = _load(*RETAIL, "extra_call")
     states = effects_states(server, answer)
     written = state_writes(states.initial, states.result, states.specs)
-    assert sorted(w for w in written if w[0] == "zendesk_tickets") == [("zendesk_tickets", "6", None), ("zendesk_tickets", "7", None)]
+    assert sorted(w for w in written if w[0] == "zendesk_tickets") == [
+        ("zendesk_tickets", "6", None),
+        ("zendesk_tickets", "7", None),
+    ]
 
 
 def test_effects_states_rejects_missing_state():
@@ -113,9 +124,14 @@ def test_effects_states_rejects_missing_state():
     del answer["golden_db_state"]
     with pytest.raises(ThinkingBoxFormatError) as caught:
         effects_states(server, answer)
-    assert caught.value.message == "geteffects answer for 'sandbox_external_retail' has no golden_db_state mapping"
+    assert (
+        caught.value.message
+        == "geteffects answer for 'sandbox_external_retail' has no golden_db_state mapping"
+    )
 
 
 def test_infer_table_specs_without_id_uses_whole_row_key():
-    specs = infer_table_specs("any", [{"tags": [{"name": "a", "n": 1}, {"name": "a", "n": 2}, {"name": "b", "n": 1}]}])
+    specs = infer_table_specs(
+        "any", [{"tags": [{"name": "a", "n": 1}, {"name": "a", "n": 2}, {"name": "b", "n": 1}]}]
+    )
     assert specs["tags"].primary_key == ("name", "n")

@@ -13,9 +13,9 @@ from tb_engine.agents.golden import make_golden_agent
 from tb_engine.diff import diff_states
 from tb_engine.runner import run_attempt
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec, ToolSpec
+from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
 from tb_engine.transcript import ToolCallRequest
 from tb_engine.users.scripted import ScriptedUser
-from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = McpServerConfig(command=sys.executable, args=("-m", "tests.support.tb_mcp_server"), cwd=str(ROOT))
@@ -24,16 +24,24 @@ GOLDEN = [
     {"tool": "update_ticket", "parameters": {"ticket_id": "2", "status": "solved"}},
 ]
 DOMAIN = DomainSpec(
-    name="tb_test_shop", title="test shop", policy="You are a support agent.", tables={},
+    name="tb_test_shop",
+    title="test shop",
+    policy="You are a support agent.",
+    tables={},
     tools={n: ToolSpec(n, "", {"type": "object"}) for n in ("create_ticket", "update_ticket", "get_ticket")},
-    base_data={}, backend="mcp", mcp={"server": "tb_test_shop", "world_state": {}, "unstable": {"tickets": ["subject"]}},
+    base_data={},
+    backend="mcp",
+    mcp={"server": "tb_test_shop", "world_state": {}, "unstable": {"tickets": ["subject"]}},
 )
 
 
 def _task(golden=GOLDEN, data_patch=None) -> TaskSpec:
     return TaskSpec(
-        id="shop.py:test_close_ticket", domain="tb_test_shop", query="Please open and close a ticket.",
-        user_context="", data_patch=data_patch or {},
+        id="shop.py:test_close_ticket",
+        domain="tb_test_shop",
+        query="Please open and close a ticket.",
+        user_context="",
+        data_patch=data_patch or {},
         golden=tuple(GoldenCall(g["tool"], g["parameters"]) for g in golden),
         extra={"init": {"data_patch": data_patch or {}, "golden_test_case": {"tool_interactions": golden}}},
     )
@@ -47,7 +55,9 @@ def pool():
 
 
 def _call(backend, index, tool, **arguments):
-    return backend.call_tool(ToolCallRequest(id=f"c{index}", name=tool, arguments=arguments), index=index, turn=0)
+    return backend.call_tool(
+        ToolCallRequest(id=f"c{index}", name=tool, arguments=arguments), index=index, turn=0
+    )
 
 
 def test_mcp_backend_lists_agent_tools_without_reserved_ones(pool):
@@ -70,7 +80,9 @@ def test_mcp_backend_golden_calls_match_golden_state(pool):
         second = _call(backend, 1, "update_ticket", ticket_id="2", status="solved")
         assert (first.error, second.error) == (None, None)
         assert (first.changed_state, second.changed_state) == (True, True)
-        assert diff_states(initial, backend.result_snapshot(), backend.golden_snapshot(), backend.writes()) == []
+        assert (
+            diff_states(initial, backend.result_snapshot(), backend.golden_snapshot(), backend.writes()) == []
+        )
         comparison = backend.comparison()
         assert (comparison.our_pass, comparison.hash_pass) == (True, True)
         assert backend.writes()[("tickets", "2", "status")] == (1,)
@@ -91,7 +103,9 @@ def test_mcp_backend_tool_failure_becomes_tool_call_error(pool):
 
 
 def test_mcp_backend_missing_update_is_classified_against_initial_state(pool):
-    backend = pool.backend(DOMAIN, _task(golden=[{"tool": "update_ticket", "parameters": {"ticket_id": "1", "status": "open"}}]))
+    backend = pool.backend(
+        DOMAIN, _task(golden=[{"tool": "update_ticket", "parameters": {"ticket_id": "1", "status": "open"}}])
+    )
     try:
         initial = backend.initial_snapshot()
         _call(backend, 0, "create_ticket", customer_id="C-1", subject="Unrelated")
@@ -107,7 +121,10 @@ def test_mcp_backend_missing_update_is_classified_against_initial_state(pool):
 def test_mcp_backend_init_error_is_infra_error(pool):
     with pytest.raises(InfraError) as caught:
         pool.backend(DOMAIN, _task(data_patch={"no_such_table": [{"id": "1"}]}))
-    assert str(caught.value) == "__reserved__init failed for shop.py:test_close_ticket: unknown table no_such_table"
+    assert (
+        str(caught.value)
+        == "__reserved__init failed for shop.py:test_close_ticket: unknown table no_such_table"
+    )
 
 
 def test_run_attempt_with_golden_agent_on_mcp_backend_passes(pool):

@@ -40,12 +40,28 @@ def test_parse_tb_results_reads_every_attempt():
 def test_parse_tb_results_converts_transcript_to_our_types():
     record = parse_tb_results(JSONL)[0]
     transcript = record.transcript
-    assert [m.role for m in transcript.messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m.role for m in transcript.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert [c.name for c in transcript.tool_calls] == ["search_files", "get_text_content", "upload_file"]
     assert transcript.tool_calls[2].arguments["overwrite"] is True
     assert transcript.tool_calls[1].result == {"status": "ok", "text_content": "some text"}
-    assert transcript.final_reply() == "I modified Documents/file.txt and appended 'some more text' on a new line. <DONE>"
-    assert record.reasoning == ((2, "Find the file first, then read it."), (8, "Upload succeeded; confirm to the user."))
+    assert (
+        transcript.final_reply()
+        == "I modified Documents/file.txt and appended 'some more text' on a new line. <DONE>"
+    )
+    assert record.reasoning == (
+        (2, "Find the file first, then read it."),
+        (8, "Upload succeeded; confirm to the user."),
+    )
     assert record.message_tags[-1] == "text"
     assert transcript.messages[3].tool_call_id == transcript.tool_calls[0].id
 
@@ -96,7 +112,10 @@ def test_tb_agg_figures_per_test_row_matches_printed_table():
     assert (row.runs, row.passes, row.fails, row.errors) == (6, 4, 2, 0)
     assert (row.assistant_texts.mean, row.user_texts.mean, row.tool_call_turns.mean) == (3, 1, 3)
     assert (row.output_tokens.mean, row.reasoning_tokens.mean, row.char_length.mean) == (248, 19, 1948)
-    assert f"{row.execution_time.mean:.2f} ({row.execution_time.low:.2f}-{row.execution_time.high:.2f})" == "3.42 (2.98-3.66)"
+    assert (
+        f"{row.execution_time.mean:.2f} ({row.execution_time.low:.2f}-{row.execution_time.high:.2f})"
+        == "3.42 (2.98-3.66)"
+    )
     assert f"{row.success_pct:.2f}" == "66.67"
     assert (row.in_zone, f"{row.p_zone:.2f}") == (True, "0.98")
 
@@ -160,7 +179,9 @@ def test_parse_tb_row_wrong_type_is_an_error():
 
 def test_parse_tb_row_tool_error_result_becomes_tool_call_error():
     row = _real_rows()[0]
-    row["messages"][4]["content"] = json.dumps({"error": "Tool execution failed: no such file", "tool": "search_files"})
+    row["messages"][4]["content"] = json.dumps(
+        {"error": "Tool execution failed: no such file", "tool": "search_files"}
+    )
     record = parse_tb_row(row)
     assert record.transcript.tool_calls[0].error == "Tool execution failed: no such file"
     assert record.transcript.messages[3].is_error is True
@@ -172,12 +193,20 @@ def test_beta_quantile_inverts_beta_cdf():
 
 
 def test_parse_tb_row_database_effects_become_our_diff_beside_their_hash():
-    effects = json.loads(Path("/work/shared/thinkingbox/effects/effects_sandbox_external_retail_test_case_ST002_001_change_arg.json").read_text())
+    effects = json.loads(
+        Path(
+            "/work/shared/thinkingbox/effects/effects_sandbox_external_retail_test_case_ST002_001_change_arg.json"
+        ).read_text()
+    )
     row = _real_rows()[2]
     row["test_context"] = {"effects": {"sandbox_external_retail": effects["geteffects"]}}
     attempt = parse_tb_row(row).to_attempt_result(task_hash="abc")
     assert [(d.kind, d.key, d.field) for d in attempt.diff] == [("wrong_value", "6", "status")]
     assert attempt.categories == ["wrong_value"]
     evidence = attempt.extra["thinkingbox"]["effects"]["sandbox_external_retail"]
-    assert (evidence["their_hash_pass"], evidence["our_state_pass"], evidence["disagree"]) == (False, False, False)
+    assert (evidence["their_hash_pass"], evidence["our_state_pass"], evidence["disagree"]) == (
+        False,
+        False,
+        False,
+    )
     assert len(evidence["positional_diff"]) == 1

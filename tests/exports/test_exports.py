@@ -69,7 +69,9 @@ def test_leaderboard_export_follows_the_health_toggle(client, bob, trish, attemp
     from apps.triage import services
     from apps.triage.models import Label
 
-    campaign = attempts_campaign([(T1, i, "fail", [], True) for i in range(2)] + [(T2, i, "pass", [], False) for i in range(2)], n=2)
+    campaign = attempts_campaign(
+        [(T1, i, "fail", [], True) for i in range(2)] + [(T2, i, "pass", [], False) for i in range(2)], n=2
+    )
     flagged = campaign.attempts.filter(task__task_id=T1).first()
     services.attempt_toggle_label(attempt=flagged, label=Label.objects.get(name="grader bug"), actor=trish)
     client.force_login(bob)
@@ -81,7 +83,9 @@ def test_leaderboard_export_follows_the_health_toggle(client, bob, trish, attemp
     assert (dropped["pass@1"], dropped["excluded unhealthy tasks"]) == ("1.0", "1")
 
 
-@pytest.mark.parametrize("name", ["leaderboard", "gap", "cost", "domains", "tasks", "compare", "triage-queue", "triage-summary"])
+@pytest.mark.parametrize(
+    "name", ["leaderboard", "gap", "cost", "domains", "tasks", "compare", "triage-queue", "triage-summary"]
+)
 @pytest.mark.parametrize("fmt", ["csv", "xlsx"])
 def test_every_dashboard_table_downloads_and_hides_other_teams(client, erin, bob, two_campaigns, name, fmt):
     a, b = two_campaigns
@@ -160,7 +164,16 @@ def test_export_procurement_command_writes_the_same_workbook(two_campaigns, tmp_
     out = tmp_path / "procurement.xlsx"
     stdout = io.StringIO()
 
-    call_command("export_procurement", "--campaign", str(a.pk), "--campaign", str(b.pk), "--out", str(out), stdout=stdout)
+    call_command(
+        "export_procurement",
+        "--campaign",
+        str(a.pk),
+        "--campaign",
+        str(b.pk),
+        "--out",
+        str(out),
+        stdout=stdout,
+    )
 
     _, digest = build_workbook(campaigns=[a, b])
     assert load_workbook(out).sheetnames == ["Summary", "Per domain", "Per task", "Methodology & provenance"]
@@ -201,7 +214,9 @@ def test_attempt_export_streams_csv_and_jsonl_without_result_unless_asked(client
     rows = list(csv.DictReader(io.StringIO(b"".join(as_csv.streaming_content).decode())))
     lines = [json.loads(line) for line in b"".join(as_jsonl.streaming_content).decode().splitlines()]
     full = [json.loads(line) for line in b"".join(with_result.streaming_content).decode().splitlines()]
-    assert [(r["task_id"], r["index"], r["categories"], r["clean_looking"]) for r in rows] == [(T1, str(i), '["wrong_value"]', "True") for i in range(3)]
+    assert [(r["task_id"], r["index"], r["categories"], r["clean_looking"]) for r in rows] == [
+        (T1, str(i), '["wrong_value"]', "True") for i in range(3)
+    ]
     assert [(line["index"], line["verdict"]) for line in lines] == [(0, "fail"), (1, "fail"), (2, "fail")]
     assert "result" not in rows[0] and "result" not in lines[0]
     assert full[0]["result"] == {"transcript": {"messages": []}, "diff": [{"kind": "wrong_value"}]}

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @contextmanager
@@ -31,7 +37,9 @@ def signed_in_page(live_server, client, user) -> Iterator:
         context.add_cookies([{"name": "sessionid", "value": session, "domain": host, "path": "/"}])
         page = context.new_page()
         page.errors = []
-        page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
+        page.on(
+            "console", lambda message: page.errors.append(message.text) if message.type == "error" else None
+        )
         page.on("pageerror", lambda error: page.errors.append(str(error)))
         try:
             yield page

@@ -33,9 +33,10 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 CONVERSATION_HEADER = "X-Script-Conversation"
 READ_PREFIXES = ("get_", "list_", "find_", "search_", "lookup_", "read_", "check_", "view_", "describe_")
@@ -73,7 +74,12 @@ class ScriptedOpenAIServer:
     """Start with ``start()`` (or as a context manager); ``base_url`` ends in /v1."""
 
     def __init__(
-        self, *, host: str = "127.0.0.1", port: int = 0, generic: GenericMode | None = None, record: bool = True
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        generic: GenericMode | None = None,
+        record: bool = True,
     ) -> None:
         self.generic = generic
         self.record = record  # False (standalone benchmarks): count requests, keep no bodies
@@ -129,10 +135,13 @@ class ScriptedOpenAIServer:
     def root_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "ScriptedOpenAIServer":
+    def start(self) -> ScriptedOpenAIServer:
         # A short poll interval keeps stop() (which waits for the next poll) fast in fixtures.
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="scripted-openai", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="scripted-openai",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -143,7 +152,7 @@ class ScriptedOpenAIServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "ScriptedOpenAIServer":
+    def __enter__(self) -> ScriptedOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -155,7 +164,10 @@ class ScriptedOpenAIServer:
             script = self._scripts.get((route, conversation)) or self._scripts.get((route, None))
             if script is not None:
                 if script.position >= len(script.steps):
-                    return {"status": 400, "error": f"scripted server: script for model {route!r} is exhausted"}
+                    return {
+                        "status": 400,
+                        "error": f"scripted server: script for model {route!r} is exhausted",
+                    }
                 step = script.steps[script.position]
                 script.position += 1
                 return step
@@ -228,13 +240,17 @@ def generic_step(body: dict[str, Any], mode: GenericMode) -> dict[str, Any]:
         return step
     messages = body.get("messages") or []
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-    tool_turns = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant" and m.get("tool_calls"))
+    tool_turns = sum(
+        1 for m in messages[last_user + 1 :] if m.get("role") == "assistant" and m.get("tool_calls")
+    )
     if tool_turns >= mode.tool_calls:
         step["text"] = mode.final_text
         return step
     functions = [t.get("function", {}) for t in tools]
     chosen = next((f for f in functions if str(f.get("name", "")).startswith(READ_PREFIXES)), functions[0])
-    arguments = mode.arguments if mode.arguments is not None else arguments_for_schema(chosen.get("parameters") or {})
+    arguments = (
+        mode.arguments if mode.arguments is not None else arguments_for_schema(chosen.get("parameters") or {})
+    )
     step["tool_calls"] = [{"name": chosen["name"], "arguments": arguments}]
     return step
 
@@ -308,12 +324,18 @@ def _make_handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             self._send_json(200, server.completion_body(route, step, body))
 
-        def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        def _send_json(
+            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
             # Status line, headers and body in one write: one send (and one wake-up of the client)
             # per answer. The server's CPU shares the cores with the workers it benchmarks.
             data = json.dumps(payload).encode()
             reason = self.responses.get(status, ("",))[0]
-            lines = [f"{self.protocol_version} {status} {reason}", "Content-Type: application/json", f"Content-Length: {len(data)}"]
+            lines = [
+                f"{self.protocol_version} {status} {reason}",
+                "Content-Type: application/json",
+                f"Content-Length: {len(data)}",
+            ]
             lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
             self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
 
@@ -334,7 +356,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay-ms", type=int, default=300)
-    parser.add_argument("--tool-calls", type=int, default=3, help="read-only tool turns before the final text")
+    parser.add_argument(
+        "--tool-calls", type=int, default=3, help="read-only tool turns before the final text"
+    )
     parser.add_argument("--final-text", default=GenericMode.final_text)
     parser.add_argument("--arguments", default=None, help="JSON object used as every tool call's arguments")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop by itself after this long")

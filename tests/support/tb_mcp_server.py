@@ -14,7 +14,7 @@ import copy
 import hashlib
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -22,12 +22,18 @@ from mcp.types import ToolAnnotations
 
 SERVER_NAME = os.environ.get("TB_TEST_SERVER_NAME", "tb_test_shop")
 UNSTABLE = {"tickets": {"subject", "created_at", "updated_at"}}
-CLOCK_START = datetime(2025, 10, 1, 13, 0, 0, tzinfo=timezone.utc)
+CLOCK_START = datetime(2025, 10, 1, 13, 0, 0, tzinfo=UTC)
 SEED: dict[str, list[dict[str, Any]]] = {
     "customers": [{"id": "C-1", "name": "Alex Kim", "tier": "standard"}],
     "tickets": [
-        {"id": "1", "customer_id": "C-1", "subject": "Old question", "status": "solved",
-         "created_at": "2025-09-01T10:00:00Z", "updated_at": "2025-09-01T10:00:00Z"},
+        {
+            "id": "1",
+            "customer_id": "C-1",
+            "subject": "Old question",
+            "status": "solved",
+            "created_at": "2025-09-01T10:00:00Z",
+            "updated_at": "2025-09-01T10:00:00Z",
+        },
     ],
 }
 
@@ -53,8 +59,14 @@ class World:
         self.find("customers", customer_id)
         stamp = self.now()
         next_id = str(max((int(r["id"]) for r in self.data["tickets"]), default=0) + 1)
-        row = {"id": next_id, "customer_id": customer_id, "subject": subject, "status": "open",
-               "created_at": stamp, "updated_at": stamp}
+        row = {
+            "id": next_id,
+            "customer_id": customer_id,
+            "subject": subject,
+            "status": "open",
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
         self.data["tickets"].append(row)
         return row
 
@@ -65,14 +77,22 @@ class World:
         return row
 
     def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        handlers = {"create_ticket": self.create_ticket, "update_ticket": self.update_ticket,
-                    "get_ticket": lambda ticket_id: self.find("tickets", ticket_id)}
+        handlers = {
+            "create_ticket": self.create_ticket,
+            "update_ticket": self.update_ticket,
+            "get_ticket": lambda ticket_id: self.find("tickets", ticket_id),
+        }
         return handlers[tool](**arguments)
 
 
 def _stable(state: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-    return {t: sorted(({k: v for k, v in r.items() if k not in UNSTABLE.get(t, set())} for r in rows),
-                      key=lambda r: json.dumps(r, sort_keys=True)) for t, rows in sorted(state.items())}
+    return {
+        t: sorted(
+            ({k: v for k, v in r.items() if k not in UNSTABLE.get(t, set())} for r in rows),
+            key=lambda r: json.dumps(r, sort_keys=True),
+        )
+        for t, rows in sorted(state.items())
+    }
 
 
 def _hash(state: dict[str, list[dict[str, Any]]]) -> str:
@@ -81,9 +101,17 @@ def _hash(state: dict[str, list[dict[str, Any]]]) -> str:
 
 def _positional_diff(result: Any, golden: Any, path: str = "") -> list[dict[str, Any]]:
     if isinstance(result, dict) and isinstance(golden, dict):
-        return [d for k in sorted(set(result) | set(golden)) for d in _positional_diff(result.get(k), golden.get(k), f"{path}.{k}" if path else k)]
+        return [
+            d
+            for k in sorted(set(result) | set(golden))
+            for d in _positional_diff(result.get(k), golden.get(k), f"{path}.{k}" if path else k)
+        ]
     if isinstance(result, list) and isinstance(golden, list):
-        items = [{"path": path, "type": "length mismatch", "result": len(result), "golden": len(golden)}] if len(result) != len(golden) else []
+        items = (
+            [{"path": path, "type": "length mismatch", "result": len(result), "golden": len(golden)}]
+            if len(result) != len(golden)
+            else []
+        )
         for i in range(max(len(result), len(golden))):
             if i >= len(golden):
                 items.append({"path": f"{path}[{i}]", "type": "present in result (missing in golden)"})
@@ -92,7 +120,11 @@ def _positional_diff(result: Any, golden: Any, path: str = "") -> list[dict[str,
             else:
                 items.extend(_positional_diff(result[i], golden[i], f"{path}[{i}]"))
         return items
-    return [] if result == golden else [{"path": path, "type": "value mismatch", "result": result, "golden": golden}]
+    return (
+        []
+        if result == golden
+        else [{"path": path, "type": "value mismatch", "result": result, "golden": golden}]
+    )
 
 
 server = MCPServer(SERVER_NAME)
@@ -127,13 +159,18 @@ def reserved_geteffects() -> str:
     for step in STATE["golden_calls"]:
         golden.call(step["tool"], step.get("parameters") or {})
     result_state, golden_state = STATE["world"].data, golden.data
-    return json.dumps({
-        "initial_db_state": STATE["initial"], "result_db_state": result_state,
-        "result_db_hash": _hash(result_state), "golden_db_state": golden_state,
-        "golden_db_hash": _hash(golden_state),
-        "diff": _positional_diff(_stable(result_state), _stable(golden_state)),
-        "rubrics": {}, "rubrics_yesno": STATE["rubrics_yesno"],
-    })
+    return json.dumps(
+        {
+            "initial_db_state": STATE["initial"],
+            "result_db_state": result_state,
+            "result_db_hash": _hash(result_state),
+            "golden_db_state": golden_state,
+            "golden_db_hash": _hash(golden_state),
+            "diff": _positional_diff(_stable(result_state), _stable(golden_state)),
+            "rubrics": {},
+            "rubrics_yesno": STATE["rubrics_yesno"],
+        }
+    )
 
 
 @server.tool(name="__reserved__teardown")

@@ -43,26 +43,35 @@ def validate_database(x: TestContext):
 '''
 
 
-def tb_test_source(name: str, *, query: str = "Please open a ticket about my late order and close it.",
-                  golden: str = "", body: str = "    validate_database(x)\n", patch: str = "{}") -> str:
-    golden = golden or """\
+def tb_test_source(
+    name: str,
+    *,
+    query: str = "Please open a ticket about my late order and close it.",
+    golden: str = "",
+    body: str = "    validate_database(x)\n",
+    patch: str = "{}",
+) -> str:
+    golden = (
+        golden
+        or """\
             - tool: create_ticket
               parameters: {customer_id: C-1, subject: Late order}
             - tool: update_ticket
               parameters: {ticket_id: "2", status: solved}"""
+    )
     return (
-        f'\ndef {name}(x: TestContext, judge: Judge):\n'
+        f"\ndef {name}(x: TestContext, judge: Judge):\n"
         f'    """!\n'
-        f'    query: {query}\n'
-        f'    user_context: You are Alex Kim.\n'
-        f'    init:\n'
-        f'      tb_test_shop:\n'
-        f'        data_patch: {patch}\n'
-        f'        golden_test_case:\n'
-        f'          tool_interactions:\n'
-        f'{textwrap.indent(textwrap.dedent(golden), " " * 10)}\n'
+        f"    query: {query}\n"
+        f"    user_context: You are Alex Kim.\n"
+        f"    init:\n"
+        f"      tb_test_shop:\n"
+        f"        data_patch: {patch}\n"
+        f"        golden_test_case:\n"
+        f"          tool_interactions:\n"
+        f"{textwrap.indent(textwrap.dedent(golden), ' ' * 10)}\n"
         f'    """\n\n'
-        f'{body}'
+        f"{body}"
     )
 
 
@@ -77,10 +86,15 @@ def write_dataset(folder: Path, functions: list[str]) -> Path:
 
 @pytest.fixture
 def shop_dataset(tmp_path) -> Path:
-    return write_dataset(tmp_path / "dataset", [
-        tb_test_source("test_open_and_close"),
-        tb_test_source("test_custom_body", body="    validate_database(x)\n    assert x.response.startswith('Hi')\n"),
-    ])
+    return write_dataset(
+        tmp_path / "dataset",
+        [
+            tb_test_source("test_open_and_close"),
+            tb_test_source(
+                "test_custom_body", body="    validate_database(x)\n    assert x.response.startswith('Hi')\n"
+            ),
+        ],
+    )
 
 
 def table_counts() -> dict[str, int]:
@@ -88,4 +102,7 @@ def table_counts() -> dict[str, int]:
     from apps.campaigns.models import AgentConfig, Attempt, Campaign, TaskSummary
     from apps.suites.models import Domain, Suite, Task
 
-    return {m.__name__: m.objects.count() for m in (Suite, Domain, Task, AgentConfig, Campaign, Attempt, TaskSummary)}
+    return {
+        m.__name__: m.objects.count()
+        for m in (Suite, Domain, Task, AgentConfig, Campaign, Attempt, TaskSummary)
+    }

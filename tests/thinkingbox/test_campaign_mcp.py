@@ -26,14 +26,33 @@ def _close_mcp_pools():
 
 @pytest.fixture
 def shop_suite(shop_dataset) -> Suite:
-    call_command("import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "shop", "--mcp-command", MCP_COMMAND,
-                 "--mcp-cwd", str(ROOT), "--mcp-pool-size", "1", stdout=StringIO())
+    call_command(
+        "import_thinkingbox",
+        "--dataset",
+        str(shop_dataset),
+        "--suite-name",
+        "shop",
+        "--mcp-command",
+        MCP_COMMAND,
+        "--mcp-cwd",
+        str(ROOT),
+        "--mcp-pool-size",
+        "1",
+        stdout=StringIO(),
+    )
     return Suite.objects.get(name="shop")
 
 
 def _run(suite, alice, team_a, *, n=2, tasks=None):
-    campaign = campaign_create(name="tb golden", team=team_a, owner=alice, agent=agent_config_for("golden"), suite=suite,
-                               tasks=tasks, n_attempts=n)
+    campaign = campaign_create(
+        name="tb golden",
+        team=team_a,
+        owner=alice,
+        agent=agent_config_for("golden"),
+        suite=suite,
+        tasks=tasks,
+        n_attempts=n,
+    )
     campaign_start(campaign=campaign)
     drain(campaign)
     campaign.refresh_from_db()
@@ -46,7 +65,9 @@ def test_imported_suite_campaign_golden_agent_passes_with_both_verdicts(shop_sui
     attempts = list(Attempt.objects.filter(campaign=campaign).order_by("index"))
     assert campaign.status == "done"
     assert [(a.task.task_id, a.status, a.verdict) for a in attempts] == [
-        ("shop.py:test_open_and_close", "done", "pass"), ("shop.py:test_open_and_close", "done", "pass")]
+        ("shop.py:test_open_and_close", "done", "pass"),
+        ("shop.py:test_open_and_close", "done", "pass"),
+    ]
     evidence = attempts[0].result["extra"]["thinkingbox"]
     assert (evidence["disagree"], evidence["effects"]["tb_test_shop"]["their_hash_pass"]) == (False, True)
     assert evidence["effects"]["tb_test_shop"]["our_state_pass"] is True
@@ -73,22 +94,42 @@ def test_imported_suite_campaign_flags_disagreement_between_verdicts(shop_suite,
 @pytest.mark.django_db
 def test_imported_suite_init_error_makes_the_attempt_infra_error(tmp_path, alice, team_a, settings):
     settings.ATTEMPT_MAX_RETRIES = 0
-    dataset = write_dataset(tmp_path / "bad", [tb_test_source("test_bad_table", patch="{warehouses: [{id: W-1}]}")])
-    call_command("import_thinkingbox", "--dataset", str(dataset), "--suite-name", "bad-shop", "--mcp-command", MCP_COMMAND,
-                 "--mcp-cwd", str(ROOT), "--mcp-pool-size", "1", stdout=StringIO())
+    dataset = write_dataset(
+        tmp_path / "bad", [tb_test_source("test_bad_table", patch="{warehouses: [{id: W-1}]}")]
+    )
+    call_command(
+        "import_thinkingbox",
+        "--dataset",
+        str(dataset),
+        "--suite-name",
+        "bad-shop",
+        "--mcp-command",
+        MCP_COMMAND,
+        "--mcp-cwd",
+        str(ROOT),
+        "--mcp-pool-size",
+        "1",
+        stdout=StringIO(),
+    )
     campaign = _run(Suite.objects.get(name="bad-shop"), alice, team_a, n=1)
     attempt = Attempt.objects.get(campaign=campaign)
     assert (attempt.status, attempt.verdict) == ("infra_error", "")
-    assert "__reserved__init failed for shop.py:test_bad_table: unknown table warehouses" in attempt.error_detail
+    assert (
+        "__reserved__init failed for shop.py:test_bad_table: unknown table warehouses" in attempt.error_detail
+    )
     assert TaskSummary.objects.get(campaign=campaign).n_infra_error == 1
 
 
 @pytest.mark.django_db
-def test_imported_suite_without_launch_config_is_infra_error_naming_the_fix(shop_dataset, alice, team_a, settings, monkeypatch):
+def test_imported_suite_without_launch_config_is_infra_error_naming_the_fix(
+    shop_dataset, alice, team_a, settings, monkeypatch
+):
     settings.ATTEMPT_MAX_RETRIES = 0
     monkeypatch.delenv("TB_MCP_COMMAND", raising=False)
     monkeypatch.delenv("TB_MCP_URL", raising=False)
-    call_command("import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "nolaunch", stdout=StringIO())
+    call_command(
+        "import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "nolaunch", stdout=StringIO()
+    )
     task = Task.objects.get(suite__name="nolaunch", task_id="shop.py:test_open_and_close")
     campaign = _run(Suite.objects.get(name="nolaunch"), alice, team_a, n=1, tasks=[task])
     attempt = Attempt.objects.get(campaign=campaign)

@@ -11,17 +11,31 @@ from tests.thinkingbox.conftest import MCP_COMMAND, SHARED, table_counts, tb_tes
 
 
 def _import(dataset, *extra, **options):
-    call_command("import_thinkingbox", "--dataset", str(dataset), *extra, stdout=options.pop("stdout", None), **options)
+    call_command(
+        "import_thinkingbox", "--dataset", str(dataset), *extra, stdout=options.pop("stdout", None), **options
+    )
 
 
 @pytest.mark.django_db
 def test_import_thinkingbox_stores_tasks_domain_and_launch(shop_dataset):
-    _import(shop_dataset, "--suite-name", "shop", "--mcp-command", MCP_COMMAND, "--mcp-env", "TB_TEST_SERVER_NAME=tb_test_shop")
+    _import(
+        shop_dataset,
+        "--suite-name",
+        "shop",
+        "--mcp-command",
+        MCP_COMMAND,
+        "--mcp-env",
+        "TB_TEST_SERVER_NAME=tb_test_shop",
+    )
     suite = Suite.objects.get(name="shop")
     assert (suite.source, suite.evaluation_only) == (Suite.Source.THINKINGBOX, True)
     domain = Domain.objects.get(suite=suite)
     mcp = domain.spec["mcp"]
-    assert (domain.name, domain.backend, domain.policy) == ("tb_test_shop", "mcp", "You are a support agent for the test shop.")
+    assert (domain.name, domain.backend, domain.policy) == (
+        "tb_test_shop",
+        "mcp",
+        "You are a support agent for the test shop.",
+    )
     assert mcp["policy_sources"] == ["Ticket policy.md"]
     assert mcp["launch"]["args"] == ["-m", "tests.support.tb_mcp_server"]
     assert mcp["launch"]["env"] == {"TB_TEST_SERVER_NAME": "tb_test_shop"}
@@ -30,7 +44,10 @@ def test_import_thinkingbox_stores_tasks_domain_and_launch(shop_dataset):
     assert task.spec["query"] == "Please open a ticket about my late order and close it."
     assert task.spec["user_context"] == "You are Alex Kim."
     assert [c["tool"] for c in task.spec["golden"]] == ["create_ticket", "update_ticket"]
-    assert task.spec["extra"]["init"]["golden_test_case"]["tool_interactions"][1]["parameters"] == {"ticket_id": "2", "status": "solved"}
+    assert task.spec["extra"]["init"]["golden_test_case"]["tool_interactions"][1]["parameters"] == {
+        "ticket_id": "2",
+        "status": "solved",
+    }
     assert task.validation == Task.Validation.UNKNOWN
 
 
@@ -38,7 +55,11 @@ def test_import_thinkingbox_stores_tasks_domain_and_launch(shop_dataset):
 def test_import_thinkingbox_custom_body_is_invalid_not_graded(shop_dataset):
     _import(shop_dataset)
     task = Task.objects.get(task_id="shop.py:test_custom_body")
-    assert (task.validation, task.validation_detail, task.is_gradable) == ("invalid", "custom check — not supported", False)
+    assert (task.validation, task.validation_detail, task.is_gradable) == (
+        "invalid",
+        "custom check — not supported",
+        False,
+    )
 
 
 @pytest.mark.django_db
@@ -57,10 +78,14 @@ def test_import_thinkingbox_reimport_updates_in_place_by_content_hash(tmp_path):
 
 
 @pytest.mark.django_db
-def test_import_thinkingbox_malformed_yaml_names_file_line_and_test_and_writes_nothing(tmp_path, shop_dataset):
+def test_import_thinkingbox_malformed_yaml_names_file_line_and_test_and_writes_nothing(
+    tmp_path, shop_dataset
+):
     _import(shop_dataset)
     before = table_counts()
-    broken = write_dataset(tmp_path / "broken", [tb_test_source("test_ok"), tb_test_source("test_broken", query="[unclosed")])
+    broken = write_dataset(
+        tmp_path / "broken", [tb_test_source("test_ok"), tb_test_source("test_broken", query="[unclosed")]
+    )
     with pytest.raises(CommandError) as raised:
         _import(broken)
     assert "shop.py:" in str(raised.value)
@@ -98,7 +123,10 @@ def test_import_thinkingbox_bad_mcp_env_names_the_option(shop_dataset):
 @pytest.mark.django_db
 def test_import_thinkingbox_url_launch_fills_in_the_server(shop_dataset):
     _import(shop_dataset, "--mcp-url", "http://127.0.0.1:9/{server}/mcp")
-    assert Domain.objects.get().spec["mcp"]["launch"] == {"env": {}, "url": "http://127.0.0.1:9/tb_test_shop/mcp"}
+    assert Domain.objects.get().spec["mcp"]["launch"] == {
+        "env": {},
+        "url": "http://127.0.0.1:9/tb_test_shop/mcp",
+    }
 
 
 @pytest.mark.django_db
@@ -109,10 +137,19 @@ def test_import_thinkingbox_real_release_with_test_list():
 
     listed = read_test_list(SHARED / "releases/thinkingbox_bench_v1/testlist_thinkingbox_bench_v1.yaml")
     out = StringIO()
-    _import(SHARED / "dataset", "--test-list", str(SHARED / "releases/thinkingbox_bench_v1/testlist_thinkingbox_bench_v1.yaml"), stdout=out)
+    _import(
+        SHARED / "dataset",
+        "--test-list",
+        str(SHARED / "releases/thinkingbox_bench_v1/testlist_thinkingbox_bench_v1.yaml"),
+        stdout=out,
+    )
     suite = Suite.objects.get(name="thinkingbox-bench")
     stored = set(suite.tasks.values_list("task_id", flat=True))
     assert stored <= set(listed)
     assert len(stored) == 113
     assert suite.tasks.filter(validation=Task.Validation.INVALID).count() == 0
-    assert out.getvalue().splitlines()[0].startswith("Suite thinkingbox-bench vv1.0 (evaluation only): 113 new, 0 changed")
+    assert (
+        out.getvalue()
+        .splitlines()[0]
+        .startswith("Suite thinkingbox-bench vv1.0 (evaluation only): 113 new, 0 changed")
+    )

@@ -39,7 +39,11 @@ def test_import_tb_results_makes_a_done_campaign_with_one_attempt_per_row(alice,
     _import(APPEND_R6, "--campaign", "r6", "--team", team_a.slug)
     campaign = Campaign.objects.get(name="r6")
     assert (campaign.status, campaign.n_attempts, campaign.owner, campaign.team) == ("done", 6, alice, team_a)
-    assert (campaign.agent.name, campaign.agent.kind, campaign.agent.is_simulation) == ("tb:think", "openai", False)
+    assert (campaign.agent.name, campaign.agent.kind, campaign.agent.is_simulation) == (
+        "tb:think",
+        "openai",
+        False,
+    )
     assert campaign.agent.parameters["imported"] == "thinkingbox"
     attempts = list(Attempt.objects.filter(campaign=campaign).order_by("index"))
     assert [a.index for a in attempts] == [0, 1, 2, 3, 4, 5]
@@ -56,8 +60,14 @@ def test_import_tb_results_makes_a_done_campaign_with_one_attempt_per_row(alice,
 def test_import_tb_results_creates_a_minimal_suite_when_none_matches(alice, team_a):
     _import(APPEND_R6, "--campaign", "r6", "--team", team_a.slug)
     suite = Campaign.objects.get(name="r6").suite
-    assert (suite.name, suite.source, suite.evaluation_only) == ("tb-results-r6", Suite.Source.THINKINGBOX, True)
-    assert list(suite.tasks.values_list("task_id", flat=True)) == ["cloud_drive.py:test_append_some_more_text"]
+    assert (suite.name, suite.source, suite.evaluation_only) == (
+        "tb-results-r6",
+        Suite.Source.THINKINGBOX,
+        True,
+    )
+    assert list(suite.tasks.values_list("task_id", flat=True)) == [
+        "cloud_drive.py:test_append_some_more_text"
+    ]
     assert suite.tasks.get().validation_detail.startswith("created from tb infer rows")
 
 
@@ -65,9 +75,11 @@ def test_import_tb_results_creates_a_minimal_suite_when_none_matches(alice, team
 def test_import_tb_results_prints_tb_agg_block_and_matching_figures(alice, team_a):
     output = _import(APPEND_R6, "--campaign", "r6", "--team", team_a.slug)
     expected = SHARED.joinpath("tb_infer/agg_append_r6.txt").read_text().splitlines()
-    block = expected[expected.index("Number of tests: 1"):]
+    block = expected[expected.index("Number of tests: 1") :]
     assert [line for line in output.splitlines() if line in block] == block
-    columns = {cells[0]: cells[1:3] for cells in (re.split(r"\s{2,}", line.strip()) for line in output.splitlines())}
+    columns = {
+        cells[0]: cells[1:3] for cells in (re.split(r"\s{2,}", line.strip()) for line in output.splitlines())
+    }
     assert columns["mean pass / pass@1"] == ["0.67", "0.67"]
     assert columns["pass@1"] == ["0.67", "0.67"]
     assert columns["pass@5"] == ["1.00", "1.00"]
@@ -101,7 +113,9 @@ def test_import_tb_results_system_error_row_is_infra_error(alice, team_a, tmp_pa
 
 @pytest.mark.django_db
 def test_import_tb_results_matches_an_imported_suite(alice, team_a, shop_dataset, tmp_path):
-    call_command("import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "shop", stdout=StringIO())
+    call_command(
+        "import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "shop", stdout=StringIO()
+    )
     rows = _rows()[:2]
     for row in rows:
         row["uid"] = "shop.py:test_open_and_close"
@@ -114,22 +128,37 @@ def test_import_tb_results_matches_an_imported_suite(alice, team_a, shop_dataset
 @pytest.mark.parametrize(
     "mangle, message",
     [
-        (lambda rows: rows[:2] + [json.dumps(rows[2])[:500]] + rows[3:], "rows.jsonl:3: invalid or truncated JSON"),
-        (lambda rows: rows[:3] + [{**rows[3], "messages": "hello"}] + rows[4:], "rows.jsonl:4: field messages must be list, got str"),
-        (lambda rows: rows[:4] + [{**rows[4], "messages": [{"T": "Hologram", "content": "x"}]}] + rows[5:],
-         "rows.jsonl:5: messages[0]: unknown message kind T='Hologram'"),
-        (lambda rows: rows + [rows[0]], "rows.jsonl:7: duplicate attempt: cloud_drive.py:test_append_some_more_text repetition 0 (also on line 1)"),
+        (
+            lambda rows: rows[:2] + [json.dumps(rows[2])[:500]] + rows[3:],
+            "rows.jsonl:3: invalid or truncated JSON",
+        ),
+        (
+            lambda rows: rows[:3] + [{**rows[3], "messages": "hello"}] + rows[4:],
+            "rows.jsonl:4: field messages must be list, got str",
+        ),
+        (
+            lambda rows: rows[:4] + [{**rows[4], "messages": [{"T": "Hologram", "content": "x"}]}] + rows[5:],
+            "rows.jsonl:5: messages[0]: unknown message kind T='Hologram'",
+        ),
+        (
+            lambda rows: rows + [rows[0]],
+            "rows.jsonl:7: duplicate attempt: cloud_drive.py:test_append_some_more_text repetition 0 (also on line 1)",
+        ),
     ],
     ids=["truncated", "wrong-type", "unknown-kind", "duplicate"],
 )
 @pytest.mark.django_db
-def test_import_tb_results_bad_rows_name_file_and_line_and_write_nothing(alice, team_a, tmp_path, mangle, message):
+def test_import_tb_results_bad_rows_name_file_and_line_and_write_nothing(
+    alice, team_a, tmp_path, mangle, message
+):
     _import(APPEND_R6, "--campaign", "kept", "--team", team_a.slug)
     before = table_counts()
     path = _write(tmp_path, mangle(_rows()))
     with pytest.raises(CommandError) as raised:
         _import(path, "--campaign", "bad", "--team", team_a.slug)
-    assert str(raised.value).startswith(str(tmp_path / message.split(":")[0]) + ":" + message.split(":", 1)[1])
+    assert str(raised.value).startswith(
+        str(tmp_path / message.split(":")[0]) + ":" + message.split(":", 1)[1]
+    )
     assert table_counts() == before
 
 

@@ -27,7 +27,10 @@ def test_pools_page_shows_posteriors_and_zone(client, bob, base):
     rows = response.context["rows"]
     assert response.status_code == 200
     assert response.context["pool_size"] == 2
-    assert [r["task_id"] for r in rows if r["in_zone"]] == ["retail/ticket_hold_carrier_exception", "travel/downgrade_suite_pending_manager"]
+    assert [r["task_id"] for r in rows if r["in_zone"]] == [
+        "retail/ticket_hold_carrier_exception",
+        "travel/downgrade_suite_pending_manager",
+    ]
     assert "Beta(5, 3)" in html
     assert response.context["zone_chart"]["figure"]["data"][0]["x"] == [r["task_id"] for r in rows]
 
@@ -58,12 +61,19 @@ def test_pools_page_warns_on_evaluation_only_suite(client, bob, base):
 
 def test_report_table_gains_losses_and_sharpening(client, bob, summaries_campaign):
     ids = sorted(COUNTS)
-    before = summaries_campaign({ids[0]: (20, 20), ids[1]: (20, 3), ids[2]: (20, 1), ids[3]: (20, 10)}, name="base", n=20)
-    after = summaries_campaign({ids[0]: (20, 19), ids[1]: (20, 20), ids[2]: (20, 0), ids[3]: (20, 20)}, name="trained", n=20)
+    before = summaries_campaign(
+        {ids[0]: (20, 20), ids[1]: (20, 3), ids[2]: (20, 1), ids[3]: (20, 10)}, name="base", n=20
+    )
+    after = summaries_campaign(
+        {ids[0]: (20, 19), ids[1]: (20, 20), ids[2]: (20, 0), ids[3]: (20, 20)}, name="trained", n=20
+    )
     client.force_login(bob)
     response = client.get("/training/report/", {"base": before.pk, "trained": after.pk})
     result = response.context["result"]
-    assert (result["before"]["pass_at_1"], result["after"]["pass_at_1"]) == (pytest.approx(34 / 80), pytest.approx(59 / 80))
+    assert (result["before"]["pass_at_1"], result["after"]["pass_at_1"]) == (
+        pytest.approx(34 / 80),
+        pytest.approx(59 / 80),
+    )
     assert (result["before"]["pass_at_n"], result["after"]["pass_at_n"]) == (1.0, 0.75)
     assert (result["before"]["all_n_count"], result["after"]["all_n_count"]) == (1, 2)
     assert [t["task_id"] for t in result["gained"]] == [ids[1], ids[3]]
@@ -79,7 +89,10 @@ def test_report_refuses_campaigns_on_different_tasks(client, bob, summaries_camp
     after = summaries_campaign({ids[1]: (2, 2)}, name="trained", n=2)
     client.force_login(bob)
     response = client.get("/training/report/", {"base": before.pk, "trained": after.pk})
-    assert response.context["error"] == "the campaigns ran different tasks (1 only in trained, 1 only in base); a before/after report needs the same tasks"
+    assert (
+        response.context["error"]
+        == "the campaigns ran different tasks (1 only in trained, 1 only in base); a before/after report needs the same tasks"
+    )
 
 
 def test_report_strip_counts_forbidden_side_effects(client, bob, run_campaign):

@@ -47,7 +47,9 @@ def test_posterior_table_matches_hand_computed_posteriors(base):
     assert (row["alpha"], row["beta"]) == (5, 3)
     assert row["p_zone"] == pytest.approx(expected_6_4, abs=1e-12)
     assert round(row["p_zone"], 3) == 0.993
-    assert table.loc["travel/downgrade_suite_pending_manager", "p_zone"] == pytest.approx(expected_20_10, abs=1e-12)
+    assert table.loc["travel/downgrade_suite_pending_manager", "p_zone"] == pytest.approx(
+        expected_20_10, abs=1e-12
+    )
     # Beta(21, 1): CDF x^21, so P(lo < p < hi) = hi^21 - lo^21.
     assert table.loc["neobank/freeze_misplaced_card", "p_zone"] == pytest.approx(HI**21 - LO**21, abs=1e-12)
     assert table["in_zone"].to_dict() == {
@@ -67,7 +69,10 @@ def test_select_training_pool_writes_pool_with_provenance(base, tmp_path):
     out = tmp_path / "pool.json"
     call_command("select_training_pool", "--campaign", str(base.pk), "--out", str(out))
     pool = json.loads(out.read_text())
-    assert [t["task_id"] for t in pool["tasks"]] == ["retail/ticket_hold_carrier_exception", "travel/downgrade_suite_pending_manager"]
+    assert [t["task_id"] for t in pool["tasks"]] == [
+        "retail/ticket_hold_carrier_exception",
+        "travel/downgrade_suite_pending_manager",
+    ]
     assert pool["tasks"][0]["posterior"] == {"alpha": 5.0, "beta": 3.0, "mean": 0.625}
     assert pool["base_campaign"]["id"] == base.pk
     assert pool["thresholds"]["q"] == 0.95
@@ -86,14 +91,29 @@ def test_select_training_pool_refuses_evaluation_only_suite(base, tmp_path):
         "its licence forbids training on its tasks. Pass --allow-evaluation-only to override."
     )
     assert out.exists() is False
-    call_command("select_training_pool", "--campaign", str(base.pk), "--out", str(out), "--allow-evaluation-only")
+    call_command(
+        "select_training_pool", "--campaign", str(base.pk), "--out", str(out), "--allow-evaluation-only"
+    )
     assert json.loads(out.read_text())["allow_evaluation_only"] is True
 
 
 def test_select_training_pool_rejects_bad_thresholds(base, tmp_path):
     with pytest.raises(CommandError) as caught:
-        call_command("select_training_pool", "--campaign", str(base.pk), "--lo", "0.9", "--hi", "0.1", "--out", str(tmp_path / "p.json"))
-    assert str(caught.value) == "--lo/--hi/--q: learning_zone: lo, hi: need 0 <= lo < hi <= 1, got lo=0.9, hi=0.1"
+        call_command(
+            "select_training_pool",
+            "--campaign",
+            str(base.pk),
+            "--lo",
+            "0.9",
+            "--hi",
+            "0.1",
+            "--out",
+            str(tmp_path / "p.json"),
+        )
+    assert (
+        str(caught.value)
+        == "--lo/--hi/--q: learning_zone: lo, hi: need 0 <= lo < hi <= 1, got lo=0.9, hi=0.1"
+    )
 
 
 def test_serve_training_env_serves_the_pool_and_refuses_evaluation_only(base, tmp_path):
@@ -106,7 +126,9 @@ def test_serve_training_env_serves_the_pool_and_refuses_evaluation_only(base, tm
     with pytest.raises(CommandError) as refused:
         environment_for_pool(str(out), allow_evaluation_only=False)
     assert str(refused.value).startswith("suite starter v")
-    assert str(refused.value).endswith("is evaluation-only: its licence forbids training on its tasks. Pass --allow-evaluation-only to override.")
+    assert str(refused.value).endswith(
+        "is evaluation-only: its licence forbids training on its tasks. Pass --allow-evaluation-only to override."
+    )
 
 
 def test_serve_training_env_refuses_a_worker_count_out_of_range(base, tmp_path):

@@ -7,7 +7,11 @@ import pytest
 from tests.campaigns.conftest import make_campaign, starter_suite  # noqa: F401 (fixtures)
 from tests.dashboard.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
 
-T1, T2, T3 = "retail/ticket_hold_carrier_exception", "neobank/freeze_misplaced_card", "travel/cancel_flexible_full_refund"
+T1, T2, T3 = (
+    "retail/ticket_hold_carrier_exception",
+    "neobank/freeze_misplaced_card",
+    "travel/cancel_flexible_full_refund",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -40,10 +44,19 @@ def attempts_campaign(make_campaign, team_a):
         campaign.tasks.set(tasks.values())
         Attempt.objects.filter(campaign=campaign).delete()
         Attempt.objects.bulk_create(
-            Attempt(campaign=campaign, task=tasks[task_id], index=index, status=Attempt.Status.DONE, verdict=verdict,
-                    termination="agent_done", categories=list(categories), clean_looking=clean, tool_calls=3)
+            Attempt(
+                campaign=campaign,
+                task=tasks[task_id],
+                index=index,
+                status=Attempt.Status.DONE,
+                verdict=verdict,
+                termination="agent_done",
+                categories=list(categories),
+                clean_looking=clean,
+                tool_calls=3,
+            )
             for task_id, index, verdict, categories, clean in rows
-        )  # fmt: skip
+        )
         summary_refresh(campaign_id=campaign.pk)
         return campaign
 

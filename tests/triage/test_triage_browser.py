@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from apps.triage.models import AuditEntry, Label
+from tests.support.browser import signed_in_page
 from tests.triage.conftest import T1, T3
 
-from tests.support.browser import signed_in_page
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
 
 @pytest.fixture
 def triager_page(live_server, client, trish):
@@ -19,8 +18,12 @@ def triager_page(live_server, client, trish):
         yield page
 
 
-def test_keyboard_walks_the_queue_and_digits_toggle_labels(triager_page, live_server, attempts_campaign, trish):
-    campaign = attempts_campaign([(T1, 0, "fail", ["wrong_value"], True), (T1, 1, "fail", [], True), (T3, 0, "fail", [], True)])
+def test_keyboard_walks_the_queue_and_digits_toggle_labels(
+    triager_page, live_server, attempts_campaign, trish
+):
+    campaign = attempts_campaign(
+        [(T1, 0, "fail", ["wrong_value"], True), (T1, 1, "fail", [], True), (T3, 0, "fail", [], True)]
+    )
     ordered = list(campaign.attempts.order_by("task__task_id", "index").values_list("pk", flat=True))
     page = triager_page
 

@@ -20,16 +20,26 @@ def _rows(html: str) -> list[str]:
 
 
 def _ids(campaign, **lookup) -> list[str]:
-    return [str(pk) for pk in campaign.attempts.filter(**lookup).order_by("task__task_id", "index").values_list("pk", flat=True)]
+    return [
+        str(pk)
+        for pk in campaign.attempts.filter(**lookup)
+        .order_by("task__task_id", "index")
+        .values_list("pk", flat=True)
+    ]
 
 
 @pytest.fixture
 def mixed(attempts_campaign):
     """T1: two clean-looking failures and a pass; T2: a failure that is not clean-looking; T3: a clean failure."""
-    return attempts_campaign([
-        (T1, 0, "fail", ["wrong_value"], True), (T1, 1, "fail", ["extra_effect", "wrong_value"], True), (T1, 2, "pass", [], False),
-        (T2, 0, "fail", ["missing_effect"], False), (T3, 0, "fail", ["missing_effect"], True),
-    ])  # fmt: skip
+    return attempts_campaign(
+        [
+            (T1, 0, "fail", ["wrong_value"], True),
+            (T1, 1, "fail", ["extra_effect", "wrong_value"], True),
+            (T1, 2, "pass", [], False),
+            (T2, 0, "fail", ["missing_effect"], False),
+            (T3, 0, "fail", ["missing_effect"], True),
+        ]
+    )
 
 
 def test_queue_lists_only_clean_looking_failures_by_default(client, bob, mixed):
@@ -111,7 +121,9 @@ def test_queue_query_count_is_the_same_for_one_and_three_items(client, persona, 
     one = attempts_campaign([(T1, 0, "fail", [], True)], name="one")
     three = attempts_campaign([(T1, i, "fail", [], True) for i in range(3)], name="three")
     for attempt in [*one.attempts.all(), *three.attempts.all()]:
-        services.attempt_toggle_label(attempt=attempt, label=Label.objects.get(name="wrong amount"), actor=trish)
+        services.attempt_toggle_label(
+            attempt=attempt, label=Label.objects.get(name="wrong amount"), actor=trish
+        )
         services.attempt_assign(attempt=attempt, assignee=trish, actor=trish)
     client.force_login(user)
     client.get(f"/triage/?c={one.pk}")  # warm the session and content types
@@ -144,7 +156,9 @@ def test_viewer_posting_a_label_gets_403_and_nothing_changes(client, bob, mixed)
     attempt = mixed.attempts.filter(clean_looking=True).first()
     client.force_login(bob)
 
-    response = client.post(f"/triage/attempts/{attempt.pk}/label/", {"label": Label.objects.get(name="grader bug").pk})
+    response = client.post(
+        f"/triage/attempts/{attempt.pk}/label/", {"label": Label.objects.get(name="grader bug").pk}
+    )
 
     assert response.status_code == 403
     assert AuditEntry.objects.count() == 0
@@ -168,16 +182,26 @@ def test_triager_of_another_team_gets_404_on_panel_actions(client, make_user, te
     assert AuditEntry.objects.count() == 0
 
 
-def test_bulk_label_from_the_list_labels_ticked_rows_and_ignores_foreign_ids(client, trish, mixed, attempts_campaign, team_b):
-    foreign = attempts_campaign([(T1, 0, "fail", [], True)], name="Team B campaign", team=team_b).attempts.get()
+def test_bulk_label_from_the_list_labels_ticked_rows_and_ignores_foreign_ids(
+    client, trish, mixed, attempts_campaign, team_b
+):
+    foreign = attempts_campaign(
+        [(T1, 0, "fail", [], True)], name="Team B campaign", team=team_b
+    ).attempts.get()
     ticked = list(mixed.attempts.filter(clean_looking=True).order_by("pk")[:2])
     label = Label.objects.get(name="unrequested action")
     client.force_login(trish)
 
     html = client.post(
-        "/triage/bulk/", {"a": [a.pk for a in ticked] + [foreign.pk], "label": label.pk, "action": "add", "query": "domain=retail"},
+        "/triage/bulk/",
+        {
+            "a": [a.pk for a in ticked] + [foreign.pk],
+            "label": label.pk,
+            "action": "add",
+            "query": "domain=retail",
+        },
         HTTP_HX_REQUEST="true",
-    ).content.decode()  # fmt: skip
+    ).content.decode()
 
     labelled = sorted(label.reviews.values_list("attempt_id", flat=True))
     assert labelled == sorted(a.pk for a in ticked)
@@ -190,7 +214,9 @@ def test_drilldown_panel_walks_the_queue_order_it_came_from(client, bob, mixed):
     client.force_login(bob)
 
     page = client.get(f"/attempts/{ids[1]}/?queue={quote('domain=&scope=clean')}").content.decode()
-    html = client.get(f"/triage/attempts/{ids[1]}/panel/?queue={quote('domain=&scope=clean')}").content.decode()
+    html = client.get(
+        f"/triage/attempts/{ids[1]}/panel/?queue={quote('domain=&scope=clean')}"
+    ).content.decode()
 
     assert f'data-next="/attempts/{ids[2]}/?queue=' in html
     assert f'data-prev="/attempts/{ids[0]}/?queue=' in html
@@ -218,7 +244,11 @@ def test_panel_post_via_htmx_returns_the_panel_with_the_new_audit_entry(client, 
     attempt = mixed.attempts.filter(clean_looking=True).first()
     client.force_login(trish)
 
-    html = client.post(f"/triage/attempts/{attempt.pk}/note/", {"note": "premature close after refund"}, HTTP_HX_REQUEST="true").content.decode()
+    html = client.post(
+        f"/triage/attempts/{attempt.pk}/note/",
+        {"note": "premature close after refund"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
 
     assert html.lstrip().startswith('<section class="card triage-panel" id="triage-panel"')
     assert "note: — → premature close after refund" in html
@@ -240,9 +270,17 @@ def test_panel_query_count_does_not_grow_with_audit_entries(client, trish, mixed
     assert counts[0] == counts[1]
 
 
-def test_health_label_shows_on_task_page_and_leaderboard_and_can_be_excluded(client, bob, trish, summaries_campaign, attempts_campaign):
-    campaign = attempts_campaign([(T1, i, "fail", [], True) for i in range(4)] + [(T2, i, "pass", [], False) for i in range(4)], n=4)
-    services.attempt_toggle_label(attempt=campaign.attempts.filter(task__task_id=T1).first(), label=Label.objects.get(name="grader bug"), actor=trish)
+def test_health_label_shows_on_task_page_and_leaderboard_and_can_be_excluded(
+    client, bob, trish, summaries_campaign, attempts_campaign
+):
+    campaign = attempts_campaign(
+        [(T1, i, "fail", [], True) for i in range(4)] + [(T2, i, "pass", [], False) for i in range(4)], n=4
+    )
+    services.attempt_toggle_label(
+        attempt=campaign.attempts.filter(task__task_id=T1).first(),
+        label=Label.objects.get(name="grader bug"),
+        actor=trish,
+    )
     task = campaign.tasks.get(task_id=T1)
     client.force_login(bob)
 
@@ -256,7 +294,7 @@ def test_health_label_shows_on_task_page_and_leaderboard_and_can_be_excluded(cli
     assert "1 task on the health list" in included
     assert "1 task with open health issues is excluded from these figures" in excluded
     # pass@1 over both tasks is 50%; without the grader-bug task only T2 (4/4) remains.
-    row_in, row_ex = (html[html.index(f'data-campaign="{campaign.pk}"'):] for html in (included, excluded))
+    row_in, row_ex = (html[html.index(f'data-campaign="{campaign.pk}"') :] for html in (included, excluded))
     assert row_in.split('<td class="num">')[1].startswith("50.0%")
     assert row_ex.split('<td class="num">')[1].startswith("100.0%")
 
@@ -272,7 +310,13 @@ def test_summary_gives_overlapping_category_shares_among_clean_failures_and_labe
     html = client.get("/triage/summary/").content.decode()
 
     assert row["clean_failures"] == 3
-    assert row["counts"] == {"wrong_value": 2, "missing_effect": 1, "extra_effect": 1, "rubric_failed": 0, "check_failed": 0}
+    assert row["counts"] == {
+        "wrong_value": 2,
+        "missing_effect": 1,
+        "extra_effect": 1,
+        "rubric_failed": 0,
+        "check_failed": 0,
+    }
     assert row["shares"]["wrong_value"] == pytest.approx(2 / 3)
     assert row["labels"] == [("wrong amount", 1)]
     assert "66.7%" in html and "wrong amount 1" in html
@@ -282,7 +326,9 @@ def test_taxonomy_page_lets_triagers_add_labels_and_refuses_viewers(client, bob,
     client.force_login(bob)
     refused = client.post("/triage/labels/", {"name": "looped", "shortcut": 9}).status_code
     client.force_login(trish)
-    response = client.post("/triage/labels/", {"name": "looped", "shortcut": 9, "description": "repeated the same call"})
+    response = client.post(
+        "/triage/labels/", {"name": "looped", "shortcut": 9, "description": "repeated the same call"}
+    )
 
     assert refused == 403
     assert response.status_code == 302

@@ -76,7 +76,9 @@ def pretty_json(value) -> str:
 def sim_badge(agent):
     """The label every simulated agent carries wherever it appears."""
     if agent is not None and agent.is_simulation:
-        return format_html('<span class="badge sim" title="{}">simulation, not a model</span>', agent.get_kind_display())
+        return format_html(
+            '<span class="badge sim" title="{}">simulation, not a model</span>', agent.get_kind_display()
+        )
     return ""
 
 
@@ -89,7 +91,12 @@ def sort_th(label: str, key: str, current: str, descending: bool, base_query: st
     return format_html(
         '<th class="num" title="{}"><a href="{}" hx-get="{}" hx-target="#leaderboard-table" hx-swap="outerHTML" '
         'hx-push-url="true" class="{}">{}{}</a></th>',
-        title, href, href, "sorted" if key == current else "", label, arrow,
+        title,
+        href,
+        href,
+        "sorted" if key == current else "",
+        label,
+        arrow,
     )
 
 

@@ -29,14 +29,18 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="campaign name")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--owner", default=None, help="username (default: the first superuser)")
-        parser.add_argument("--wait", action="store_true", help="wait for completion (starts an embedded worker if needed)")
+        parser.add_argument(
+            "--wait", action="store_true", help="wait for completion (starts an embedded worker if needed)"
+        )
         parser.add_argument("--timeout", type=float, default=3600.0)
 
     def handle(self, *args, **options):
         try:
             suite = Suite.objects.get(name=options["suite"])
         except Suite.DoesNotExist:
-            raise CommandError(f"unknown suite {options['suite']!r}: load it first (python manage.py load_suite)")
+            raise CommandError(
+                f"unknown suite {options['suite']!r}: load it first (python manage.py load_suite)"
+            ) from None
         tasks = suite.tasks.all()
         if options["tasks"]:
             tasks = tasks.filter(task_id__in=options["tasks"])
@@ -82,7 +86,7 @@ def _owner(username: str | None):
         try:
             return users.get(username=username)
         except users.model.DoesNotExist:
-            raise CommandError(f"unknown user {username!r}")
+            raise CommandError(f"unknown user {username!r}") from None
     owner = users.filter(is_superuser=True).order_by("pk").first()
     if owner is None:
         raise CommandError("no superuser exists: pass --owner or run python manage.py demo first")

@@ -18,14 +18,27 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--no-serve", action="store_true", help="prepare the demo data, then exit")
-        parser.add_argument("--addrport", default="127.0.0.1:8000", help="where to serve (default 127.0.0.1:8000)")
+        parser.add_argument(
+            "--addrport", default="127.0.0.1:8000", help="where to serve (default 127.0.0.1:8000)"
+        )
         parser.add_argument(
             "--no-worker", action="store_true", help="do not start a Celery worker beside the web server"
         )
-        parser.add_argument("--repeat", type=int, default=20, help="attempts per task in the demo campaigns (N)")
+        parser.add_argument(
+            "--repeat", type=int, default=20, help="attempts per task in the demo campaigns (N)"
+        )
         parser.add_argument("--no-campaigns", action="store_true", help="skip running the demo campaigns")
 
-    def handle(self, *args, no_serve: bool, addrport: str, no_worker: bool, repeat: int, no_campaigns: bool, **options):
+    def handle(
+        self,
+        *args,
+        no_serve: bool,
+        addrport: str,
+        no_worker: bool,
+        repeat: int,
+        no_campaigns: bool,
+        **options,
+    ):
         if not settings.DEBUG:
             raise CommandError("demo creates a well-known login; refusing to run with DEBUG=0")
         context = DemoContext(out=self.stdout, options={"repeat": repeat, "no_campaigns": no_campaigns})
@@ -47,9 +60,21 @@ class Command(BaseCommand):
         if with_worker:
             # Same task code as production; with the embedded broker it reads data/broker/.
             worker = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "thinkingbox_web", "worker",
-                 "--pool", "threads", "--concurrency", "2", "--loglevel", "WARNING"],
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "thinkingbox_web",
+                    "worker",
+                    "--pool",
+                    "threads",
+                    "--concurrency",
+                    "2",
+                    "--loglevel",
+                    "WARNING",
+                ],
+            )
             self.stdout.write(f"Celery worker started (pid {worker.pid}).")
         # SIGTERM (e.g. from a process manager) must also reach the `finally` that stops the worker.
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))

@@ -14,7 +14,14 @@ class Command(BaseCommand):
     help = "Write the procurement workbook (summary, per domain, per task, methodology & provenance) for campaigns."
 
     def add_arguments(self, parser):
-        parser.add_argument("--campaign", type=int, action="append", required=True, metavar="ID", help="repeat for several campaigns")
+        parser.add_argument(
+            "--campaign",
+            type=int,
+            action="append",
+            required=True,
+            metavar="ID",
+            help="repeat for several campaigns",
+        )
         parser.add_argument("--out", required=True, metavar="FILE.xlsx")
 
     def handle(self, *args, campaign: list[int], out: str, **options):
@@ -27,4 +34,6 @@ class Command(BaseCommand):
         ordered = [found[pk] for pk in dict.fromkeys(campaign)]
         content, digest = build_workbook(campaigns=ordered)
         Path(out).write_bytes(content)
-        self.stdout.write(f"wrote {out} ({len(content)} bytes) for {len(ordered)} campaign(s); content sha256 {digest}")
+        self.stdout.write(
+            f"wrote {out} ({len(content)} bytes) for {len(ordered)} campaign(s); content sha256 {digest}"
+        )

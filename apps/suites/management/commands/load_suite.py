@@ -15,7 +15,7 @@ class Command(BaseCommand):
         try:
             suite = suite_load_builtin(name=options["suite"], validate=not options["no_validate"])
         except SpecError as exc:
-            raise CommandError(str(exc))
+            raise CommandError(str(exc)) from exc
         counts = {}
         for status in suite.tasks.values_list("validation", flat=True):
             counts[status] = counts.get(status, 0) + 1

@@ -17,8 +17,12 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:
             text = run_task_report(
-                options["task_id"], agent=options["agent"], repeat=options["repeat"], seed=options["seed"], suite_name=options["suite"]
+                options["task_id"],
+                agent=options["agent"],
+                repeat=options["repeat"],
+                seed=options["seed"],
+                suite_name=options["suite"],
             )
         except (SpecError, KeyError, ValueError) as exc:
-            raise CommandError(str(exc))
+            raise CommandError(str(exc)) from exc
         self.stdout.write(text)

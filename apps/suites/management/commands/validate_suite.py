@@ -14,7 +14,7 @@ class Command(BaseCommand):
         try:
             text, exit_code = validate_suite_report(options["suite"])
         except SpecError as exc:
-            raise CommandError(str(exc))
+            raise CommandError(str(exc)) from exc
         self.stdout.write(text)
         if exit_code:
             raise CommandError("the suite has invalid tasks")

@@ -14,9 +14,13 @@ class Command(BaseCommand):
     help = "Import tb infer output (JSONL, or one YAML result) as a finished campaign, and compare figures with tb agg."
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="tb infer output: .jsonl (one row per attempt) or a single-result .yaml")
+        parser.add_argument(
+            "file", help="tb infer output: .jsonl (one row per attempt) or a single-result .yaml"
+        )
         parser.add_argument("--campaign", required=True, help="name of the campaign to create")
-        parser.add_argument("--suite", help="imported suite holding the tests (default: any ThinkingBox suite that does)")
+        parser.add_argument(
+            "--suite", help="imported suite holding the tests (default: any ThinkingBox suite that does)"
+        )
         parser.add_argument("--team", help="team slug (default: the only team)")
         parser.add_argument("--owner", help="username owning the campaign (default: the team's first member)")
 
@@ -39,19 +43,33 @@ class Command(BaseCommand):
             if owner is None:
                 raise CommandError(f"--owner {options['owner']!r}: no such user")
         try:
-            report = tb_results_import(path=options["file"], campaign_name=options["campaign"], team=team, owner=owner,
-                                       suite_name=options["suite"])
+            report = tb_results_import(
+                path=options["file"],
+                campaign_name=options["campaign"],
+                team=team,
+                owner=owner,
+                suite_name=options["suite"],
+            )
         except ThinkingBoxFormatError as exc:
             raise CommandError(str(exc)) from exc
         campaign = report.campaign
         where = "a minimal suite created from the rows" if report.suite_created else "imported suite"
-        self.stdout.write(f"Campaign {campaign.name} (id {campaign.pk}): {report.attempts} attempt(s) on {where} {campaign.suite.name}.")
+        self.stdout.write(
+            f"Campaign {campaign.name} (id {campaign.pk}): {report.attempts} attempt(s) on {where} {campaign.suite.name}."
+        )
         if report.disagreements:
-            self.stdout.write(self.style.WARNING(f"{report.disagreements} attempt(s): our state verdict disagrees with ThinkingBox's hash."))
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{report.disagreements} attempt(s): our state verdict disagrees with ThinkingBox's hash."
+                )
+            )
         self.stdout.write("\nWhat tb agg prints (error rows counted as failures):")
         self.stdout.write(format_tb_agg_summary(report.tb_agg))
         self.stdout.write("\nSide by side:")
         rows = [("figure", "tb agg", "ours", "note"), *figures_side_by_side(report.tb_agg, report.ours)]
         widths = [max(len(row[i]) for row in rows) for i in range(3)]
         for row in rows:
-            self.stdout.write("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + ("  " + row[3] if row[3] else ""))
+            self.stdout.write(
+                "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3]))
+                + ("  " + row[3] if row[3] else "")
+            )

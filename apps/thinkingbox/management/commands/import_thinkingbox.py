@@ -14,20 +14,37 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--dataset", required=True, help="folder holding scenario/ and test_case/")
-        parser.add_argument("--test-list", help="YAML list of 'file.py:test_name' to import (a release's test list)")
+        parser.add_argument(
+            "--test-list", help="YAML list of 'file.py:test_name' to import (a release's test list)"
+        )
         parser.add_argument("--suite-name", help="suite name (default thinkingbox-bench)")
-        parser.add_argument("--mcp-command", default="", help="start a scenario's server, e.g. 'python -m pkg.mcp_{server}'")
-        parser.add_argument("--mcp-url", default="", help="streamable-HTTP URL of the server ({server} is replaced)")
-        parser.add_argument("--mcp-env", action="append", default=[], metavar="KEY=VALUE", help="environment for the server")
+        parser.add_argument(
+            "--mcp-command", default="", help="start a scenario's server, e.g. 'python -m pkg.mcp_{server}'"
+        )
+        parser.add_argument(
+            "--mcp-url", default="", help="streamable-HTTP URL of the server ({server} is replaced)"
+        )
+        parser.add_argument(
+            "--mcp-env", action="append", default=[], metavar="KEY=VALUE", help="environment for the server"
+        )
         parser.add_argument("--mcp-cwd", default="", help="working folder for the server command")
         parser.add_argument("--mcp-pool-size", type=int, help="warm server processes per worker (default 2)")
 
     def handle(self, *args, **options):
         try:
-            launch = launch_template(command=options["mcp_command"], url=options["mcp_url"], env=parse_env(options["mcp_env"]),
-                                     cwd=options["mcp_cwd"], pool_size=options["mcp_pool_size"])
-            report = tb_dataset_import(directory=options["dataset"], test_list=options["test_list"],
-                                       suite_name=options["suite_name"], launch=launch)
+            launch = launch_template(
+                command=options["mcp_command"],
+                url=options["mcp_url"],
+                env=parse_env(options["mcp_env"]),
+                cwd=options["mcp_cwd"],
+                pool_size=options["mcp_pool_size"],
+            )
+            report = tb_dataset_import(
+                directory=options["dataset"],
+                test_list=options["test_list"],
+                suite_name=options["suite_name"],
+                launch=launch,
+            )
         except (ThinkingBoxFormatError, LaunchError) as exc:
             raise CommandError(str(exc)) from exc
         suite = report.suite
@@ -38,6 +55,8 @@ class Command(BaseCommand):
         for problem in report.problems:
             self.stdout.write(f"  problem: {problem}")
         if report.launch_missing:
-            self.stdout.write(self.style.WARNING(
-                "No MCP launch config (--mcp-command / --mcp-url / THINKINGBOX_MCP_COMMAND): tasks cannot be run until re-imported with one."
-            ))
+            self.stdout.write(
+                self.style.WARNING(
+                    "No MCP launch config (--mcp-command / --mcp-url / THINKINGBOX_MCP_COMMAND): tasks cannot be run until re-imported with one."
+                )
+            )

@@ -18,7 +18,9 @@ class Command(BaseCommand):
         parser.add_argument("--hi", type=float, default=LEARNING_ZONE_HI)
         parser.add_argument("--q", type=float, default=LEARNING_ZONE_Q)
         parser.add_argument("--out", required=True, help="pool JSON file to write")
-        parser.add_argument("--allow-evaluation-only", action="store_true", help="select from an evaluation-only suite anyway")
+        parser.add_argument(
+            "--allow-evaluation-only", action="store_true", help="select from an evaluation-only suite anyway"
+        )
 
     def handle(self, *args, **options):
         campaign = Campaign.objects.select_related("suite", "agent").filter(pk=options["campaign"]).first()

@@ -12,8 +12,13 @@ from tb_engine.envserver.workers import MAX_WORKERS, WorkerCountError, serve
 from tb_engine.loader import load_builtin_suite
 
 
-def environment_for_pool(path: str, *, allow_evaluation_only: bool, ttl_s: float = DEFAULT_TTL_S,
-                         max_episodes: int = DEFAULT_MAX_EPISODES) -> Environment:
+def environment_for_pool(
+    path: str,
+    *,
+    allow_evaluation_only: bool,
+    ttl_s: float = DEFAULT_TTL_S,
+    max_episodes: int = DEFAULT_MAX_EPISODES,
+) -> Environment:
     """The Environment serving a pool file's tasks; the stored Suite's evaluation_only flag decides (not the file)."""
     pool = read_pool(path)
     suite_row = Suite.objects.filter(name=pool.suite).first()
@@ -25,11 +30,18 @@ def environment_for_pool(path: str, *, allow_evaluation_only: bool, ttl_s: float
             "Pass --allow-evaluation-only to override."
         )
     if suite_row.source != Suite.Source.BUILTIN:
-        raise CommandError(f"suite {suite_row.name}: the environment server runs SQLite sandboxes of built-in suites only")
+        raise CommandError(
+            f"suite {suite_row.name}: the environment server runs SQLite sandboxes of built-in suites only"
+        )
     spec = load_builtin_suite(suite_row.name)
     try:
-        return Environment(spec, task_ids=list(pool.task_ids), allow_evaluation_only=allow_evaluation_only,
-                           ttl_s=ttl_s, max_episodes=max_episodes)  # fmt: skip
+        return Environment(
+            spec,
+            task_ids=list(pool.task_ids),
+            allow_evaluation_only=allow_evaluation_only,
+            ttl_s=ttl_s,
+            max_episodes=max_episodes,
+        )
     except (EvaluationOnlyError, ValueError) as exc:
         raise CommandError(f"{path}: {exc}") from exc
 
@@ -42,14 +54,19 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8765)
         parser.add_argument("--ttl", type=float, default=DEFAULT_TTL_S, help="seconds an idle episode lives")
-        parser.add_argument("--workers", type=int, default=1, help=f"server processes sharing the port (1..{MAX_WORKERS})")
+        parser.add_argument(
+            "--workers", type=int, default=1, help=f"server processes sharing the port (1..{MAX_WORKERS})"
+        )
         parser.add_argument("--allow-evaluation-only", action="store_true")
 
     def handle(self, *args, **options):
         try:
-            env = environment_for_pool(options["pool"], allow_evaluation_only=options["allow_evaluation_only"], ttl_s=options["ttl"])
+            env = environment_for_pool(
+                options["pool"], allow_evaluation_only=options["allow_evaluation_only"], ttl_s=options["ttl"]
+            )
         except PoolFileError as exc:
             raise CommandError(str(exc)) from exc
+
         def announce(url: str) -> None:
             self.stdout.write(f"serving {len(env.pool)} pool task(s) of suite {env.suite.name} on {url}")
             self.stdout.flush()

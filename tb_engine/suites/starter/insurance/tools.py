@@ -32,7 +32,8 @@ def find_policyholder(db, email):
         raise ToolError(f"no policyholder with email {email}")
     holder = dict(row)
     holder["policy_ids"] = [
-        r["id"] for r in db.execute("SELECT id FROM policies WHERE holder_id = ? ORDER BY id", (holder["id"],))
+        r["id"]
+        for r in db.execute("SELECT id FROM policies WHERE holder_id = ? ORDER BY id", (holder["id"],))
     ]
     return holder
 
@@ -46,7 +47,8 @@ def get_policy(db, policy_id):
     policy["claims"] = [
         dict(r)
         for r in db.execute(
-            "SELECT id, vehicle_id, claim_type, status FROM claims WHERE policy_id = ? ORDER BY id", (policy_id,)
+            "SELECT id, vehicle_id, claim_type, status FROM claims WHERE policy_id = ? ORDER BY id",
+            (policy_id,),
         )
     ]
     return policy
@@ -55,10 +57,17 @@ def get_policy(db, policy_id):
 def get_claim(db, claim_id):
     """A claim with its repair shop, payouts and adjuster notes."""
     claim = row_by_id(db, "claims", claim_id, "claim")
-    claim["repair_shop"] = row_by_id(db, "repair_shops", claim["repair_shop_id"], "repair shop") if claim["repair_shop_id"] else None
-    claim["payouts"] = [dict(r) for r in db.execute("SELECT * FROM payouts WHERE claim_id = ? ORDER BY id", (claim_id,))]
+    claim["repair_shop"] = (
+        row_by_id(db, "repair_shops", claim["repair_shop_id"], "repair shop")
+        if claim["repair_shop_id"]
+        else None
+    )
+    claim["payouts"] = [
+        dict(r) for r in db.execute("SELECT * FROM payouts WHERE claim_id = ? ORDER BY id", (claim_id,))
+    ]
     claim["notes"] = [
-        dict(r) for r in db.execute("SELECT * FROM adjuster_notes WHERE claim_id = ? ORDER BY id", (claim_id,))
+        dict(r)
+        for r in db.execute("SELECT * FROM adjuster_notes WHERE claim_id = ? ORDER BY id", (claim_id,))
     ]
     return claim
 
@@ -135,7 +144,9 @@ def add_cover(db, policy_id, cover):
     if policy["status"] != "active":
         raise ToolError(f"policy {policy_id} is {policy['status']}; only active policies can be changed")
     if policy["product"] != "comprehensive":
-        raise ToolError(f"optional covers are only sold on comprehensive policies; {policy_id} is {policy['product']}")
+        raise ToolError(
+            f"optional covers are only sold on comprehensive policies; {policy_id} is {policy['product']}"
+        )
     column = f"{cover}_cover"
     if policy[column]:
         raise ToolError(f"policy {policy_id} already has {cover} cover")

@@ -27,10 +27,12 @@ def find_customer(db, email):
         raise ToolError(f"no customer with email {email}")
     customer = dict(row)
     customer["account_ids"] = [
-        r["id"] for r in db.execute("SELECT id FROM accounts WHERE customer_id = ? ORDER BY id", (customer["id"],))
+        r["id"]
+        for r in db.execute("SELECT id FROM accounts WHERE customer_id = ? ORDER BY id", (customer["id"],))
     ]
     customer["card_ids"] = [
-        r["id"] for r in db.execute("SELECT id FROM cards WHERE customer_id = ? ORDER BY id", (customer["id"],))
+        r["id"]
+        for r in db.execute("SELECT id FROM cards WHERE customer_id = ? ORDER BY id", (customer["id"],))
     ]
     return customer
 
@@ -39,7 +41,8 @@ def get_account(db, account_id):
     """An account with its balance, cards and disputes."""
     account = row_by_id(db, "accounts", account_id, "account")
     account["cards"] = [
-        _card(db, r["id"]) for r in db.execute("SELECT id FROM cards WHERE account_id = ? ORDER BY id", (account_id,))
+        _card(db, r["id"])
+        for r in db.execute("SELECT id FROM cards WHERE account_id = ? ORDER BY id", (account_id,))
     ]
     account["disputes"] = [
         dict(r) for r in db.execute("SELECT * FROM disputes WHERE account_id = ? ORDER BY id", (account_id,))
@@ -78,7 +81,11 @@ def set_card_controls(db, card_id, online_enabled=None, atm_daily_limit=None):
         "UPDATE cards SET online_enabled = ?, atm_daily_limit = ?, updated_at = ? WHERE id = ?",
         (int(card["online_enabled"]), card["atm_daily_limit"], now(db), card_id),
     )
-    return {"card_id": card_id, "online_enabled": card["online_enabled"], "atm_daily_limit": card["atm_daily_limit"]}
+    return {
+        "card_id": card_id,
+        "online_enabled": card["online_enabled"],
+        "atm_daily_limit": card["atm_daily_limit"],
+    }
 
 
 def order_replacement_card(db, card_id, delivery):
@@ -110,7 +117,9 @@ def open_dispute(db, transaction_id, reason, amount, provisional_credit):
     """Open a dispute on a posted card transaction, optionally crediting the amount provisionally."""
     tx = row_by_id(db, "transactions", transaction_id, "transaction")
     if tx["status"] != "posted":
-        raise ToolError(f"transaction {transaction_id} is {tx['status']}; only posted transactions can be disputed")
+        raise ToolError(
+            f"transaction {transaction_id} is {tx['status']}; only posted transactions can be disputed"
+        )
     if tx["amount"] >= 0:
         raise ToolError(f"transaction {transaction_id} is a credit; only debits can be disputed")
     if amount > -tx["amount"]:

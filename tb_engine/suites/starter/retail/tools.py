@@ -13,12 +13,19 @@ def _order(db, order_id):
 
 
 def _refunded(db, order_id) -> float:
-    (total,) = db.execute("SELECT COALESCE(SUM(amount), 0) FROM refunds WHERE order_id = ?", (order_id,)).fetchone()
+    (total,) = db.execute(
+        "SELECT COALESCE(SUM(amount), 0) FROM refunds WHERE order_id = ?", (order_id,)
+    ).fetchone()
     return round(float(total), 2)
 
 
 def find_customer_by_email(db, email):
-    return row_or_error(db, "SELECT * FROM customers WHERE lower(email) = lower(?)", (email.strip(),), f"customer with email {email}")
+    return row_or_error(
+        db,
+        "SELECT * FROM customers WHERE lower(email) = lower(?)",
+        (email.strip(),),
+        f"customer with email {email}",
+    )
 
 
 def get_customer(db, customer_id):
@@ -27,26 +34,42 @@ def get_customer(db, customer_id):
 
 def list_customer_orders(db, customer_id):
     get_customer(db, customer_id)
-    rows = db.execute("SELECT id, status, total FROM orders WHERE customer_id = ? ORDER BY id", (customer_id,))
+    rows = db.execute(
+        "SELECT id, status, total FROM orders WHERE customer_id = ? ORDER BY id", (customer_id,)
+    )
     return [dict(r) for r in rows]
 
 
 def get_order(db, order_id):
     order = _order(db, order_id)
     order["refunded_total"] = _refunded(db, order_id)
-    order["replacements"] = [dict(r) for r in db.execute("SELECT id, sku, status FROM replacements WHERE order_id = ?", (order_id,))]
-    order["returns"] = [dict(r) for r in db.execute("SELECT id, sku, reason, status FROM returns WHERE order_id = ?", (order_id,))]
+    order["replacements"] = [
+        dict(r)
+        for r in db.execute("SELECT id, sku, status FROM replacements WHERE order_id = ?", (order_id,))
+    ]
+    order["returns"] = [
+        dict(r)
+        for r in db.execute("SELECT id, sku, reason, status FROM returns WHERE order_id = ?", (order_id,))
+    ]
     return order
 
 
 def get_shipments(db, order_id):
     _order(db, order_id)
-    rows = db.execute("SELECT id, carrier, tracking_number, status FROM shipments WHERE order_id = ? ORDER BY id", (order_id,))
+    rows = db.execute(
+        "SELECT id, carrier, tracking_number, status FROM shipments WHERE order_id = ? ORDER BY id",
+        (order_id,),
+    )
     return [dict(r) for r in rows]
 
 
 def track_shipment(db, tracking_number):
-    row = row_or_error(db, "SELECT * FROM shipments WHERE tracking_number = ?", (tracking_number,), f"tracking number {tracking_number}")
+    row = row_or_error(
+        db,
+        "SELECT * FROM shipments WHERE tracking_number = ?",
+        (tracking_number,),
+        f"tracking number {tracking_number}",
+    )
     row["exception_open"] = bool(row["exception_open"])
     row["claim_filed"] = bool(row["claim_filed"])
     return row
@@ -58,7 +81,9 @@ def get_ticket(db, ticket_id):
 
 def list_customer_tickets(db, customer_id):
     get_customer(db, customer_id)
-    rows = db.execute("SELECT id, order_id, subject, status FROM tickets WHERE customer_id = ? ORDER BY id", (customer_id,))
+    rows = db.execute(
+        "SELECT id, order_id, subject, status FROM tickets WHERE customer_id = ? ORDER BY id", (customer_id,)
+    )
     return [dict(r) for r in rows]
 
 
@@ -78,7 +103,9 @@ def issue_refund(db, order_id, amount, method, reason):
     amount = round(float(amount), 2)
     remaining = round(float(order["total"]) - _refunded(db, order_id), 2)
     if amount > remaining:
-        raise ToolError(f"refund of {amount:.2f} exceeds the refundable balance {remaining:.2f} of order {order_id}")
+        raise ToolError(
+            f"refund of {amount:.2f} exceeds the refundable balance {remaining:.2f} of order {order_id}"
+        )
     refund_id = next_id(db, "refunds", "RF-")
     db.execute(
         "INSERT INTO refunds (id, order_id, amount, method, reason, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -120,22 +147,27 @@ def update_shipping_address(db, order_id, address):
     order = _order(db, order_id)
     if order["status"] != "placed":
         raise ToolError(f"order {order_id} is {order['status']}; the address can only change before shipment")
-    db.execute("UPDATE orders SET shipping_address = ?, updated_at = ? WHERE id = ?", (address, now(db), order_id))
+    db.execute(
+        "UPDATE orders SET shipping_address = ?, updated_at = ? WHERE id = ?", (address, now(db), order_id)
+    )
     return {"order_id": order_id, "shipping_address": address}
 
 
 def cancel_order(db, order_id):
     order = _order(db, order_id)
     if order["status"] != "placed":
-        raise ToolError(f"order {order_id} is {order['status']}; only orders not yet shipped can be cancelled")
+        raise ToolError(
+            f"order {order_id} is {order['status']}; only orders not yet shipped can be cancelled"
+        )
     db.execute("UPDATE orders SET status = 'cancelled', updated_at = ? WHERE id = ?", (now(db), order_id))
     return {"order_id": order_id, "status": "cancelled"}
 
 
 def file_carrier_claim(db, shipment_id):
-    shipment = row_or_error(db, "SELECT * FROM shipments WHERE id = ?", (shipment_id,), f"shipment {shipment_id}")
+    shipment = row_or_error(
+        db, "SELECT * FROM shipments WHERE id = ?", (shipment_id,), f"shipment {shipment_id}"
+    )
     if not shipment["exception_open"] and shipment["status"] != "lost":
         raise ToolError(f"shipment {shipment_id} has no open carrier exception")
     db.execute("UPDATE shipments SET claim_filed = 1 WHERE id = ?", (shipment_id,))
     return {"shipment_id": shipment_id, "claim_filed": True}
-

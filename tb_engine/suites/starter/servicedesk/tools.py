@@ -25,7 +25,8 @@ def find_employee(db, email):
         raise ToolError(f"no employee with email {email}")
     employee = _employee(db, row["id"])
     employee["direct_report_ids"] = [
-        r["id"] for r in db.execute("SELECT id FROM employees WHERE manager_id = ? ORDER BY id", (employee["id"],))
+        r["id"]
+        for r in db.execute("SELECT id FROM employees WHERE manager_id = ? ORDER BY id", (employee["id"],))
     ]
     return employee
 
@@ -39,16 +40,25 @@ def get_employee(db, employee_id):
         " JOIN systems s ON s.id = g.system_id WHERE g.employee_id = ? ORDER BY g.system_id",
         (employee_id,),
     )
-    employee["access_requests"] = _rows(db, "SELECT * FROM access_requests WHERE employee_id = ? ORDER BY id", (employee_id,))
+    employee["access_requests"] = _rows(
+        db, "SELECT * FROM access_requests WHERE employee_id = ? ORDER BY id", (employee_id,)
+    )
     employee["assets"] = _rows(db, "SELECT * FROM assets WHERE assigned_to = ? ORDER BY id", (employee_id,))
-    employee["onboarding_tasks"] = _rows(db, "SELECT * FROM onboarding_tasks WHERE employee_id = ? ORDER BY id", (employee_id,))
+    employee["onboarding_tasks"] = _rows(
+        db, "SELECT * FROM onboarding_tasks WHERE employee_id = ? ORDER BY id", (employee_id,)
+    )
     employee["tickets"] = _rows(db, "SELECT * FROM tickets WHERE employee_id = ? ORDER BY id", (employee_id,))
     return employee
 
 
 def list_stock(db, kind):
     """Assets of a kind that are in stock and can be handed out, lowest asset id first."""
-    return {"kind": kind, "in_stock": _rows(db, "SELECT * FROM assets WHERE kind = ? AND status = 'in_stock' ORDER BY id", (kind,))}
+    return {
+        "kind": kind,
+        "in_stock": _rows(
+            db, "SELECT * FROM assets WHERE kind = ? AND status = 'in_stock' ORDER BY id", (kind,)
+        ),
+    }
 
 
 def decide_access_request(db, request_id, decision, approver_id):
@@ -125,7 +135,9 @@ def return_asset(db, asset_id, condition):
 def update_onboarding_task(db, task_id, status):
     """Set the status of an onboarding checklist task."""
     row_by_id(db, "onboarding_tasks", task_id, "onboarding task")
-    db.execute("UPDATE onboarding_tasks SET status = ?, updated_at = ? WHERE id = ?", (status, now(db), task_id))
+    db.execute(
+        "UPDATE onboarding_tasks SET status = ?, updated_at = ? WHERE id = ?", (status, now(db), task_id)
+    )
     return {"task_id": task_id, "status": status}
 
 
@@ -134,5 +146,8 @@ def update_ticket(db, ticket_id, status, note):
     ticket = row_by_id(db, "tickets", ticket_id, "ticket")
     if ticket["status"] == "resolved" and status != "resolved":
         raise ToolError(f"ticket {ticket_id} is resolved; open a new ticket instead")
-    db.execute("UPDATE tickets SET status = ?, note = ?, updated_at = ? WHERE id = ?", (status, note, now(db), ticket_id))
+    db.execute(
+        "UPDATE tickets SET status = ?, note = ?, updated_at = ? WHERE id = ?",
+        (status, note, now(db), ticket_id),
+    )
     return {"ticket_id": ticket_id, "status": status}

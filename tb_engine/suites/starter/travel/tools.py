@@ -32,7 +32,9 @@ def _nights(check_in, check_out):
 
 def _require_active(booking):
     if booking["status"] != "confirmed":
-        raise ToolError(f"booking {booking['id']} is {booking['status']}; only confirmed bookings can be changed")
+        raise ToolError(
+            f"booking {booking['id']} is {booking['status']}; only confirmed bookings can be changed"
+        )
 
 
 def _refunded_so_far(db, booking_id):
@@ -50,7 +52,8 @@ def find_traveller(db, email):
         raise ToolError(f"no traveller with email {email}")
     traveller = dict(row)
     traveller["booking_ids"] = [
-        r["id"] for r in db.execute("SELECT id FROM bookings WHERE traveller_id = ? ORDER BY id", (traveller["id"],))
+        r["id"]
+        for r in db.execute("SELECT id FROM bookings WHERE traveller_id = ? ORDER BY id", (traveller["id"],))
     ]
     return traveller
 
@@ -64,7 +67,8 @@ def get_booking(db, booking_id):
         dict(r) for r in db.execute("SELECT * FROM payments WHERE booking_id = ? ORDER BY id", (booking_id,))
     ]
     booking["support_cases"] = [
-        dict(r) for r in db.execute("SELECT * FROM support_cases WHERE booking_id = ? ORDER BY id", (booking_id,))
+        dict(r)
+        for r in db.execute("SELECT * FROM support_cases WHERE booking_id = ? ORDER BY id", (booking_id,))
     ]
     booking["approvals"] = [
         dict(r) for r in db.execute("SELECT * FROM approvals WHERE booking_id = ? ORDER BY id", (booking_id,))
