@@ -107,10 +107,10 @@ def stop(process: subprocess.Popen) -> None:
 
 def wait_done(campaign, timeout: float) -> float:
     """Seconds until the campaign finished (the same wait, with sweeps, that run_campaign --wait uses)."""
-    from apps.campaigns.embedded import wait_for_campaigns
+    from apps.campaigns.services import campaigns_wait
 
     started = time.monotonic()
-    if not wait_for_campaigns([campaign.pk], timeout=timeout, sweep_every=15, poll_s=0.2):
+    if not campaigns_wait([campaign.pk], timeout=timeout, sweep_every=15, poll_s=0.2):
         raise SystemExit(f"campaign {campaign.pk} did not finish within {timeout:.0f} s")
     return time.monotonic() - started
 
@@ -200,7 +200,7 @@ def timed_campaign(workers: list[subprocess.Popen], logs: list[Path], create, *,
 
 
 def part_golden(args, env, owner, team, log_dir: Path) -> dict:
-    from apps.campaigns.models import AgentConfig
+    from apps.agents.models import AgentConfig
     from apps.campaigns.services import campaign_create
 
     suite = bench_suite(args.tasks)
@@ -241,7 +241,7 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
 
 
 def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
-    from apps.campaigns.models import AgentConfig
+    from apps.agents.models import AgentConfig
     from apps.campaigns.services import campaign_create
     from apps.suites.services import suite_load_builtin
 

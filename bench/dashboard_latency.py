@@ -146,7 +146,8 @@ def seed(rng: random.Random):
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
-    from apps.campaigns.models import AgentConfig, Campaign, PriceSheet, TaskSummary
+    from apps.agents.models import AgentConfig, PriceSheet
+    from apps.campaigns.models import Campaign, TaskSummary
     from apps.core.models import Team
     from apps.core.services import assign_role
     from apps.suites.models import Domain, Suite, Task

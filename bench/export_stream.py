@@ -46,7 +46,8 @@ def seed(small: int, large: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from apps.campaigns.models import AgentConfig, Attempt, Campaign
+    from apps.agents.models import AgentConfig
+    from apps.campaigns.models import Attempt, Campaign
     from apps.core.models import Team
     from apps.core.services import assign_role
     from apps.suites.models import Domain, Suite, Task

@@ -170,10 +170,11 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "core.record_heartbeat", "schedule": timedelta(minutes=1)},
     # Re-queues attempts of dead workers and re-sends messages lost with them.
-    "campaigns-sweep": {"task": "campaigns.sweep", "schedule": timedelta(seconds=30)},
+    "attempts-sweep": {"task": "worker.sweep", "schedule": timedelta(seconds=30)},
 }
 
-# --- Attempt execution (apps/campaigns): leases, retries of infrastructure errors, dispatch.
+# --- Attempt execution (apps/campaigns services, run by apps/worker): leases, retries of
+# infrastructure errors, dispatch.
 ATTEMPT_LEASE_SECONDS = read_int(env, "TB_ATTEMPT_LEASE_SECONDS", 60)
 ATTEMPT_HEARTBEAT_SECONDS = read_int(env, "TB_ATTEMPT_HEARTBEAT_SECONDS", 2)
 ATTEMPT_MAX_RETRIES = read_int(env, "TB_ATTEMPT_MAX_RETRIES", 3)
@@ -209,7 +210,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CampaignStatusEnum": "apps.campaigns.models.Campaign.Status",
         "AttemptStatusEnum": "apps.campaigns.models.Attempt.Status",
-        "AgentKindEnum": "apps.campaigns.models.AgentConfig.Kind",
+        "AgentKindEnum": "apps.agents.models.AgentConfig.Kind",
         "ReviewStatusEnum": "apps.triage.models.AttemptReview.Status",
         "DiffKindEnum": "apps.api.views_attempts.DIFF_KINDS",
     },

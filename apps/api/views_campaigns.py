@@ -11,9 +11,10 @@ from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from apps.agents.models import AgentConfig, PriceSheet
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
-from apps.campaigns.models import AgentConfig, Campaign, PriceSheet
+from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress, campaigns_visible_to
 from apps.campaigns.services import campaign_cancel, campaign_create, campaign_resume, campaign_start
 from apps.core.access import teams_for

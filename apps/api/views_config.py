@@ -14,11 +14,11 @@ from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from apps.agents.models import AgentConfig, PriceSheet
+from apps.agents.services import AgentInUse, agent_config_create, agent_config_update, price_sheet_create
 from apps.api.base import ApiView, api_schema, paginated
 from apps.api.errors import Conflict
-from apps.api.services import AgentInUse, agent_config_create, agent_config_update, price_sheet_create
 from apps.api.views_catalog import PageFilter
-from apps.campaigns.models import AgentConfig, PriceSheet
 from apps.core.roles import Role
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.pricing import PriceSheetError

@@ -1,16 +1,6 @@
 from django.contrib import admin
 
-from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet, TaskSummary
-
-
-@admin.register(AgentConfig)
-class AgentConfigAdmin(admin.ModelAdmin):
-    list_display = ("name", "kind", "model", "base_url", "api_key_env", "max_concurrency")
-
-
-@admin.register(PriceSheet)
-class PriceSheetAdmin(admin.ModelAdmin):
-    list_display = ("name", "source", "effective_date")
+from apps.campaigns.models import Attempt, Campaign, TaskSummary
 
 
 @admin.register(Campaign)

@@ -2,9 +2,11 @@ from django.apps import AppConfig
 
 
 class CampaignsConfig(AppConfig):
+    """Campaigns, their attempts and per-task summaries: launch, dispatch, claim, record, progress."""
+
     default_auto_field = "django.db.models.BigAutoField"
     name = "apps.campaigns"
     label = "campaigns"
 
     def ready(self) -> None:
-        from apps.campaigns import demo, signals  # noqa: F401  (demo steps; worker start-up sweep)
+        from apps.campaigns import demo  # noqa: F401  (demo step: the demo campaigns)

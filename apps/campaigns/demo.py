@@ -1,63 +1,18 @@
-"""Demo steps: load the built-in suite, price sheets, and run the demo campaigns through the pool."""
+"""Demo step: run the demo campaigns (golden + four simulated personas) through the worker pool."""
 
 from __future__ import annotations
 
 import time
-from datetime import date
 
-from apps.campaigns.bootstrap import agent_config_for
-from apps.campaigns.embedded import (
-    broker_is_embedded,
-    start_embedded_worker,
-    stop_worker,
-    tasks_run_inline,
-    wait_for_campaigns,
-)
-from apps.campaigns.models import Campaign, PriceSheet
-from apps.campaigns.pricing import price_sheet_load_starter
+from apps.agents.services import agent_config_for
+from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress
-from apps.campaigns.services import campaign_create, campaign_start
+from apps.campaigns.services import campaign_create, campaign_start, campaigns_wait
 from apps.core.demo import DemoContext, demo_step
-from apps.suites.services import suite_load_builtin
+from thinkingbox_web.embedded import broker_is_embedded, start_embedded_worker, stop_worker, tasks_run_inline
 
 DEMO_AGENTS = ("golden", "sim:steady", "sim:explorer", "sim:careless", "sim:cautious")
 DEMO_N = 20  # the norm; `demo --repeat N` changes it
-# Simulated personas cost nothing to run; for cost pages to read naturally the demo prices their
-# synthetic tokens like real models of similar profile. The sheet says so wherever it is shown.
-DEMO_PERSONA_PRICES = {
-    "sim-steady": {"input": "2.00", "cached_input": "0.50", "output": "8.00"},
-    "sim-explorer": {"input": "1.10", "cached_input": "0.275", "output": "4.40"},
-    "sim-careless": {"input": "0.15", "cached_input": "0.075", "output": "0.60"},
-    "sim-cautious": {"input": "1.00", "cached_input": "0.10", "output": "5.00"},
-}
-
-
-@demo_step(order=20, name="load the built-in five-domain suite")
-def load_suite(context: DemoContext) -> None:
-    suite = suite_load_builtin(name="starter", validate=True)
-    counts = {}
-    for status in suite.tasks.values_list("validation", flat=True):
-        counts[status] = counts.get(status, 0) + 1
-    context.shared["suite"] = suite
-    context.notes.append(
-        f"Suite: {suite.name} v{suite.version}, {suite.tasks.count()} tasks in {suite.domains.count()} domains "
-        f"({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))})"
-    )
-
-
-@demo_step(order=30, name="load price sheets")
-def load_price_sheets(context: DemoContext) -> None:
-    starter = price_sheet_load_starter()
-    demo_sheet, _ = PriceSheet.objects.update_or_create(
-        name="Demo: simulated personas at illustrative prices",
-        defaults={
-            "source": f"Illustrative only: simulated personas are not models; their synthetic tokens are priced like "
-            f"models of similar profile from '{starter.name}'",
-            "effective_date": starter.effective_date or date.today(),
-            "prices": {**starter.prices, **DEMO_PERSONA_PRICES},
-        },
-    )
-    context.shared["demo_price_sheet"] = demo_sheet
 
 
 @demo_step(order=40, name="run the demo campaigns (golden + 4 simulated personas) on the worker pool")
@@ -92,7 +47,7 @@ def run_demo_campaigns(context: DemoContext) -> None:
     worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None
     started = time.monotonic()
     try:
-        finished = wait_for_campaigns(
+        finished = campaigns_wait(
             [c.pk for c in to_wait], timeout=1800, on_progress=_printer(context, to_wait), sweep_every=10
         )
     finally:

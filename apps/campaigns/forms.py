@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
-from apps.campaigns.models import AgentConfig, PriceSheet
+from apps.agents.models import AgentConfig, PriceSheet
 from apps.core.models import Team
 from apps.suites.models import Suite
 

@@ -12,6 +12,11 @@ from apps.campaigns.models import Attempt, Campaign
 from apps.core.access import teams_for
 
 
+def campaign_name_taken(*, team, name: str) -> bool:
+    """Whether the team already has a campaign of that name."""
+    return Campaign.objects.filter(team=team, name=name).exists()
+
+
 def campaigns_visible_to(user) -> QuerySet[Campaign]:
     """Campaigns of the user's teams (all of them for superusers)."""
     queryset = Campaign.objects.select_related("agent", "suite", "team", "owner")

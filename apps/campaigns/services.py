@@ -1,11 +1,14 @@
-"""Writes for campaigns and attempts.
+"""Writes for campaigns and attempts: the only code that writes the campaigns_* tables.
 
 Life of an attempt: created ``queued`` by campaign_start; *dispatched* (a Celery message sent)
 through a per-campaign sliding window so a small campaign is never starved behind a huge one;
-*claimed* by a worker with a conditional UPDATE (so re-delivered messages are no-ops);
-executed by the engine; recorded with a second conditional UPDATE that only the claiming
-worker can win. Infrastructure errors go back to ``queued`` with backoff until the retry
-budget is spent, then stay ``infra_error`` — never a failure.
+*claimed* by a worker with a conditional UPDATE (attempt_claim, so re-delivered messages are
+no-ops); executed by the engine (apps.worker); recorded with a second conditional UPDATE that
+only the claiming worker can win (attempt_record). Infrastructure errors go back to ``queued``
+with backoff until the retry budget is spent, then stay ``infra_error`` — never a failure.
+
+Messages are sent by task name (RUN_ATTEMPT_TASK): this app never imports the worker that
+runs them, so the worker depends on campaigns and nothing circles back.
 """
 
 from __future__ import annotations
@@ -13,24 +16,54 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Iterable
-from datetime import timedelta
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.campaigns import hotpath
-from apps.campaigns.embedded import tasks_run_inline
-from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet
+from apps.agents.models import AgentConfig, PriceSheet
+from apps.campaigns import attempt_sql
+from apps.campaigns.models import Attempt, Campaign
+from apps.campaigns.outcomes import AttemptOutcome
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
+from tb_engine.results import AttemptResult
+from thinkingbox_web.celery import app as celery_app
+from thinkingbox_web.embedded import tasks_run_inline
+
+__all__ = [
+    "HARNESS_VERSION",
+    "RUN_ATTEMPT_TASK",
+    "SWEEP_TASK",
+    "AttemptOutcome",
+    "attempt_claim",
+    "attempt_claim_prepare",
+    "attempt_heartbeat",
+    "attempt_record",
+    "attempts_sweep",
+    "campaign_cancel",
+    "campaign_create",
+    "campaign_dispatch",
+    "campaign_finish_if_complete",
+    "campaign_import",
+    "campaign_resume",
+    "campaign_start",
+    "campaign_window",
+    "campaigns_wait",
+    "worker_identity",
+]
 
 log = logging.getLogger(__name__)
 
 HARNESS_VERSION = "tbw-1.0"
 IN_FLIGHT = (Attempt.Status.QUEUED, Attempt.Status.RUNNING)
+# Celery task names, registered by apps.worker.tasks (which imports these constants).
+RUN_ATTEMPT_TASK = "worker.run_attempt"
+SWEEP_TASK = "worker.sweep"
 
 
 def worker_identity() -> str:
@@ -82,6 +115,62 @@ def campaign_create(
     return campaign
 
 
+@transaction.atomic
+def campaign_import(
+    *,
+    name: str,
+    team,
+    owner,
+    agent: AgentConfig,
+    suite: Suite,
+    attempts: Sequence[tuple[Task, int, AttemptResult]],
+    source: str,
+    harness: str,
+    finished_at: datetime | None = None,
+) -> Campaign:
+    """Store results run elsewhere (e.g. ``tb infer`` rows) as a finished campaign.
+
+    ``attempts`` are (task, index, engine result) triples; ``source`` (a file name) becomes the
+    campaign's user-simulator and judge description, ``harness`` what ran them. Side effects,
+    in one transaction: a Campaign (status done) over the attempts' tasks, one Attempt per
+    triple (unpriced) and the campaign's TaskSummary rows.
+    """
+    finished_at = finished_at or timezone.now()
+    tasks = {task.pk: task for task, _, _ in attempts}
+    repeats = max(index for _, index, _ in attempts) + 1
+    per_task = max(sum(1 for task, _, _ in attempts if task.pk == pk) for pk in tasks)
+    campaign = Campaign.objects.create(
+        name=name,
+        team=team,
+        owner=owner,
+        agent=agent,
+        suite=suite,
+        n_attempts=max(repeats, per_task),
+        user_simulator={"kind": "imported", "source": source},
+        judge={"kind": "imported", "source": source},
+        harness_version=f"{harness} (imported by {HARNESS_VERSION})",
+        suite_version=suite.version,
+        suite_hash=suite.content_hash,
+        status=Campaign.Status.DONE,
+        started_at=finished_at,
+        finished_at=finished_at,
+    )
+    campaign.tasks.set(tasks.values())
+    rows = [
+        Attempt(
+            campaign=campaign,
+            task=task,
+            index=index,
+            finished_at=finished_at,
+            **AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None).as_fields(),
+        )
+        for task, index, result in attempts
+    ]
+    Attempt.objects.bulk_create(rows, batch_size=500)
+    summary_refresh(campaign_id=campaign.pk)
+    return campaign
+
+
 def campaign_start(*, campaign: Campaign) -> int:
     """Create the N attempts per task (missing ones only) and dispatch the first window.
 
@@ -117,13 +206,11 @@ def campaign_window(campaign: Campaign) -> int:
 def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
     """Send messages for undispatched queued attempts, up to the campaign's free window.
 
-    Side effects: sets dispatched_at, enqueues execute_attempt after commit. Duplicate messages
-    are harmless: the claim is conditional.
+    Side effects: sets dispatched_at, sends RUN_ATTEMPT_TASK messages after commit. Duplicate
+    messages are harmless: the claim is conditional.
     """
-    from apps.campaigns.tasks import execute_attempt
-
-    # No savepoint when nested (attempt_execute's record transaction): an error here fails the
-    # whole transaction anyway, and a savepoint costs two more round trips per attempt.
+    # No savepoint when nested (attempt_record's transaction): an error here fails the whole
+    # transaction anyway, and a savepoint costs two more round trips per attempt.
     with transaction.atomic(savepoint=False):
         if limit is None:
             busy = (
@@ -137,7 +224,7 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
             limit = campaign_window(campaign) - busy
         if limit <= 0:
             return 0
-        ids = hotpath.dispatch_ids(campaign_id=campaign.pk, limit=limit, now=timezone.now())
+        ids = attempt_sql.mark_dispatched(campaign_id=campaign.pk, limit=limit, now=timezone.now())
         if ids is None:  # not PostgreSQL: the same selection in two statements
             ids = list(
                 Attempt.objects.select_for_update(skip_locked=True)
@@ -149,8 +236,19 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
                 Attempt.objects.filter(id__in=ids).update(dispatched_at=timezone.now())
         if not ids:
             return 0
-        transaction.on_commit(lambda: [execute_attempt.delay(attempt_id) for attempt_id in ids])
+        transaction.on_commit(lambda: _send_run_attempt(ids))
     return len(ids)
+
+
+def _send_run_attempt(attempt_ids: Iterable[int], *, countdown: float | None = None) -> None:
+    """One RUN_ATTEMPT_TASK message per attempt, by name.
+
+    A signature by name runs through the registered task when this process has it (apps.worker
+    registers it at start-up, so Celery's eager mode in tests and ``run_task`` still runs inline)
+    and is a plain send otherwise.
+    """
+    for attempt_id in attempt_ids:
+        celery_app.signature(RUN_ATTEMPT_TASK, args=(attempt_id,)).apply_async(countdown=countdown)
 
 
 def campaign_cancel(*, campaign: Campaign) -> int:
@@ -188,6 +286,48 @@ def campaign_resume(*, campaign: Campaign) -> int:
     return count
 
 
+def campaign_finish_if_complete(*, campaign_id: int) -> bool:
+    """Mark a running campaign done once nothing is queued or running."""
+    if Attempt.objects.filter(campaign_id=campaign_id, status__in=IN_FLIGHT).exists():
+        return False
+    return (
+        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).update(
+            status=Campaign.Status.DONE, finished_at=timezone.now()
+        )
+        == 1
+    )
+
+
+def campaigns_wait(
+    campaign_ids: list[int],
+    *,
+    timeout: float,
+    on_progress: Callable[[], None] | None = None,
+    sweep_every: float = 5.0,
+    poll_s: float = 0.5,
+) -> bool:
+    """Block until the campaigns are no longer running, sweeping stale attempts meanwhile.
+
+    Side effects: attempts_sweep every ``sweep_every`` seconds. Returns False on timeout.
+    """
+    deadline = time.monotonic() + timeout
+    last_sweep = time.monotonic()
+    while time.monotonic() < deadline:
+        running = Campaign.objects.filter(pk__in=campaign_ids, status=Campaign.Status.RUNNING).count()
+        if on_progress:
+            on_progress()
+        if running == 0:
+            return True
+        if time.monotonic() - last_sweep > sweep_every:
+            attempts_sweep()
+            last_sweep = time.monotonic()
+        time.sleep(poll_s)
+    return False
+
+
+# --- One attempt on a worker: claim, heartbeat, record --------------------------------------------
+
+
 def attempt_claim(*, attempt_id: int, worker: str) -> Attempt | None:
     """Atomically move a queued attempt of a running campaign to running for this worker.
 
@@ -196,13 +336,20 @@ def attempt_claim(*, attempt_id: int, worker: str) -> Attempt | None:
     """
     now = timezone.now()
     lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    return hotpath.claim_and_load(attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + lease)
+    return attempt_sql.claim_and_load(
+        attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + lease
+    )
+
+
+def attempt_claim_prepare() -> None:
+    """Open this thread's database connection and prepare the claim statement, as the first claim would."""
+    attempt_sql.warm_connection()
 
 
 def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
     """Extend the lease; False when the attempt is no longer ours or its campaign was cancelled."""
     lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    return hotpath.update_owned(
+    return attempt_sql.update_owned(
         attempt_id=attempt_id,
         worker=worker,
         values={"lease_expires_at": timezone.now() + lease},
@@ -210,39 +357,24 @@ def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
     )
 
 
-def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
-    """Claim, run and record one attempt. Returns what happened (for logs and tests).
+def attempt_record(*, attempt: Attempt, worker: str, outcome: AttemptOutcome | None) -> str:
+    """Record how a claimed attempt ended (None: it was cancelled); returns what happened.
 
     Side effects: the attempt row (status, result, usage, cost), its task summary, dispatch of
-    the campaign's next attempt, the campaign's completion. Safe to call twice: a second call
-    finds the attempt claimed or finished and does nothing.
+    the campaign's next attempt, the campaign's completion. Only the claiming worker of a still
+    running campaign records a result: otherwise "lost-lease" (another worker's result wins) or
+    "cancelled". An infrastructure error within the retry budget re-queues the attempt ("retry").
     """
-    from apps.campaigns.execution import AttemptCancelled, run_engine_attempt
-
-    worker = worker or worker_identity()
-    # Big JSON stays in the database: specs are parsed once per process (execution caches them).
-    attempt = attempt_claim(attempt_id=attempt_id, worker=worker)
-    if attempt is None:
-        return "not-claimed"
-    try:
-        outcome = run_engine_attempt(
-            attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker)
-        )
-    except AttemptCancelled:
-        outcome = None
-    except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
-        log.exception("attempt %s crashed", attempt_id)
-        outcome = _crash_outcome(exc)
     if outcome is not None and not _retries_infra_error(attempt, outcome) and not tasks_run_inline():
         # The common case in one round trip (PostgreSQL); anything unusual takes the path below,
         # and so does inline (eager) Celery, where campaign_dispatch stays the one dispatch point.
-        fast = hotpath.record_summarise_dispatch(
+        fast = attempt_sql.record_in_one_query(
             attempt=attempt, worker=worker, values=_outcome_fields(outcome), now=timezone.now()
         )
         if fast is not None and fast.recorded:
             if not fast.summary_found:
                 summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
-            _send(fast.dispatched)
+            _send_run_attempt(fast.dispatched)
             if not fast.dispatched:
                 campaign_finish_if_complete(campaign_id=attempt.campaign_id)
             return outcome.status
@@ -260,24 +392,17 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     return what
 
 
-def _send(attempt_ids: list[int]) -> None:
-    from apps.campaigns.tasks import execute_attempt
-
-    for attempt_id in attempt_ids:
-        execute_attempt.delay(attempt_id)
-
-
-def _retries_infra_error(attempt: Attempt, outcome) -> bool:
+def _retries_infra_error(attempt: Attempt, outcome: AttemptOutcome) -> bool:
     return outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < settings.ATTEMPT_MAX_RETRIES
 
 
-def _outcome_fields(outcome) -> dict:
+def _outcome_fields(outcome: AttemptOutcome) -> dict:
     fields = outcome.as_fields()
     fields.update(finished_at=timezone.now(), lease_expires_at=None)
     return fields
 
 
-def _record(*, attempt: Attempt, worker: str, outcome) -> tuple[str, bool]:
+def _record(*, attempt: Attempt, worker: str, outcome: AttemptOutcome | None) -> tuple[str, bool]:
     """Write the attempt's end state; (what happened, whether this worker still owned it)."""
     if outcome is None:
         return "cancelled", _record_cancelled(attempt_id=attempt.id, worker=worker)
@@ -296,15 +421,9 @@ def _campaign_cancelled(campaign_id: int) -> bool:
     return Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.CANCELLED).exists()
 
 
-def _crash_outcome(exc: Exception):
-    from apps.campaigns.execution import AttemptOutcome
-
-    return AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")
-
-
-def _record_outcome(*, attempt_id: int, worker: str, outcome) -> bool:
+def _record_outcome(*, attempt_id: int, worker: str, outcome: AttemptOutcome) -> bool:
     """Only the owning worker of a still-running campaign may record a result."""
-    return hotpath.update_owned(
+    return attempt_sql.update_owned(
         attempt_id=attempt_id, worker=worker, values=_outcome_fields(outcome), require_running_campaign=True
     )
 
@@ -320,8 +439,6 @@ def _record_cancelled(*, attempt_id: int, worker: str) -> bool:
 
 def _requeue_after_infra_error(*, attempt: Attempt, worker: str, error: str) -> bool:
     """Back to queued with capped exponential backoff; the retry is a new message."""
-    from apps.campaigns.tasks import execute_attempt
-
     retries = attempt.retries + 1
     updated = Attempt.objects.filter(id=attempt.id, status=Attempt.Status.RUNNING, worker=worker).update(
         status=Attempt.Status.QUEUED,
@@ -334,20 +451,8 @@ def _requeue_after_infra_error(*, attempt: Attempt, worker: str, error: str) -> 
     if updated:
         base = settings.ATTEMPT_RETRY_BACKOFF_SECONDS
         countdown = min(base * (2 ** (retries - 1)), settings.ATTEMPT_RETRY_BACKOFF_MAX_SECONDS)
-        transaction.on_commit(lambda: execute_attempt.apply_async(args=[attempt.id], countdown=countdown))
+        transaction.on_commit(lambda: _send_run_attempt([attempt.id], countdown=countdown))
     return updated == 1
-
-
-def campaign_finish_if_complete(*, campaign_id: int) -> bool:
-    """Mark a running campaign done once nothing is queued or running."""
-    if Attempt.objects.filter(campaign_id=campaign_id, status__in=IN_FLIGHT).exists():
-        return False
-    return (
-        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).update(
-            status=Campaign.Status.DONE, finished_at=timezone.now()
-        )
-        == 1
-    )
 
 
 def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:

@@ -26,6 +26,18 @@ def team_create(*, name: str, members=()) -> Team:
     return team
 
 
+def team_default_for(*, user) -> Team:
+    """The user's first team; a user in no team joins the demo team (created if missing).
+
+    Side effects: at most the demo Team row and one membership.
+    """
+    team = Team.objects.filter(members=user).order_by("pk").first()
+    if team is None:
+        team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
+        team.members.add(user)
+    return team
+
+
 def record_worker_heartbeat(*, hostname: str) -> WorkerHeartbeat:
     """Note that `hostname` is alive now. Idempotent per call; side effect: upserts one row."""
     now = timezone.now()

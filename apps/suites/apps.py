@@ -5,3 +5,6 @@ class SuitesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "apps.suites"
     label = "suites"
+
+    def ready(self) -> None:
+        from apps.suites import demo  # noqa: F401  (demo step: the built-in suite)

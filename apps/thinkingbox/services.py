@@ -14,12 +14,11 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.utils import timezone
 
-from apps.campaigns.execution import AttemptOutcome
-from apps.campaigns.models import AgentConfig, Attempt, Campaign
-from apps.campaigns.services import HARNESS_VERSION
-from apps.campaigns.summaries import summary_refresh
+from apps.agents.services import agent_config_imported
+from apps.campaigns.models import Campaign
+from apps.campaigns.selectors import campaign_name_taken
+from apps.campaigns.services import campaign_import
 from apps.core.models import Team
 from apps.suites.models import Suite, Task
 from apps.suites.services import suite_store
@@ -230,7 +229,7 @@ def tb_results_import(
                 line=record.line,
             )
         seen[place] = record.line
-    if Campaign.objects.filter(team=team, name=campaign_name).exists():
+    if campaign_name_taken(team=team, name=campaign_name):
         raise ThinkingBoxFormatError(
             f"campaign {campaign_name!r} already exists in team {team.slug}", file=path
         )
@@ -250,48 +249,27 @@ def tb_results_import(
         suite = _minimal_suite(records, f"tb-results-{_slug(campaign_name)}", path)
     task_rows = {t.task_id: t for t in Task.objects.filter(suite=suite, task_id__in=task_ids)}
 
-    agent, _ = AgentConfig.objects.get_or_create(
+    agent = agent_config_imported(
         name=f"tb:{'+'.join(agents)}",
-        defaults={
-            "kind": AgentConfig.Kind.OPENAI,
-            "model": "+".join(agents),
-            "parameters": {"imported": IMPORTED_AGENT_MARKER, "tb_agents": agents},
-        },
+        model="+".join(agents),
+        parameters={"imported": IMPORTED_AGENT_MARKER, "tb_agents": agents},
     )
-    now = timezone.now()
-    repeats = max(
-        max(r.repetition for r in records) + 1,
-        max(sum(1 for r in records if r.task_id == t) for t in task_ids),
-    )
-    campaign = Campaign.objects.create(
+    attempts = []
+    disagreements = 0
+    for record in records:
+        task = task_rows[record.task_id]
+        attempts.append((task, record.repetition, record.to_attempt_result(task_hash=task.content_hash)))
+        disagreements += sum(1 for c in record.effects.values() if not c.agree)
+    campaign = campaign_import(
         name=campaign_name,
         team=team,
         owner=owner,
         agent=agent,
         suite=suite,
-        n_attempts=repeats,
-        user_simulator={"kind": "imported", "source": str(path)},
-        judge={"kind": "imported", "source": str(path)},
-        harness_version=f"tb infer (imported by {HARNESS_VERSION})",
-        suite_version=suite.version,
-        suite_hash=suite.content_hash,
-        status=Campaign.Status.DONE,
-        started_at=now,
-        finished_at=now,
+        attempts=attempts,
+        source=str(path),
+        harness="tb infer",
     )
-    campaign.tasks.set(task_rows.values())
-    attempts = []
-    disagreements = 0
-    for record in records:
-        task = task_rows[record.task_id]
-        result = record.to_attempt_result(task_hash=task.content_hash)
-        disagreements += sum(1 for c in record.effects.values() if not c.agree)
-        fields = AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None).as_fields()
-        attempts.append(
-            Attempt(campaign=campaign, task=task, index=record.repetition, finished_at=now, **fields)
-        )
-    Attempt.objects.bulk_create(attempts, batch_size=500)
-    summary_refresh(campaign_id=campaign.pk)
     return ResultsImport(
         campaign=campaign,
         attempts=len(attempts),

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from apps.campaigns.bootstrap import agent_config_for
+from apps.agents.services import agent_config_for
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import campaign_start
 from tests.api.conftest import error_of
@@ -186,7 +186,7 @@ def test_list_marks_simulations(api_for, bob, make_campaign):
 
 def _add_items(kind: str, make_campaign, count: int, start: int) -> None:
     """`count` more rows of the listed kind (each campaign with its own agent, suite rows with tasks)."""
-    from apps.api.services import price_sheet_create
+    from apps.agents.services import price_sheet_create
     from apps.suites.models import Suite
 
     for number in range(start, start + count):

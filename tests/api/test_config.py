@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.campaigns.bootstrap import agent_config_for
-from apps.campaigns.models import AgentConfig, PriceSheet
+from apps.agents.models import AgentConfig, PriceSheet
+from apps.agents.services import agent_config_for
 from tests.api.conftest import error_of
 
 pytestmark = pytest.mark.django_db

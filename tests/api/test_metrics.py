@@ -94,9 +94,9 @@ def test_gap_equals_dashboard_figures_and_curves(api_for, bob, two_campaigns):
 
 
 def test_cost_equals_dashboard_cost_and_names_the_price_sheet(api_for, bob, run_campaign):
-    from apps.campaigns.bootstrap import default_price_sheet
+    from apps.agents.services import price_sheet_default
 
-    sheet = default_price_sheet()
+    sheet = price_sheet_default()
     campaign = run_campaign("golden", tasks=2, n=2, price_sheet=sheet)
 
     (row,) = api_for(bob).get("/api/metrics/cost/").json()["results"]

@@ -14,7 +14,7 @@ def starter_suite(db):
 
 @pytest.fixture
 def make_campaign(starter_suite, alice, team_a):
-    from apps.campaigns.bootstrap import agent_config_for
+    from apps.agents.services import agent_config_for
     from apps.campaigns.services import campaign_create
 
     def make(agent: str = "golden", *, tasks: int = 3, n: int = 2, **kwargs):
@@ -36,7 +36,7 @@ def make_campaign(starter_suite, alice, team_a):
 def drain(campaign, *, worker: str = "test-worker:1") -> list[str]:
     """Execute every queued attempt of the campaign in this process, as a worker would."""
     from apps.campaigns.models import Attempt
-    from apps.campaigns.services import attempt_execute
+    from apps.worker.attempts import attempt_execute
 
     outcomes = []
     while True:

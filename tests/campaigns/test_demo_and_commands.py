@@ -8,7 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from apps.campaigns.models import Attempt, Campaign, PriceSheet, TaskSummary
+from apps.agents.models import PriceSheet
+from apps.campaigns.models import Attempt, Campaign, TaskSummary
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

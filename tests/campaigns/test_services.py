@@ -8,14 +8,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.campaigns.models import AgentConfig, Attempt, Campaign, TaskSummary
+from apps.agents.models import AgentConfig
+from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.campaigns.services import (
-    attempt_execute,
     attempts_sweep,
     campaign_cancel,
     campaign_resume,
     campaign_start,
 )
+from apps.worker.attempts import attempt_execute
 from tests.campaigns.conftest import drain, recount, summaries
 
 pytestmark = pytest.mark.django_db

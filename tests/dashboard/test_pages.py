@@ -249,9 +249,9 @@ def test_cost_whatif_recomputes_from_token_sums_without_writing(client, bob, sum
 
 
 def test_cost_page_shows_price_sheet_source_and_date(client, bob, run_campaign):
-    from apps.campaigns.bootstrap import default_price_sheet
+    from apps.agents.services import price_sheet_default
 
-    sheet = default_price_sheet()
+    sheet = price_sheet_default()
     run_campaign("golden", tasks=1, n=1, name="Golden", price_sheet=sheet)
     client.force_login(bob)
 

@@ -99,7 +99,8 @@ def shop_dataset(tmp_path) -> Path:
 
 def table_counts() -> dict[str, int]:
     """Row counts of every table the imports write (to show a failed import wrote nothing)."""
-    from apps.campaigns.models import AgentConfig, Attempt, Campaign, TaskSummary
+    from apps.agents.models import AgentConfig
+    from apps.campaigns.models import Attempt, Campaign, TaskSummary
     from apps.suites.models import Domain, Suite, Task
 
     return {

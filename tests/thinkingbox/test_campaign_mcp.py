@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from apps.campaigns.bootstrap import agent_config_for
+from apps.agents.services import agent_config_for
 from apps.campaigns.models import Attempt, TaskSummary
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite, Task

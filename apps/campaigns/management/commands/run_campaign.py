@@ -5,17 +5,12 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.campaigns.bootstrap import agent_config_for, default_price_sheet, default_team
-from apps.campaigns.embedded import (
-    broker_is_embedded,
-    start_embedded_worker,
-    stop_worker,
-    tasks_run_inline,
-    wait_for_campaigns,
-)
+from apps.agents.services import UnknownAgent, agent_config_for, price_sheet_default
 from apps.campaigns.selectors import campaign_progress
-from apps.campaigns.services import campaign_create, campaign_start
+from apps.campaigns.services import campaign_create, campaign_start, campaigns_wait
+from apps.core.services import team_default_for
 from apps.suites.models import Suite
+from thinkingbox_web.embedded import broker_is_embedded, start_embedded_worker, stop_worker, tasks_run_inline
 
 
 class Command(BaseCommand):
@@ -48,17 +43,20 @@ class Command(BaseCommand):
             if missing:
                 raise CommandError(f"unknown task ids in suite {suite.name}: {', '.join(sorted(missing))}")
         owner = _owner(options["owner"])
-        agent = agent_config_for(options["agent"])
+        try:
+            agent = agent_config_for(options["agent"])
+        except UnknownAgent as exc:
+            raise CommandError(str(exc)) from None
         campaign = campaign_create(
             name=options["name"] or f"{agent.name} × {suite.name} (N={options['repeat']})",
-            team=default_team(owner),
+            team=team_default_for(user=owner),
             owner=owner,
             agent=agent,
             suite=suite,
             tasks=list(tasks),
             n_attempts=options["repeat"],
             seed=options["seed"],
-            price_sheet=default_price_sheet(),
+            price_sheet=price_sheet_default(),
         )
         created = campaign_start(campaign=campaign)
         self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
@@ -66,7 +64,7 @@ class Command(BaseCommand):
             return
         worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None
         try:
-            finished = wait_for_campaigns([campaign.pk], timeout=options["timeout"])
+            finished = campaigns_wait([campaign.pk], timeout=options["timeout"])
         finally:
             if worker is not None:
                 stop_worker(worker)

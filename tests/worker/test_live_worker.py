@@ -13,7 +13,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from apps.campaigns.models import AgentConfig, Attempt, Campaign, TaskSummary
+from apps.agents.models import AgentConfig
+from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.campaigns.services import attempts_sweep, campaign_cancel, campaign_resume, campaign_start
 from tests.campaigns.conftest import recount, summaries
 from tests.conftest import reset_broker_connections

@@ -10,7 +10,8 @@ from decimal import Decimal
 
 import pytest
 
-from apps.campaigns.models import AgentConfig, Attempt, Campaign, PriceSheet
+from apps.agents.models import AgentConfig, PriceSheet
+from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import campaign_create, campaign_start
 from tb_engine.pricing import PriceSheet as EngineSheet
 from tb_engine.pricing import cost_of

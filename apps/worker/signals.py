@@ -1,19 +1,23 @@
-"""A worker that starts re-queues attempts left running by dead workers on the same host."""
+"""Worker start-up: re-queue attempts of dead predecessors, warm suites, the LLM client and connections."""
 
 from __future__ import annotations
 
 import logging
 import threading
 
+from celery.concurrency.thread import TaskPool as ThreadsPool
 from celery.signals import worker_init, worker_process_init, worker_ready
+from django.conf import settings
+from django.db import connection
+
+from apps.campaigns.services import attempt_claim_prepare, attempts_sweep
+from apps.worker.execution import warm_builtin_suites
 
 log = logging.getLogger(__name__)
 
 
 @worker_ready.connect
 def _requeue_dead_predecessors(**_kwargs) -> None:
-    from apps.campaigns.services import attempts_sweep
-
     try:
         requeued = attempts_sweep(same_host_dead_only=True)
     except Exception:  # the worker must start even if the sweep fails; the periodic sweep retries
@@ -27,10 +31,6 @@ def _requeue_dead_predecessors(**_kwargs) -> None:
 @worker_process_init.connect
 def _warm_suites(**_kwargs) -> None:
     """Parse built-in suites before the first message arrives (prefork children and thread pools)."""
-    from django.db import connection
-
-    from apps.campaigns.execution import warm_builtin_suites
-
     try:
         warm_builtin_suites()
     except Exception:
@@ -66,23 +66,15 @@ def _connect_pool_threads(sender=None, **_kwargs) -> None:
     threads waits for its connection while all the others open theirs under the same GIL.
     """
     pool = getattr(sender, "pool", None)
-    executor, limit = getattr(pool, "executor", None), getattr(pool, "limit", 0) or 0
-    if executor is None or limit < 2:
+    if not isinstance(pool, ThreadsPool) or pool.limit < 2 or not settings.WORKER_CONNECT_THREADS:
         return
-    from django.conf import settings
-
-    if not getattr(settings, "WORKER_CONNECT_THREADS", True):
-        return
-    # Every job waits for all the others: the executor only starts a new thread while none is idle.
-    barrier = threading.Barrier(limit, timeout=30)
+    # Every job waits for all the others, so each lands on its own thread: the pool only starts a
+    # new thread while none is idle.
+    barrier = threading.Barrier(pool.limit, timeout=30)
 
     def connect() -> None:
-        from django.db import connection
-
-        from apps.campaigns.hotpath import warm_connection
-
         try:
-            warm_connection(connection)
+            attempt_claim_prepare()
         except Exception:  # the first task opens it instead
             log.warning("opening a pool thread's database connection failed", exc_info=True)
         try:
@@ -90,5 +82,9 @@ def _connect_pool_threads(sender=None, **_kwargs) -> None:
         except threading.BrokenBarrierError:
             pass
 
-    for _ in range(limit):
-        executor.submit(connect)
+    for _ in range(pool.limit):
+        pool.apply_async(connect, callback=_ignore_result)
+
+
+def _ignore_result(_result) -> None:
+    """The pool hands every job's return value to a callback; warming returns nothing."""

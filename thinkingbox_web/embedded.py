@@ -1,4 +1,4 @@
-"""The embedded worker pool: a real Celery worker process on the filesystem broker.
+"""The embedded mode's worker: a real Celery worker process on the filesystem broker.
 
 With no broker configured, ``demo`` and ``run_campaign --wait`` start this worker so attempts
 take the same code path as production workers (see docs/operations.md).
@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from django.conf import settings
+
+from thinkingbox_web.celery import app
 
 
 def broker_is_embedded() -> bool:
@@ -21,8 +22,6 @@ def broker_is_embedded() -> bool:
 
 def tasks_run_inline() -> bool:
     """Celery's eager mode runs each task inside .delay(): no worker is needed (or useful)."""
-    from thinkingbox_web.celery import app
-
     return bool(app.conf.task_always_eager)
 
 
@@ -61,30 +60,3 @@ def stop_worker(process: subprocess.Popen, *, timeout: float = 20.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def wait_for_campaigns(
-    campaign_ids: list[int],
-    *,
-    timeout: float,
-    on_progress=None,
-    sweep_every: float = 5.0,
-    poll_s: float = 0.5,
-) -> bool:
-    """Block until the campaigns are no longer running, sweeping stale attempts meanwhile."""
-    from apps.campaigns.models import Campaign
-    from apps.campaigns.services import attempts_sweep
-
-    deadline = time.monotonic() + timeout
-    last_sweep = time.monotonic()
-    while time.monotonic() < deadline:
-        running = Campaign.objects.filter(pk__in=campaign_ids, status=Campaign.Status.RUNNING).count()
-        if on_progress:
-            on_progress()
-        if running == 0:
-            return True
-        if time.monotonic() - last_sweep > sweep_every:
-            attempts_sweep()
-            last_sweep = time.monotonic()
-        time.sleep(poll_s)
-    return False

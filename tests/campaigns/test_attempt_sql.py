@@ -1,4 +1,4 @@
-"""The attempt hot path (apps/campaigns/hotpath.py): same conditions as the ORM, fewer round trips.
+"""The attempts' hand-written SQL (apps/campaigns/attempt_sql.py): same conditions as the ORM, fewer round trips.
 
 The claim tests run on any database. The one-round-trip record, the prepared claim and the
 two-statements-per-attempt budget are PostgreSQL only: they run in the integration subset
@@ -7,22 +7,25 @@ two-statements-per-attempt budget are PostgreSQL only: they run in the integrati
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.campaigns import hotpath
-from apps.campaigns.models import AgentConfig, Attempt, Campaign
-from apps.campaigns.services import attempt_execute, campaign_cancel, campaign_start
+from apps.agents.models import AgentConfig, PriceSheet
+from apps.campaigns import attempt_sql
+from apps.campaigns.models import Attempt, Campaign
+from apps.campaigns.services import RUN_ATTEMPT_TASK, campaign_cancel, campaign_start
+from apps.worker import attempts
+from apps.worker.attempts import attempt_execute
 from tests.campaigns.conftest import recount, summaries
 
 
 def _claim(attempt_id: int, worker: str = "w:1"):
     now = timezone.now()
-    return hotpath.claim_and_load(
+    return attempt_sql.claim_and_load(
         attempt_id=attempt_id, worker=worker, now=now, lease_expires_at=now + timedelta(seconds=60)
     )
 
@@ -69,6 +72,61 @@ def test_claim_loads_the_rows_the_orm_would(make_campaign):
     assert attempt.result == {}  # deferred fields still load on access
 
 
+def _loaded_values(instance) -> dict:
+    """Every concrete field value the instance holds (deferred ones are left out, not loaded)."""
+    deferred = instance.get_deferred_fields()
+    return {
+        field.attname: getattr(instance, field.attname)
+        for field in instance._meta.concrete_fields
+        if field.attname not in deferred
+    }
+
+
+def _claimed_rows_equal_the_orms(make_campaign):
+    sheet = PriceSheet.objects.create(
+        name="converters", source="test", effective_date=date(2026, 3, 1), prices={"m": {"input": "1.5"}}
+    )
+    agent = AgentConfig.objects.create(
+        name="golden with parameters", kind=AgentConfig.Kind.GOLDEN, parameters={"temperature": 0.5}
+    )
+    campaign = make_campaign(agent, tasks=1, n=1, price_sheet=sheet, judge={"kind": "keyword", "x": [1]})
+    campaign_start(campaign=campaign)
+    queued = _first_queued(campaign)
+
+    claimed = _claim(queued.id)
+
+    orm = Attempt.objects.select_related(
+        "campaign__agent", "campaign__price_sheet", "task__suite", "task__domain"
+    ).get(id=queued.id)
+    pairs = [
+        (claimed, orm),
+        (claimed.campaign, orm.campaign),
+        (claimed.campaign.agent, orm.campaign.agent),
+        (claimed.campaign.price_sheet, orm.campaign.price_sheet),
+        (claimed.task, orm.task),
+        (claimed.task.suite, orm.task.suite),
+        (claimed.task.domain, orm.task.domain),
+    ]
+    for raw_loaded, orm_loaded in pairs:
+        raw_values = _loaded_values(raw_loaded)
+        assert raw_values == {name: getattr(orm_loaded, name) for name in raw_values}
+    assert claimed.get_deferred_fields() >= {"result"}  # and those load on access, as the ORM's do
+    assert claimed.result == orm.result
+
+
+@pytest.mark.django_db
+def test_claimed_rows_carry_exactly_the_values_the_orm_loads(make_campaign):
+    # attempt_sql converts raw rows with the ORM's own converters (a Django internal): JSON,
+    # dates, aware datetimes, SQLite booleans. A change of that internal fails here.
+    _claimed_rows_equal_the_orms(make_campaign)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_claimed_rows_carry_exactly_the_values_the_orm_loads_on_postgresql(make_campaign):
+    _claimed_rows_equal_the_orms(make_campaign)
+
+
 @pytest.mark.django_db
 def test_claim_is_conditional(make_campaign):
     campaign = make_campaign(tasks=1, n=2)
@@ -91,17 +149,17 @@ def test_update_owned_needs_the_owner_and_a_running_campaign(make_campaign):
     attempt = _claim(_first_queued(campaign).id, "w:1")
     lease = {"lease_expires_at": timezone.now() + timedelta(seconds=5)}
 
-    assert not hotpath.update_owned(
+    assert not attempt_sql.update_owned(
         attempt_id=attempt.id, worker="w:2", values=lease, require_running_campaign=True
     )
-    assert hotpath.update_owned(
+    assert attempt_sql.update_owned(
         attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True
     )
     Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
-    assert not hotpath.update_owned(
+    assert not attempt_sql.update_owned(
         attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=True
     )
-    assert hotpath.update_owned(
+    assert attempt_sql.update_owned(
         attempt_id=attempt.id, worker="w:1", values=lease, require_running_campaign=False
     )
 
@@ -111,11 +169,12 @@ def test_update_owned_needs_the_owner_and_a_running_campaign(make_campaign):
 
 @pytest.fixture
 def sent(monkeypatch):
-    """Messages the hot path would send, captured (no broker traffic, no live worker needed)."""
-    from apps.campaigns.tasks import execute_attempt
+    """Messages the campaign would send, captured (no broker traffic, no live worker needed)."""
+    from thinkingbox_web.celery import app
 
     captured: list[int] = []
-    monkeypatch.setattr(execute_attempt, "delay", lambda attempt_id: captured.append(attempt_id))
+    task = app.tasks[RUN_ATTEMPT_TASK]
+    monkeypatch.setattr(task, "apply_async", lambda args, kwargs=None, **options: captured.append(args[0]))
     return captured
 
 
@@ -188,7 +247,7 @@ def test_record_of_a_lost_lease_writes_and_dispatches_nothing(one_at_a_time, sen
     attempt = _claim(first.id, "w:1")
     Attempt.objects.filter(id=first.id).update(worker="w:other")  # the sweep gave it to another worker
 
-    outcome = hotpath.record_summarise_dispatch(
+    outcome = attempt_sql.record_in_one_query(
         attempt=attempt,
         worker="w:1",
         values={"status": "done", "verdict": "pass", "finished_at": timezone.now(), "lease_expires_at": None},
@@ -204,23 +263,20 @@ def test_record_of_a_lost_lease_writes_and_dispatches_nothing(one_at_a_time, sen
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_lost_lease_and_cancellation_take_the_orm_path(one_at_a_time, sent):
+def test_lost_lease_and_cancellation_take_the_orm_path(one_at_a_time, sent, monkeypatch):
     campaign = one_at_a_time()
     campaign_start(campaign=campaign)
     first = _first_queued(campaign)
+
+    original = attempts.run_engine_attempt
 
     def steal_then_run(attempt, heartbeat):
         Attempt.objects.filter(id=attempt.id).update(worker="w:other")
         return original(attempt, heartbeat=heartbeat)
 
-    from apps.campaigns import execution
-
-    original = execution.run_engine_attempt
-    execution.run_engine_attempt = steal_then_run
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(attempts, "run_engine_attempt", steal_then_run)
         assert attempt_execute(attempt_id=first.id, worker="w:1") == "lost-lease"
-    finally:
-        execution.run_engine_attempt = original
     assert sent == [first.id]  # nothing more dispatched
 
     second = (
@@ -232,11 +288,9 @@ def test_lost_lease_and_cancellation_take_the_orm_path(one_at_a_time, sent):
         Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CANCELLED)
         return original(attempt, heartbeat=heartbeat)
 
-    execution.run_engine_attempt = cancel_then_run
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(attempts, "run_engine_attempt", cancel_then_run)
         assert attempt_execute(attempt_id=second.id, worker="w:1") == "cancelled"
-    finally:
-        execution.run_engine_attempt = original
     assert Attempt.objects.get(id=second.id).status == "cancelled"
     assert summaries(campaign) == recount(campaign)
 
@@ -249,7 +303,7 @@ def test_record_inside_a_transaction_is_left_to_the_orm_path(make_campaign):
     attempt = _claim(_first_queued(campaign).id)
     with transaction.atomic():
         assert (
-            hotpath.record_summarise_dispatch(attempt=attempt, worker="w:1", values={}, now=timezone.now())
+            attempt_sql.record_in_one_query(attempt=attempt, worker="w:1", values={}, now=timezone.now())
             is None
         )
 
@@ -260,17 +314,17 @@ def test_claim_survives_a_session_that_lost_its_prepared_statement(make_campaign
     campaign = make_campaign(tasks=1, n=3)
     campaign_start(campaign=campaign)
     first, second, third = Attempt.objects.filter(campaign=campaign).order_by("index")
-    monkeypatch.setattr(hotpath, "_prepared_statements_work", True)
+    monkeypatch.setattr(attempt_sql, "_prepared_statements_work", True)
 
     assert _claim(first.id) is not None
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_prepared_statements WHERE name = %s", [hotpath.PREPARED_CLAIM]
+            "SELECT count(*) FROM pg_prepared_statements WHERE name = %s", [attempt_sql.PREPARED_CLAIM]
         )
         assert cursor.fetchone()[0] == 1
         cursor.execute("DEALLOCATE ALL")  # what a transaction-pooling proxy's server switch looks like
 
     assert _claim(second.id) is not None  # falls back to the plain statement...
-    assert hotpath._prepared_statements_work is False  # ...and stays there for this process
+    assert attempt_sql._prepared_statements_work is False  # ...and stays there for this process
     assert _claim(third.id) is not None
     assert _claim(third.id) is None

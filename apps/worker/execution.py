@@ -10,15 +10,16 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
 
 from django.conf import settings
 
-from apps.campaigns.models import AgentConfig, Attempt, Campaign
+from apps.agents.models import AgentConfig
+from apps.campaigns.models import Attempt, Campaign
+from apps.campaigns.services import AttemptOutcome
 from apps.suites.models import Suite
+from apps.suites.selectors import builtin_suite_sources, task_spec_data
 from tb_engine.agents.base import AgentStep, AgentView
 from tb_engine.pricing import PriceSheet as EnginePriceSheet
 from tb_engine.pricing import cost_of
@@ -34,75 +35,6 @@ class AttemptCancelled(BaseException):
 
     A BaseException so the runner's catch-all for harness crashes (infra errors) lets it through.
     """
-
-
-@dataclass
-class AttemptOutcome:
-    """What gets written to the Attempt row."""
-
-    status: str
-    termination: str = ""
-    verdict: str = ""
-    categories: list[str] = field(default_factory=list)
-    clean_looking: bool = False
-    task_hash: str = ""
-    agent_usage: Usage = field(default_factory=Usage)
-    eval_usage: Usage = field(default_factory=Usage)
-    agent_cost: Decimal | None = None
-    eval_cost: Decimal | None = None
-    tool_calls: int = 0
-    diff_items: int = 0
-    duration_ms: float = 0.0
-    result: dict[str, Any] = field(default_factory=dict)
-    error_detail: str = ""
-
-    @classmethod
-    def infra_error(cls, message: str) -> AttemptOutcome:
-        return cls(status=Attempt.Status.INFRA_ERROR, error_detail=message)
-
-    @classmethod
-    def from_result(cls, result: AttemptResult, *, agent_cost, eval_cost) -> AttemptOutcome:
-        transcript = result.transcript
-        eval_usage = transcript.user_usage + transcript.judge_usage
-        return cls(
-            status=result.status,
-            termination=result.termination or "",
-            verdict=result.verdict or "",
-            categories=list(result.categories),
-            clean_looking=result.clean_looking,
-            task_hash=result.task_hash,
-            agent_usage=transcript.agent_usage,
-            eval_usage=eval_usage,
-            agent_cost=agent_cost,
-            eval_cost=eval_cost,
-            tool_calls=len(transcript.tool_calls),
-            diff_items=len(result.diff),
-            duration_ms=result.duration_ms,
-            result=result.to_dict(),
-            error_detail=result.error,
-        )
-
-    def as_fields(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "termination": self.termination,
-            "verdict": self.verdict,
-            "categories": self.categories,
-            "clean_looking": self.clean_looking,
-            "task_hash": self.task_hash,
-            "input_tokens": self.agent_usage.input_tokens,
-            "cached_input_tokens": self.agent_usage.cached_input_tokens,
-            "output_tokens": self.agent_usage.output_tokens,
-            "reasoning_tokens": self.agent_usage.reasoning_tokens,
-            "eval_tokens": self.eval_usage.total_tokens,
-            "agent_cost": self.agent_cost,
-            "eval_cost": self.eval_cost,
-            "tool_calls": self.tool_calls,
-            "diff_items": self.diff_items,
-            "duration_ms": self.duration_ms,
-            "result": self.result,
-            "error_detail": self.error_detail,
-        }
 
 
 class HeartbeatAgent:
@@ -150,14 +82,8 @@ def _builtin_suite(name: str, content_hash: str):
 def warm_builtin_suites() -> int:
     """Load every built-in suite the database uses, and prepare its domains' sandbox templates,
     so a worker's first attempts start at once."""
-    from apps.suites.models import Domain
-
     count = 0
-    pairs = Domain.objects.filter(suite__source=Suite.Source.BUILTIN).values_list(
-        "suite__name", "suite__content_hash", "spec"
-    )
-    for suite_name, content_hash, spec in pairs.distinct():
-        name = (spec or {}).get("builtin_suite", suite_name)
+    for name, content_hash in builtin_suite_sources():
         try:
             suite = _builtin_suite(name, content_hash)
             _warm_sandboxes(suite)
@@ -193,9 +119,7 @@ def _warm_sandboxes(suite) -> None:
 @lru_cache(maxsize=4096)
 def _task_spec(task_pk: int, content_hash: str) -> TaskSpec:
     # Keyed by content hash: a re-imported task gets a new entry, never a stale spec.
-    from apps.suites.models import Task
-
-    return task_from_dict(Task.objects.values_list("spec", flat=True).get(pk=task_pk))
+    return task_from_dict(task_spec_data(task_pk=task_pk))
 
 
 def task_spec(attempt: Attempt) -> TaskSpec:
@@ -272,17 +196,7 @@ def _strip_kind(config: dict) -> dict:
 
 def engine_price_sheet(campaign: Campaign) -> EnginePriceSheet | None:
     sheet = campaign.price_sheet
-    if sheet is None:
-        return None
-    return EnginePriceSheet.from_dict(
-        {
-            "name": sheet.name,
-            "source": sheet.source,
-            "effective_date": sheet.effective_date,
-            "models": sheet.prices,
-        },
-        origin=f"price sheet {sheet.name}",
-    )
+    return None if sheet is None else sheet.as_engine_sheet()
 
 
 def price_attempt(campaign: Campaign, result: AttemptResult) -> tuple[Decimal | None, Decimal | None]:

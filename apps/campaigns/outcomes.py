@@ -1,0 +1,82 @@
+"""What a worker records on an Attempt row: the engine's result flattened onto the row's columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from apps.campaigns.models import Attempt
+from tb_engine.results import AttemptResult
+from tb_engine.transcript import Usage
+
+
+@dataclass
+class AttemptOutcome:
+    """What gets written to the Attempt row."""
+
+    status: str
+    termination: str = ""
+    verdict: str = ""
+    categories: list[str] = field(default_factory=list)
+    clean_looking: bool = False
+    task_hash: str = ""
+    agent_usage: Usage = field(default_factory=Usage)
+    eval_usage: Usage = field(default_factory=Usage)
+    agent_cost: Decimal | None = None
+    eval_cost: Decimal | None = None
+    tool_calls: int = 0
+    diff_items: int = 0
+    duration_ms: float = 0.0
+    result: dict[str, Any] = field(default_factory=dict)
+    error_detail: str = ""
+
+    @classmethod
+    def infra_error(cls, message: str) -> AttemptOutcome:
+        return cls(status=Attempt.Status.INFRA_ERROR, error_detail=message)
+
+    @classmethod
+    def from_result(
+        cls, result: AttemptResult, *, agent_cost: Decimal | None, eval_cost: Decimal | None
+    ) -> AttemptOutcome:
+        transcript = result.transcript
+        eval_usage = transcript.user_usage + transcript.judge_usage
+        return cls(
+            status=result.status,
+            termination=result.termination or "",
+            verdict=result.verdict or "",
+            categories=list(result.categories),
+            clean_looking=result.clean_looking,
+            task_hash=result.task_hash,
+            agent_usage=transcript.agent_usage,
+            eval_usage=eval_usage,
+            agent_cost=agent_cost,
+            eval_cost=eval_cost,
+            tool_calls=len(transcript.tool_calls),
+            diff_items=len(result.diff),
+            duration_ms=result.duration_ms,
+            result=result.to_dict(),
+            error_detail=result.error,
+        )
+
+    def as_fields(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "termination": self.termination,
+            "verdict": self.verdict,
+            "categories": self.categories,
+            "clean_looking": self.clean_looking,
+            "task_hash": self.task_hash,
+            "input_tokens": self.agent_usage.input_tokens,
+            "cached_input_tokens": self.agent_usage.cached_input_tokens,
+            "output_tokens": self.agent_usage.output_tokens,
+            "reasoning_tokens": self.agent_usage.reasoning_tokens,
+            "eval_tokens": self.eval_usage.total_tokens,
+            "agent_cost": self.agent_cost,
+            "eval_cost": self.eval_cost,
+            "tool_calls": self.tool_calls,
+            "diff_items": self.diff_items,
+            "duration_ms": self.duration_ms,
+            "result": self.result,
+            "error_detail": self.error_detail,
+        }

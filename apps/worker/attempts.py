@@ -1,0 +1,41 @@
+"""One attempt on a worker: claim it, run it through the engine, record how it ended."""
+
+from __future__ import annotations
+
+import logging
+
+from apps.campaigns.services import (
+    AttemptOutcome,
+    attempt_claim,
+    attempt_heartbeat,
+    attempt_record,
+    worker_identity,
+)
+from apps.worker.execution import AttemptCancelled, run_engine_attempt
+
+log = logging.getLogger(__name__)
+
+
+def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
+    """Claim, run and record one attempt. Returns what happened (for logs and tests).
+
+    Side effects (through apps.campaigns.services): the attempt row (status, result, usage,
+    cost), its task summary, dispatch of the campaign's next attempt, the campaign's completion.
+    Safe to call twice: a second call finds the attempt claimed or finished and does nothing.
+    """
+    worker = worker or worker_identity()
+    # Big JSON stays in the database: specs are parsed once per process (execution caches them).
+    attempt = attempt_claim(attempt_id=attempt_id, worker=worker)
+    if attempt is None:
+        return "not-claimed"
+    outcome: AttemptOutcome | None
+    try:
+        outcome = run_engine_attempt(
+            attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker)
+        )
+    except AttemptCancelled:
+        outcome = None
+    except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
+        log.exception("attempt %s crashed", attempt_id)
+        outcome = AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")
+    return attempt_record(attempt=attempt, worker=worker, outcome=outcome)

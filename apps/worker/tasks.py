@@ -1,0 +1,35 @@
+"""Celery tasks: take ids, claim rows conditionally, call a service. Safe to run twice.
+
+Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK).
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from apps.campaigns.services import RUN_ATTEMPT_TASK, SWEEP_TASK, attempts_sweep
+from apps.worker import attempts
+from apps.worker.connections import connection_distrusted, connection_served, drop_stale_connections
+
+
+@shared_task(name=RUN_ATTEMPT_TASK, acks_late=True, ignore_result=True)
+def run_attempt(attempt_id: int) -> str:
+    trusted = drop_stale_connections()
+    try:
+        outcome = attempts.attempt_execute(attempt_id=attempt_id)
+    except (InterfaceError, OperationalError):
+        if not trusted:
+            raise
+        # The connection trusted without a health check had died (database restart): once more
+        # on a fresh one. A claim that did go through makes this a no-op ("not-claimed").
+        connection_distrusted()
+        outcome = attempts.attempt_execute(attempt_id=attempt_id)
+    connection_served()
+    return outcome
+
+
+@shared_task(name=SWEEP_TASK, ignore_result=True)
+def sweep() -> int:
+    drop_stale_connections()
+    return attempts_sweep()
