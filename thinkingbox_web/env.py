@@ -105,16 +105,19 @@ def secret_key(environ: Mapping[str, str], *, debug: bool, data_dir: Path) -> st
 
 
 def filesystem_broker_options(data_dir: Path) -> dict:
-    """Return kombu filesystem-transport options with its folders under data_dir/broker (created)."""
+    """Return kombu filesystem-transport options with all its folders under data_dir/broker (created)."""
     queue_dir = data_dir / "broker" / "queue"
     processed_dir = data_dir / "broker" / "processed"
-    queue_dir.mkdir(parents=True, exist_ok=True)
-    processed_dir.mkdir(parents=True, exist_ok=True)
+    # Exchange-to-queue tables; kombu's default is ./control, i.e. wherever the process started.
+    control_dir = data_dir / "broker" / "control"
+    for folder in (queue_dir, processed_dir, control_dir):
+        folder.mkdir(parents=True, exist_ok=True)
     # Producer and consumer share one folder: the web process writes messages, the worker reads them.
     return {
         "data_folder_in": str(queue_dir),
         "data_folder_out": str(queue_dir),
         "processed_folder": str(processed_dir),
+        "control_folder": str(control_dir),
         "store_processed": False,
         # The filesystem transport delivers one message per poll: poll often or attempts crawl.
         "polling_interval": 0.02,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -130,20 +131,64 @@ def test_settings_read_database_url_and_hosts_from_env(tmp_path):
     ]
 
 
-def test_settings_embedded_defaults_sqlite_and_filesystem_broker(tmp_path):
-    code = (
-        "from django.conf import settings as s;"
-        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.DEBUG,"
-        " s.CELERY_BROKER_TRANSPORT_OPTIONS['data_folder_in'])"
+EMBEDDED_SEND = """
+import django; django.setup()
+from django.db import connection
+from kombu.exceptions import EncodeError
+from thinkingbox_web.celery import app
+connection.ensure_connection()
+print(connection.vendor)
+app.send_task("core.record_heartbeat")
+try:
+    app.send_task("core.record_heartbeat", args=[object()])
+except EncodeError:
+    print("not JSON: refused")
+"""
+
+
+def test_embedded_defaults_keep_database_and_broker_in_the_data_folder(tmp_path):
+    # No DATABASE_URL, no CELERY_BROKER_URL, started from some other folder: everything the process
+    # writes (SQLite file, JSON messages, the broker's exchange tables) lands under TB_DATA_DIR.
+    elsewhere = tmp_path / "started-here"
+    elsewhere.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-c", EMBEDDED_SEND],
+        cwd=elsewhere,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(PROJECT_ROOT),
+            "DJANGO_SETTINGS_MODULE": "thinkingbox_web.settings",
+            "TB_DATA_DIR": str(tmp_path / "data"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    result = run_django(code, {}, tmp_path)
-    assert result.stdout.split() == [
-        "django.db.backends.sqlite3",
-        "filesystem://",
-        "True",
-        str(tmp_path / "data" / "broker" / "queue"),
+
+    assert result.stdout.splitlines() == ["sqlite", "not JSON: refused"], result.stderr
+    data = tmp_path / "data"
+    assert (data / "db.sqlite3").is_file() and (data / "secret_key").is_file()
+    messages = [json.loads(path.read_text()) for path in (data / "broker" / "queue").iterdir()]
+    assert [(m["content-type"], m["headers"]["task"]) for m in messages] == [
+        ("application/json", "core.record_heartbeat")
     ]
-    assert (tmp_path / "data" / "secret_key").is_file()
+    assert sorted(p.name for p in (data / "broker" / "control").iterdir()) == ["celery.exchange"]
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_celery_accepts_only_json_messages():
+    import pickle
+
+    from kombu.exceptions import ContentDisallowed
+    from kombu.serialization import loads, prepare_accept_content
+
+    from thinkingbox_web.celery import app
+
+    accept = prepare_accept_content(app.conf.accept_content)  # what a worker's consumer is given
+    body = pickle.dumps({"task": "worker.run_attempt"})
+    with pytest.raises(ContentDisallowed):
+        loads(body, "application/x-python-serialize", "binary", accept=accept)
+    assert loads(b"[7]", "application/json", "utf-8", accept=accept) == [7]
 
 
 def test_check_deploy_is_clean_with_production_env(tmp_path):
@@ -169,14 +214,3 @@ def test_check_deploy_is_clean_with_production_env(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "System check identified no issues (1 silenced)."
-
-
-def test_celery_settings_are_safe_for_long_tasks():
-    from thinkingbox_web.celery import app
-
-    assert (app.conf.task_acks_late, app.conf.worker_prefetch_multiplier, app.conf.task_serializer) == (
-        True,
-        1,
-        "json",
-    )
-    assert app.conf.accept_content == ["json"]

@@ -103,6 +103,40 @@ def test_sigkilled_worker_loses_and_duplicates_nothing(
     assert summaries(campaign) == recount(campaign)
 
 
+def test_broker_holds_a_running_attempts_message_and_the_worker_reserves_no_more_than_it_runs(
+    celery_worker_process, make_campaign, slow_endpoint, settings
+):
+    # CELERY_TASK_ACKS_LATE and CELERY_WORKER_PREFETCH_MULTIPLIER=1 as the broker sees them. A window
+    # of 8 messages and a worker running 2 at a time: late acks keep the 2 running attempts'
+    # messages at the broker (unacked: redelivered if the worker dies), and a prefetch of one per
+    # process reserves nothing beyond them, so 6 stay in the queue for any other worker.
+    # (Early acks would show 4 queued + 2 reserved; a prefetch of 4 would show 0 queued + 8.)
+    import redis
+
+    slow_endpoint.generic.delay_ms = 700  # attempts of ~1.4 s: long enough to look at the broker
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    unacked_before = broker.hlen("unacked")  # kombu's hash of delivered, unacknowledged messages
+    campaign = make_campaign(_endpoint_agent(slow_endpoint, name="window of 8"), tasks=10, n=5)
+    campaign_start(campaign=campaign)
+    seen = []
+    deadline = time.monotonic() + 60
+    try:
+        while (6, 2) not in seen and time.monotonic() < deadline:
+            if Attempt.objects.filter(campaign=campaign, status="running").count() == 2:
+                seen.append((broker.llen(queue), broker.hlen("unacked") - unacked_before))
+            time.sleep(0.05)
+    finally:
+        campaign_cancel(campaign=campaign)
+        _wait(
+            lambda: not Attempt.objects.filter(campaign=campaign, status="running").exists(),
+            timeout=30,
+            what="no running attempts",
+        )
+
+    assert (6, 2) in seen, seen
+
+
 def test_campaign_survives_redis_restart(celery_worker_process, make_campaign, slow_endpoint, settings):
     settings.ATTEMPT_REDISPATCH_SECONDS = 3  # messages queued in Redis die with it; the sweep re-sends them
     broker = urlparse(settings.CELERY_BROKER_URL)
