@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.http import HttpResponse
+from django.urls import URLPattern, URLResolver, get_resolver, path, reverse
+
+from thinkingbox_web import urls as site_urls
 
 # Named URLs anonymous users may open, and why.
 PUBLIC_URL_NAMES = {
@@ -45,8 +47,26 @@ def test_every_url_pattern_requires_login_unless_listed_public():
     assert opted_out == PUBLIC_URL_NAMES
 
 
-def test_login_required_middleware_is_installed():
-    assert "django.contrib.auth.middleware.LoginRequiredMiddleware" in settings.MIDDLEWARE
+def plain_view(request):
+    return HttpResponse("nothing here asks for a login")
+
+
+# The site's URLs plus one view with no access decorator at all (used through @pytest.mark.urls).
+urlpatterns = [path("plain-view-without-decorators/", plain_view), *site_urls.urlpatterns]
+
+
+@pytest.mark.django_db
+@pytest.mark.urls("tests.core.test_login_required")
+def test_a_view_without_any_access_decorator_still_requires_login(client, bob):
+    anonymous = client.get("/plain-view-without-decorators/")
+    client.force_login(bob)
+    signed_in = client.get("/plain-view-without-decorators/")
+
+    assert (anonymous.status_code, anonymous["Location"]) == (
+        302,
+        f"{reverse('login')}?next=/plain-view-without-decorators/",
+    )
+    assert (signed_in.status_code, signed_in.content) == (200, b"nothing here asks for a login")
 
 
 def concrete_paths():
