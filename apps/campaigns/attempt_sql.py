@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError, ProgrammingError, transaction
+from django.db import DatabaseError, ProgrammingError, connections, transaction
 from django.db import connection as default_connection
 from django.db.backends.signals import connection_created
 from django.db.models import Field, Model
@@ -242,7 +242,8 @@ def _prepare_claim(connection, cursor, plan: _ClaimPlan) -> bool:
     global _prepared_statements_work
     if not _prepared_statements_work:
         return False
-    if connection in _PREPARED_SESSIONS:
+    wrapper = connections[connection.alias]  # this thread's wrapper (django.db.connection is a proxy)
+    if wrapper in _PREPARED_SESSIONS:
         return True
     numbered = plan.claim_sql
     for number in range(1, plan.claim_sql.count("%s") + 1):
@@ -256,7 +257,7 @@ def _prepare_claim(connection, cursor, plan: _ClaimPlan) -> bool:
     except DatabaseError:
         _prepared_statements_work = False
         return False
-    _PREPARED_SESSIONS.add(connection)
+    _PREPARED_SESSIONS.add(wrapper)
     return True
 
 
