@@ -1,15 +1,17 @@
 """Hand-written SQL for the statements every attempt runs: claim, record, summary recount, dispatch.
 
-Kept beside the ORM because the campaign benchmark shows it matters (``bench/campaign_throughput.py``,
-default configuration, PostgreSQL + Redis, one worker with 2 prefork processes, 2 shared cores):
+Kept beside the ORM because the campaign benchmark shows it matters. ``bench/campaign_throughput.py``,
+default configuration (PostgreSQL + Redis, 10,140 golden attempts on one worker with 2 prefork
+processes; 2 cores shared with other work), run back to back:
 
-    with this module   RESULT attempts_per_s=174.9 p50_attempt_ms=2.8 p95_attempt_ms=5.9 db_bytes_per_attempt=4299 scaling_at_64=0.81
-    ORM only           RESULT attempts_per_s=120.3 p50_attempt_ms=6.5 p95_attempt_ms=11.5 db_bytes_per_attempt=4263 scaling_at_64=0.83
+    with this module  RESULT attempts_per_s=172.6 p50_attempt_ms=2.3 p95_attempt_ms=7.0 db_bytes_per_attempt=4316 scaling_at_64=0.88
+    ORM only          RESULT attempts_per_s=95.5 p50_attempt_ms=7.3 p95_attempt_ms=14.6 db_bytes_per_attempt=4330 scaling_at_64=0.85
 
-(ORM only: the same conditional UPDATEs through querysets, the claim's rows loaded with
-``select_related``, dispatch and record step by step; a second ORM-only run on the busier machine
-gave 66.9 attempts/s.) The ORM-only path falls to or below the 100 attempts/s the campaigns issue
-asked for, and more than doubles the time an attempt spends around the engine.
+Over repeated runs this module gave 169-209 attempts/s, the ORM alone 67-120 (the same
+conditional UPDATEs through querysets, the claimed rows loaded with ``select_related``, record,
+recount and dispatch step by step): the ORM path falls below the 100 attempts/s the campaigns
+issue asked for and triples the time an attempt spends around the engine. The endpoint-bound
+figure (scaling_at_64) does not depend on it.
 
 An attempt of the golden agent takes a few milliseconds in the engine; the ORM work around it
 (query compilation, a six-model select_related, savepoints) and 17 database round trips per
