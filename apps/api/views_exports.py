@@ -17,11 +17,10 @@ from rest_framework.negotiation import BaseContentNegotiation
 from apps.api.base import ApiView, api_schema, id_field
 from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
-from apps.dashboard import reports
-from apps.dashboard.selectors import dashboard_campaigns
 from apps.exports import procurement, stream
 from apps.exports.tables import BUILDERS
 from apps.exports.writers import table_csv, table_xlsx
+from apps.figures.selectors import LEADERBOARD_SORTS, figure_campaigns
 
 TAGS = ["exports"]
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -49,7 +48,7 @@ class TableExportFilter(serializers.Serializer):
         child=id_field(), required=False, help_text="Campaign ids (repeat), where the table takes them."
     )
     domain = serializers.CharField(required=False, max_length=100)
-    sort = serializers.ChoiceField(choices=sorted(reports.LEADERBOARD_SORTS), required=False)
+    sort = serializers.ChoiceField(choices=sorted(LEADERBOARD_SORTS), required=False)
     dir = serializers.ChoiceField(choices=["asc", "desc"], required=False)
     a = id_field(required=False, help_text="compare: campaign A.")
     b = id_field(required=False, help_text="compare: campaign B.")
@@ -114,7 +113,7 @@ class ProcurementExportView(ApiView):
         errors=(400, 401, 403, 404),
     )
     def get(self, request):
-        campaigns = dashboard_campaigns(request.user, ids=self.validated_query(CampaignChoice)["campaign"])
+        campaigns = figure_campaigns(request.user, ids=self.validated_query(CampaignChoice)["campaign"])
         if not campaigns:
             raise Http404("none of these campaigns is visible to you")
         content, digest = procurement.build_workbook(campaigns=campaigns)

@@ -12,10 +12,10 @@ from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.access import require_role
 from apps.core.roles import Role
-from apps.dashboard.selectors import dashboard_campaigns
 from apps.exports import procurement, stream
 from apps.exports.tables import BUILDERS
 from apps.exports.writers import table_csv, table_xlsx
+from apps.figures.selectors import figure_campaigns
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -42,7 +42,7 @@ def table(request, name: str, fmt: str):
 
 def _chosen(request) -> list:
     ids = [int(v) for v in request.GET.getlist("c") if v.isdigit()]
-    return dashboard_campaigns(request.user, ids=ids) if ids else []
+    return figure_campaigns(request.user, ids=ids) if ids else []
 
 
 @require_http_methods(["GET"])
@@ -58,7 +58,7 @@ def procurement_workbook(request):
         )
         response["X-Content-SHA256"] = digest
         return response
-    context = {"campaigns": dashboard_campaigns(request.user), "selected": {c.pk for c in chosen}}
+    context = {"campaigns": figure_campaigns(request.user), "selected": {c.pk for c in chosen}}
     return render(request, "exports/procurement.html", context)
 
 

@@ -1,8 +1,9 @@
-"""Reads of triage: the queue (clean-looking failures by default), neighbours, audit, health, summary."""
+"""Reads of triage: the queue (clean-looking failures by default), neighbours, audit, task health, summary."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -190,6 +191,43 @@ def unhealthy_task_pks(*, campaigns: list[Campaign]) -> frozenset[int]:
         )
         .values_list("task_id", flat=True)
         .distinct()
+    )
+
+
+# The query value of the health toggle on every metric page, its exports and the API.
+EXCLUDE_UNHEALTHY = "exclude"
+
+
+@dataclass(frozen=True)
+class TaskHealthScope:
+    """Which tasks a metric request leaves out: those with open health issues, when the viewer asks.
+
+    Tasks a triager flagged (grader bug, task ambiguous) stay in the figures unless the viewer asks
+    for ``?healthy=exclude``; either way the page says how many such tasks there are, so a figure is
+    never silently computed on a different task set than the reader assumes.
+    """
+
+    unhealthy: frozenset[int]
+    excluding: bool
+
+    @property
+    def exclude(self) -> frozenset[int]:
+        """Task pks to leave out of the figures (empty unless the toggle is on)."""
+        return self.unhealthy if self.excluding else frozenset()
+
+    def context(self) -> dict:
+        """Template variables of the toggle and its banner (dashboard/_health_*.html)."""
+        return {
+            "healthy": EXCLUDE_UNHEALTHY if self.excluding else "",
+            "unhealthy_count": len(self.unhealthy),
+            "excluded_count": len(self.exclude),
+        }
+
+
+def task_health_scope(query: Mapping[str, str], campaigns: list[Campaign]) -> TaskHealthScope:
+    """The scope a request asks for (``healthy=exclude``): open health issues among the campaigns' tasks (one query)."""
+    return TaskHealthScope(
+        unhealthy=unhealthy_task_pks(campaigns=campaigns), excluding=query.get("healthy") == EXCLUDE_UNHEALTHY
     )
 
 

@@ -187,7 +187,7 @@ def test_tasks_grid_filters_never_solved_and_flaky(client, bob, summaries_campai
 
     def tasks_for(kind):
         page = client.get(f"/tasks/?filter={kind}").context["page"]
-        return [row["task_id"] for row in page]
+        return [row.task_id for row in page]
 
     assert tasks_for("never") == [T2]
     assert tasks_for("flaky") == [T1]
@@ -204,9 +204,9 @@ def test_compare_reports_deltas_gains_and_sharpening(client, bob, summaries_camp
     result = client.get(f"/compare/?a={a.pk}&b={b.pk}").context["result"]
     html = client.get(f"/compare/?a={a.pk}&b={b.pk}", HTTP_HX_REQUEST="true").content.decode()
 
-    assert result["gained"] == [T1]
-    assert result["lost"] == []
-    assert result["sharpening"] is True
+    assert result.gained == (T1,)
+    assert result.lost == ()
+    assert result.sharpening is True
     assert html.lstrip().startswith('<div id="compare-body"')
     assert 'id="sharpening"' in html
     assert "+8.3 pp" in html  # Δpass@1 = (1 + 0 + 0)/3 - 0.25
