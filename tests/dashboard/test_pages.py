@@ -43,7 +43,10 @@ def test_home_redirects_role_holders_to_leaderboard(client, bob):
 def test_pages_refuse_users_without_role(client, charlie, url):
     client.force_login(charlie)
 
-    assert client.get(url).status_code == 403
+    response = client.get(url)
+
+    assert response.status_code == 403
+    assert "this page needs the viewer role" in response.content.decode()
 
 
 @pytest.mark.parametrize("url", ("/leaderboard/", "/gap/", "/cost/", "/domains/", "/tasks/"))

@@ -244,3 +244,28 @@ def test_exports_follow_the_toggle_and_say_how_many_tasks_they_leave_out(client,
     if table == "domains":
         assert sorted(row["domain"] for row in kept) == ["neobank", "neobank", "retail", "retail"]
         assert sorted(row["domain"] for row in dropped) == ["neobank", "neobank"]
+
+
+@pytest.mark.parametrize("name", ["leaderboard", "gap", "cost", "domains", "tasks", "triage-summary"])
+def test_table_export_query_count_is_the_same_for_one_and_three_campaigns(
+    client, bob, summaries_campaign, name
+):
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(bob)
+    summaries_campaign({T1: (2, 1), T2: (2, 2)}, name="C1", n=2)
+    with CaptureQueriesContext(connection) as one:
+        assert len(_csv(client.get(f"/exports/tables/{name}.csv"))) >= 1
+    cache.clear()
+    summaries_campaign({T1: (2, 0), T2: (2, 2)}, name="C2", n=2)
+    summaries_campaign({T1: (2, 2), T3: (2, 2)}, name="C3", n=2)
+    with CaptureQueriesContext(connection) as three:
+        rows = _csv(client.get(f"/exports/tables/{name}.csv"))
+
+    assert len(three) == len(one)
+    if name == "tasks":
+        assert len(rows[0]) == 2 + 2 * 3  # task, domain, then passes and done per campaign
+    else:
+        assert {row["campaign"] for row in rows} == {"C1", "C2", "C3"}
