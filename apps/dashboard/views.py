@@ -88,8 +88,10 @@ def _correlations(
     benchmarks = sorted({name for entry in external.values() for name in entry})
     correlations = {}
     for name in benchmarks:
-        pairs = [(row.figures.pass_at_1.value, external.get(row.campaign.pk, {}).get(name)) for row in rows]
-        correlations[name] = spearman([p[0] for p in pairs], [p[1] for p in pairs])
+        # spearman drops the pairs where either value is missing.
+        ours = [row.figures.pass_at_1.value for row in rows]
+        theirs = [external.get(row.campaign.pk, {}).get(name) for row in rows]
+        correlations[name] = spearman(ours, theirs)  # type: ignore[arg-type]
     return benchmarks, correlations
 
 

@@ -235,7 +235,7 @@ def tasks_table(user, query: QueryDict) -> Table:
         ]
     rows = []
     for entry in grid:
-        row = {"task_id": entry.task_id, "domain": entry.domain}
+        row: dict[str, Any] = {"task_id": entry.task_id, "domain": entry.domain}
         for position, cell in enumerate(entry.cells):
             row[f"c{position}"], row[f"n{position}"] = (cell.c, cell.n) if cell else (None, None)
         rows.append(row)

@@ -70,7 +70,7 @@ class QueueFilters:
 
     def querystring(self) -> str:
         """The filters as a query string (defaults left out), the inverse of from_query."""
-        pairs = [("c", pk) for pk in self.campaigns]
+        pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
         for name in ("domain", "task", "category", "label", "assignee", "status"):
             value = getattr(self, name)
             if value not in ("", None):
@@ -238,8 +238,8 @@ def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
     Two queries for any number of campaigns.
     """
     ids = [c.pk for c in campaigns]
-    categories = Counter()
-    totals = Counter()
+    categories: Counter[tuple[int, str]] = Counter()
+    totals: Counter[int] = Counter()
     rows = Attempt.objects.filter(
         campaign_id__in=ids, clean_looking=True, status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
     )
