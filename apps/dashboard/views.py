@@ -21,7 +21,6 @@ from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.selectors import external_scores
 from apps.figures import selectors as figures
 from apps.figures.chart_style import chart
-from apps.figures.selectors import attempt_strip, figure_campaigns, filter_options
 from apps.suites.models import Task
 from apps.triage.selectors import task_health_scope
 from tb_engine.metrics import spearman
@@ -42,7 +41,7 @@ def _selected_ids(request) -> list[int] | None:
 @require_role(Role.VIEWER)
 def leaderboard(request):
     """Campaign leaderboard over a task slice: pass@k, pass^k, all-N, gap, cost, coverage."""
-    campaigns = figure_campaigns(request.user)
+    campaigns = figures.figure_campaigns(request.user)
     domain, tag = request.GET.get("domain", ""), request.GET.get("tag", "")
     sort = request.GET.get("sort", "pass1")
     sort = sort if sort in figures.LEADERBOARD_SORTS else "pass1"
@@ -57,7 +56,7 @@ def leaderboard(request):
     )
     external = external_scores(campaigns=[row.campaign for row in rows])
     benchmarks, correlations = _correlations(rows, external)
-    domains, tags = filter_options(campaigns)
+    domains, tags = figures.filter_options(campaigns)
     filter_query = urlencode(
         {key: value for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy)) if value}
     )
@@ -109,7 +108,7 @@ def external_score_add(request):
 @require_role(Role.VIEWER)
 def gap(request):
     """pass@N against all-N per campaign, and pass^k curves for k = 1..N overall and per domain."""
-    campaigns = figure_campaigns(request.user, ids=_selected_ids(request))
+    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request))
     health = task_health_scope(request.GET, campaigns)
     tables = figures.per_task_tables(campaigns, exclude=health.exclude)
     points, curves = [], {}
@@ -154,7 +153,7 @@ def gap(request):
         "scatter": chart(scatter),
         "overall": chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
         "per_domain": per_domain,
-        "all_campaigns": figure_campaigns(request.user),
+        "all_campaigns": figures.figure_campaigns(request.user),
         "selected": {c.pk for c in campaigns},
         **health.context(),
     }
@@ -168,7 +167,7 @@ def cost(request):
 
     The what-if POST recomputes from stored token sums and renders a fragment; it never writes.
     """
-    campaigns = figure_campaigns(request.user)
+    campaigns = figures.figure_campaigns(request.user)
     health = task_health_scope(request.GET, campaigns)
     rows = figures.campaign_rows(campaigns, figures.per_task_tables(campaigns, exclude=health.exclude))
     if request.method == "POST":
@@ -222,7 +221,7 @@ def _whatif(request, campaigns, rows: list[figures.CampaignRow]):
 @require_role(Role.VIEWER)
 def domains(request):
     """Campaigns x domains heatmaps of pass@1, pass@N and all-N; per-domain deltas between two campaigns."""
-    campaigns = figure_campaigns(request.user)
+    campaigns = figures.figure_campaigns(request.user)
     health = task_health_scope(request.GET, campaigns)
     tables = figures.per_task_tables(campaigns, exclude=health.exclude)
     by_domain = {c.pk: {d.domain: d for d in figures.domain_figures(tables, c)} for c in campaigns}
@@ -294,13 +293,13 @@ def _pair(request, by_id: dict):
 @require_role(Role.VIEWER)
 def tasks(request):
     """Tasks x campaigns grid of c/N, filterable and paged; rows link to the task page."""
-    campaigns = figure_campaigns(request.user, ids=_selected_ids(request))
+    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request))
     kind = request.GET.get("filter", "")
     kind = kind if kind in figures.TASK_FILTERS else ""
     domain = request.GET.get("domain", "")
     rows = figures.task_grid(campaigns, domain=domain, kind=kind)
     page = Paginator(rows, TASKS_PER_PAGE).get_page(request.GET.get("page"))
-    domains_list, _ = filter_options(campaigns)
+    domains_list, _ = figures.filter_options(campaigns)
     context = {
         "campaigns": campaigns,
         "page": page,
@@ -327,8 +326,10 @@ def task_detail(request, pk: int):
     )
     if task is None:
         raise Http404("no such task in your campaigns")
-    campaigns = figure_campaigns(request.user, ids=visible.filter(tasks=task).values_list("pk", flat=True))
-    strips = attempt_strip(task=task, campaigns=campaigns)
+    campaigns = figures.figure_campaigns(
+        request.user, ids=visible.filter(tasks=task).values_list("pk", flat=True)
+    )
+    strips = figures.attempt_strip(task=task, campaigns=campaigns)
     context = {"task": task, "spec": task.spec, "strips": [(c, strips[c.pk]) for c in campaigns]}
     return render(request, "dashboard/task.html", context)
 
@@ -337,7 +338,7 @@ def task_detail(request, pk: int):
 @require_role(Role.VIEWER)
 def compare(request):
     """Paired comparison of two campaigns: deltas with intervals, gained/lost tasks, P(A > B) per task."""
-    campaigns = figure_campaigns(request.user)
+    campaigns = figures.figure_campaigns(request.user)
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
     result, error = None, ""
