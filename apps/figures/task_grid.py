@@ -19,6 +19,8 @@ TASK_FILTERS = {
 
 def task_matches(cells: Sequence[TaskCell | None], kind: str) -> bool:
     """Whether a grid row belongs to a TASK_FILTERS kind ("" matches every row)."""
+    if not kind:
+        return True
     present = [cell for cell in cells if cell is not None]
     if kind == "unreliable":
         return any(cell.c >= 1 for cell in present) and not any(cell.dependable for cell in present)
@@ -38,7 +40,7 @@ def task_grid_rows(campaigns: list[Campaign], frames: list[pd.DataFrame], *, kin
             frame["task_pk"], frame["task_id"], frame["domain"], frame["n"], frame["c"]
         ):
             _, _, cells = grid.setdefault(task_id, (int(task_pk), domain, [None] * len(campaigns)))
-            cells[position] = TaskCell(c=int(c), n=int(n), N=campaign.n_attempts)
+            cells[position] = TaskCell(int(c), int(n), campaign.n_attempts)
     rows = []
     for task_id in sorted(grid):
         task_pk, domain, cells = grid[task_id]
