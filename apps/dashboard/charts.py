@@ -1,13 +1,13 @@
 """The dashboard's Plotly figures, built by pure functions DataFrame -> figure dict (tested on data).
 
-The shared look (palette, font, base layout, modebar config) is apps.figures.chart_style.
+The shared look (palette, font, base layout, modebar config) is apps.core.charts.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from apps.figures.chart_style import PALETTE, clean, layout
+from apps.core.charts import PALETTE, clean, layout
 
 
 def gap_scatter(frame: pd.DataFrame) -> dict:

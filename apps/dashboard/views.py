@@ -15,12 +15,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.access import require_role, user_has_role
+from apps.core.charts import chart
 from apps.core.roles import Role
 from apps.dashboard import charts, services
 from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.selectors import external_scores
 from apps.figures import selectors as figures
-from apps.figures.chart_style import chart
 from apps.suites.models import Task
 from apps.triage.selectors import task_health_scope
 from tb_engine.metrics import spearman

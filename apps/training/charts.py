@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from apps.figures.chart_style import PALETTE, layout
+from apps.core.charts import PALETTE, layout
 
 
 def zone_probability_figure(table: pd.DataFrame, *, q: float) -> dict:

@@ -10,8 +10,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.core.access import require_role
+from apps.core.charts import chart
 from apps.core.roles import Role
-from apps.figures.chart_style import chart
 from apps.figures.selectors import attempt_strip, figure_campaigns
 from apps.suites.models import Task
 from apps.training import charts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from apps.figures.chart_style import CONFIG, FONT, chart, clean, layout
+from apps.core.charts import CONFIG, FONT, chart, clean, layout
 
 
 def test_layout_sets_the_house_style_and_lets_a_figure_override_it():
