@@ -1,9 +1,7 @@
-"""Task validation (invalid, non-discriminating) and the CLI report functions."""
+"""Task validation: valid, invalid, non-discriminating."""
 
 from __future__ import annotations
 
-from tb_engine.cli import main, run_task_report, validate_suite_report
-from tb_engine.loader import load_builtin_suite
 from tb_engine.spec import GoldenCall
 from tb_engine.validation import validate_task
 from tests.engine.engine_support import with_changes
@@ -44,28 +42,3 @@ def test_validate_task_golden_state_failing_its_own_check_is_invalid(retail_doma
     assert result.problems[0].startswith(
         "golden agent fails: check failed: Ticket 20 is on hold while the carrier investigates"
     )
-
-
-def test_validate_suite_report_counts_builtin_suite():
-    suite = load_builtin_suite()
-    text, code = validate_suite_report("starter")
-    assert (
-        text.splitlines()[0]
-        == f"{len(suite.tasks)} tasks: {len(suite.tasks)} valid, 0 invalid, 0 non-discriminating"
-    )
-    assert code == 0
-
-
-def test_run_task_report_golden_lists_each_attempt():
-    lines = run_task_report("retail/ticket_hold_carrier_exception", agent="golden", repeat=2).splitlines()
-    assert (
-        lines[0]
-        == "retail/ticket_hold_carrier_exception — Late parcel, carrier exception still open (agent golden, 2 attempts)"
-    )
-    assert [line.split(" (")[0] for line in lines[1:3]] == ["attempt 0: pass", "attempt 1: pass"]
-    assert lines[-1] == "2/2 passed"
-
-
-def test_cli_main_unknown_task_exits_2(capsys):
-    assert main(["run", "retail/no_such_task"]) == 2
-    assert capsys.readouterr().err == "error: \"unknown task 'retail/no_such_task' in suite 'starter'\"\n"

@@ -17,7 +17,7 @@ from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
 from tb_engine.transcript import ToolCallRequest
 from tb_engine.users.scripted import ScriptedUser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SERVER = McpServerConfig(command=sys.executable, args=("-m", "tests.support.tb_mcp_server"), cwd=str(ROOT))
 GOLDEN = [
     {"tool": "create_ticket", "parameters": {"customer_id": "C-1", "subject": "Late order"}},
