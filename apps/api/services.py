@@ -11,7 +11,7 @@ from datetime import date
 from django.db import transaction
 
 from apps.campaigns.models import AgentConfig, PriceSheet
-from tb_engine.pricing import PriceSheet as EnginePriceSheet
+from tb_engine.pricing import PriceList
 
 # Changing these would silently change what past campaigns of the agent mean.
 BEHAVIOUR_FIELDS = ("kind", "persona", "model", "base_url", "parameters")
@@ -73,7 +73,7 @@ def price_sheet_create(*, name: str, source: str, effective_date: date, models: 
 
     Raises tb_engine.pricing.PriceSheetError naming the model and field when a price is bad.
     """
-    sheet = EnginePriceSheet.from_dict(
+    sheet = PriceList.from_dict(
         {"name": name, "source": source, "effective_date": effective_date.isoformat(), "models": models},
         origin="price sheet",
     )

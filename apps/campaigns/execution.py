@@ -20,12 +20,11 @@ from django.conf import settings
 from apps.campaigns.models import AgentConfig, Attempt, Campaign
 from apps.suites.models import Suite
 from tb_engine.agents.base import AgentStep, AgentView
-from tb_engine.pricing import PriceSheet as EnginePriceSheet
-from tb_engine.pricing import cost_of
+from tb_engine.pricing import PriceList, cost_of
 from tb_engine.results import AttemptResult
 from tb_engine.runner import Limits, make_agent, run_attempt
 from tb_engine.spec import DomainSpec, TaskSpec
-from tb_engine.specio import domain_from_dict, task_from_dict
+from tb_engine.spec_json import domain_from_dict, task_from_dict
 from tb_engine.transcript import Usage
 
 
@@ -270,11 +269,11 @@ def _strip_kind(config: dict) -> dict:
     return {k: v for k, v in config.items() if k != "kind"}
 
 
-def engine_price_sheet(campaign: Campaign) -> EnginePriceSheet | None:
+def engine_price_sheet(campaign: Campaign) -> PriceList | None:
     sheet = campaign.price_sheet
     if sheet is None:
         return None
-    return EnginePriceSheet.from_dict(
+    return PriceList.from_dict(
         {
             "name": sheet.name,
             "source": sheet.source,
@@ -300,7 +299,7 @@ def price_attempt(campaign: Campaign, result: AttemptResult) -> tuple[Decimal | 
     return agent_cost, eval_cost
 
 
-def _cost(usage: Usage, model: str, sheet: EnginePriceSheet | None) -> Decimal | None:
+def _cost(usage: Usage, model: str, sheet: PriceList | None) -> Decimal | None:
     if usage.input_tokens == 0 and usage.output_tokens == 0:
         return Decimal(0)
     if sheet is None or not model:

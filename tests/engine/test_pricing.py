@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from tb_engine.pricing import (
-    PriceSheet,
+    PriceList,
     PriceSheetError,
     attempt_cost,
     cost_of,
@@ -17,7 +17,7 @@ from tb_engine.pricing import (
 )
 from tb_engine.transcript import Transcript, Usage
 
-SHEET = PriceSheet.from_dict(
+SHEET = PriceList.from_dict(
     {
         "name": "test",
         "source": "hand-written for tests",
@@ -88,7 +88,7 @@ def test_starter_sheet_loads_with_source_and_date():
 
 
 def test_price_sheet_round_trips_through_to_dict():
-    assert PriceSheet.from_dict(SHEET.to_dict()) == SHEET
+    assert PriceList.from_dict(SHEET.to_dict()) == SHEET
 
 
 def test_price_sheet_errors_name_the_file_and_field(tmp_path):
