@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tb_engine.thinkingbox.agg import format_tb_agg_summary, our_figures, tb_agg_figures
-from tb_engine.thinkingbox.beta import beta_cdf, beta_quantile
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tb_engine.thinkingbox.results import parse_tb_results, parse_tb_row
 
@@ -185,11 +184,6 @@ def test_parse_tb_row_tool_error_result_becomes_tool_call_error():
     record = parse_tb_row(row)
     assert record.transcript.tool_calls[0].error == "Tool execution failed: no such file"
     assert record.transcript.messages[3].is_error is True
-
-
-def test_beta_quantile_inverts_beta_cdf():
-    for a, b, q in [(4.5, 2.5, 0.025), (0.5, 10.5, 0.5), (30.5, 0.5, 0.975)]:
-        assert round(beta_cdf(beta_quantile(q, a, b), a, b), 9) == q
 
 
 def test_parse_tb_row_database_effects_become_our_diff_beside_their_hash():
