@@ -207,17 +207,21 @@ class AttemptCost:
 def attempt_cost(
     transcript: Transcript,
     *,
-    agent_model: str,
+    agent_model: str | None,
     user_model: str | None,
     judge_model: str | None,
-    sheet: PriceList,
+    sheet: PriceList | None,
 ) -> AttemptCost:
-    """Price a transcript's three usages; a role that used no tokens costs 0 whatever its model."""
+    """Price a transcript's three usages. A role that used no tokens costs exactly 0 whatever its
+    model; one that did is unpriced (None) without a sheet, without a model name, or when the sheet
+    does not list its model."""
 
     def price(usage: Usage, model: str | None) -> Decimal | None:
-        if usage.calls == 0 and usage.total_tokens == 0:
+        if usage.total_tokens == 0:
             return Decimal(0)
-        return None if model is None else cost_of(usage, model, sheet)
+        if sheet is None or not model:
+            return None
+        return cost_of(usage, model, sheet)
 
     return AttemptCost(
         agent=price(transcript.agent_usage, agent_model),

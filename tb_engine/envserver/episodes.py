@@ -21,15 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tb_engine.agents.base import AgentOutputError, AgentStep, Judge
-from tb_engine.backend import SqliteBackend
-from tb_engine.judges import KeywordJudge
+from tb_engine.agents.base import AgentOutputError, AgentStep
+from tb_engine.attempt_setup import KEYWORD_JUDGE, AttemptSetup, JudgeConfig
+from tb_engine.backend import Backend
 from tb_engine.results import AttemptResult
 from tb_engine.reward import RewardUnavailable, reward_of
-from tb_engine.runner import Limits, Steps, attempt_steps
+from tb_engine.runner import Limits, Steps
 from tb_engine.spec import SuiteSpec, TaskSpec
 from tb_engine.transcript import Message, ToolCallRequest
-from tb_engine.users.scripted import ScriptedUser
 
 DEFAULT_TTL_S = 300.0
 DEFAULT_MAX_EPISODES = 1024
@@ -59,7 +58,7 @@ class Episode:
     created: float
     last_active: float
     steps: Steps[AttemptResult] | None  # the suspended attempt; None once finished or ended
-    backend: SqliteBackend | None  # the private sandbox; closed and dropped with ``steps``
+    backend: Backend | None  # the private sandbox; closed and dropped with ``steps``
     seen: int = 0  # messages already returned to the trainer
     turn: int = 0
     done: bool = False
@@ -158,7 +157,7 @@ class Environment:
         ttl_s: float = DEFAULT_TTL_S,
         max_episodes: int = DEFAULT_MAX_EPISODES,
         limits: Limits = Limits(),
-        judge_factory: Callable[[TaskSpec], Judge | None] = KeywordJudge.for_task,
+        judge: JudgeConfig = KEYWORD_JUDGE,
         clock: Callable[[], float] = time.monotonic,
         id_prefix: str = "",
     ):
@@ -180,7 +179,7 @@ class Environment:
         self.ttl_s = ttl_s
         self.max_episodes = max_episodes
         self.limits = limits
-        self.judge_factory = judge_factory
+        self.judge = judge  # a judge configuration (attempt_setup); steps run on the loop, so keep it local
         self.clock = clock
         self.id_prefix = id_prefix  # marks which server process owns an episode (see workers.py)
         self._open: OrderedDict[str, Episode] = OrderedDict()
@@ -208,10 +207,12 @@ class Environment:
         if len(self._open) >= self.max_episodes:  # checked again, atomically, when the episode is added
             raise self._full()
         task = self.suite.tasks[task_id]
-        backend = SqliteBackend(self.suite.domains[task.domain], task)
-        steps = attempt_steps(
-            task, backend, user=ScriptedUser(), judge=self.judge_factory(task), limits=self.limits
+        # No agent: the trainer's actions are the agent steps, sent into the suspended attempt.
+        setup = AttemptSetup.from_config(
+            self.suite.domains[task.domain], task, agent=None, judge=self.judge, limits=self.limits
         )
+        backend = setup.open_backend()
+        steps = setup.steps(backend)
         try:
             view = next(steps)
         except (

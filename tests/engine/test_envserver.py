@@ -9,11 +9,10 @@ import threading
 import pytest
 
 from tb_engine.agents.base import AgentStep
+from tb_engine.attempt_setup import make_agent, run_task
 from tb_engine.envserver import Environment, EnvServer, EvaluationOnlyError
 from tb_engine.envserver.client import EnvClient, EnvClientError, rollout
-from tb_engine.judges import KeywordJudge
 from tb_engine.loader import load_builtin_suite
-from tb_engine.runner import make_agent, run_task
 
 SUITE = load_builtin_suite()
 TASK = "retail/ticket_hold_carrier_exception"
@@ -63,7 +62,6 @@ def test_envserver_reward_equals_grader_verdict_on_every_task(serve, spec):
             SUITE.domains[task.domain],
             task,
             agent=_factory(spec, seed)(task_id),
-            judge=KeywordJudge.for_task(task),
         )
         episode = rollout(client, _factory(spec, seed), task_id=task_id)
         if (episode.reward, episode.info["categories"]) != (

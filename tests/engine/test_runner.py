@@ -5,20 +5,19 @@ from __future__ import annotations
 import json
 
 from tb_engine.agents.base import AgentOutputError, AgentStep, InfraError
+from tb_engine.attempt_setup import AttemptSetup, make_agent, run_task
 from tb_engine.backend import SqliteBackend
 from tb_engine.diff import describe_item
-from tb_engine.judges import KeywordJudge
 from tb_engine.results import AttemptResult
-from tb_engine.runner import Limits, attempt_steps, make_agent, run_task
+from tb_engine.runner import Limits
 from tb_engine.spec import GoldenCall
-from tb_engine.users.scripted import ScriptedUser
 from tests.engine.engine_support import ScriptAgent, with_changes
 
 HOLD = "ticket_hold_carrier_exception"
 
 
 def _run(domain, task, agent, **kwargs) -> AttemptResult:
-    return run_task(domain, task, agent=agent, judge=KeywordJudge.for_task(task), **kwargs)
+    return run_task(domain, task, agent=agent, **kwargs)
 
 
 def test_run_task_golden_agent_passes_every_retail_task(retail_domain, retail_tasks):
@@ -256,7 +255,7 @@ def test_attempt_steps_driven_by_hand_grades_like_run_attempt(retail_domain, ret
     task = retail_task(HOLD)
     driven = make_agent("golden", task=task, domain=retail_domain)
     backend = SqliteBackend(retail_domain, task)
-    steps = attempt_steps(task, backend, user=ScriptedUser(), judge=KeywordJudge.for_task(task))
+    steps = AttemptSetup.from_config(retail_domain, task, agent=None).steps(backend)
     turns = []
     try:
         view = next(steps)
@@ -282,7 +281,7 @@ def test_attempt_steps_driven_by_hand_grades_like_run_attempt(retail_domain, ret
 def test_attempt_steps_thrown_agent_error_is_a_repair(retail_domain, retail_task):
     task = retail_task(HOLD)
     backend = SqliteBackend(retail_domain, task)
-    steps = attempt_steps(task, backend, user=ScriptedUser(), judge=KeywordJudge.for_task(task))
+    steps = AttemptSetup.from_config(retail_domain, task, agent=None).steps(backend)
     next(steps)
     view = steps.throw(AgentOutputError("bad JSON"))
     steps.close()

@@ -6,10 +6,9 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from tb_engine.judges import KeywordJudge
+from tb_engine.attempt_setup import make_agent, run_task
 from tb_engine.loader import load_builtin_suite
 from tb_engine.metrics import campaign_metrics, reversals
-from tb_engine.runner import make_agent, run_task
 
 SUITE = load_builtin_suite()
 
@@ -21,7 +20,7 @@ def run(persona, seeds):
         domain = SUITE.domains[task.domain]
         for seed in seeds:
             agent = make_agent(f"sim:{persona}", task=task, domain=domain, seed=seed)
-            results[task_id].append(run_task(domain, task, agent=agent, judge=KeywordJudge.for_task(task)))
+            results[task_id].append(run_task(domain, task, agent=agent))
     return results
 
 
@@ -107,8 +106,8 @@ def test_simulated_attempt_is_deterministic_for_a_fixed_seed():
     for task_id in sorted(SUITE.tasks)[:4]:
         task = SUITE.tasks[task_id]
         domain = SUITE.domains[task.domain]
-        first = run_task(domain, task, agent="sim:explorer", seed=5, judge=KeywordJudge.for_task(task))
-        second = run_task(domain, task, agent="sim:explorer", seed=5, judge=KeywordJudge.for_task(task))
+        first = run_task(domain, task, agent="sim:explorer", seed=5)
+        second = run_task(domain, task, agent="sim:explorer", seed=5)
         assert comparable(first) == comparable(second)
 
 

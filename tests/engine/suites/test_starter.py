@@ -10,10 +10,9 @@ from __future__ import annotations
 import pytest
 
 from tb_engine.agents.golden import GoldenAgent
+from tb_engine.attempt_setup import run_task
 from tb_engine.golden import replay_golden
-from tb_engine.judges import KeywordJudge
 from tb_engine.loader import load_builtin_suite
-from tb_engine.runner import run_task
 from tb_engine.spec import GoldenCall
 from tb_engine.validation import validate_task
 
@@ -31,7 +30,7 @@ def run_plan(task_id: str, calls: list[tuple[str, dict]], reply: str | None = No
     task = _task(task_id)
     plan = tuple(GoldenCall(tool, arguments) for tool, arguments in calls)
     agent = GoldenAgent(plan, reply or task.extra.get("golden_reply") or "Done.")
-    return run_task(SUITE.domains[task.domain], task, agent=agent, judge=KeywordJudge.for_task(task))
+    return run_task(SUITE.domains[task.domain], task, agent=agent)
 
 
 def diff_cells(result) -> set[tuple[str, str, str, str | None]]:

@@ -9,13 +9,11 @@ from pathlib import Path
 import pytest
 
 from tb_engine.agents.base import InfraError
-from tb_engine.agents.golden import make_golden_agent
+from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.diff import diff_states
-from tb_engine.runner import run_attempt
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec, ToolSpec
 from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
 from tb_engine.transcript import ToolCallRequest
-from tb_engine.users.scripted import ScriptedUser
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVER = McpServerConfig(command=sys.executable, args=("-m", "tests.support.tb_mcp_server"), cwd=str(ROOT))
@@ -131,7 +129,7 @@ def test_run_attempt_with_golden_agent_on_mcp_backend_passes(pool):
     task = _task()
     backend = pool.backend(DOMAIN, task)
     try:
-        result = run_attempt(task, backend, agent=make_golden_agent(task), user=ScriptedUser())
+        result = AttemptSetup.from_config(DOMAIN, task, judge=None).run(backend)
     finally:
         backend.close()
     assert (result.status, result.verdict, result.diff) == ("done", "pass", [])
