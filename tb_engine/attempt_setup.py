@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tb_engine.agents.base import Agent, Judge, UserSimulator
 from tb_engine.backend import Backend, SqliteBackend
+from tb_engine.interfaces import Agent, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
 from tb_engine.pricing import AttemptCost, PriceList, attempt_cost
 from tb_engine.results import AttemptResult

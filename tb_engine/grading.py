@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tb_engine.agents.base import Judge
 from tb_engine.diff import diff_kinds
+from tb_engine.interfaces import Judge
 from tb_engine.results import CheckResult, DiffItem, RubricResult
 from tb_engine.snapshot import Snapshot, TableState, normalise_value
 from tb_engine.spec import CheckSpec

@@ -14,9 +14,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from tb_engine.agents.base import Judge
 from tb_engine.backend import Backend
 from tb_engine.golden import GoldenReplayError
+from tb_engine.interfaces import Judge
 from tb_engine.results import DIFF_KINDS, AttemptResult
 from tb_engine.runner import (
     Dialogue,

@@ -20,7 +20,11 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tb_engine.agents.base import (
+from tb_engine.backend import Backend
+from tb_engine.diff import diff_states, effects
+from tb_engine.golden import GoldenReplayError
+from tb_engine.grading import Grade, evaluate_checks, grade, judge_rubrics
+from tb_engine.interfaces import (
     Agent,
     AgentOutputError,
     AgentStep,
@@ -31,10 +35,6 @@ from tb_engine.agents.base import (
     UserSimulator,
     UserView,
 )
-from tb_engine.backend import Backend
-from tb_engine.diff import diff_states, effects
-from tb_engine.golden import GoldenReplayError
-from tb_engine.grading import Grade, evaluate_checks, grade, judge_rubrics
 from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult
 from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot

@@ -25,7 +25,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from tb_engine.agents.base import ToolSchema
+from tb_engine.interfaces import ToolSchema
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.tooling import META_TABLE, SANDBOX_NOW, ToolError, dump_json

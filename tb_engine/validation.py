@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tb_engine.agents.base import AgentStep, AgentView
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.diff import describe_item, diff_states
 from tb_engine.golden import replay_golden
+from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.sandbox import domain_runtime
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 

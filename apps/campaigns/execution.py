@@ -19,8 +19,8 @@ from django.conf import settings
 
 from apps.campaigns.models import AgentConfig, Attempt, Campaign
 from apps.suites.models import Suite
-from tb_engine.agents.base import AgentStep, AgentView
 from tb_engine.attempt_setup import AttemptSetup
+from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.pricing import PriceList
 from tb_engine.results import AttemptResult
 from tb_engine.spec import DomainSpec, TaskSpec

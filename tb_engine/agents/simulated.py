@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tb_engine.agents.base import AgentStep, AgentView
+from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec
 from tb_engine.transcript import Message, ToolCallRequest, Usage
 

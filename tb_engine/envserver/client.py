@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from tb_engine.agents.base import Agent, AgentStep, AgentView, ToolSchema
+from tb_engine.interfaces import Agent, AgentStep, AgentView, ToolSchema
 from tb_engine.transcript import Message, ToolCallRequest
 
 

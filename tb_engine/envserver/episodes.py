@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tb_engine.agents.base import AgentOutputError, AgentStep
 from tb_engine.attempt_setup import KEYWORD_JUDGE, AttemptSetup, JudgeConfig
 from tb_engine.backend import Backend
+from tb_engine.interfaces import AgentOutputError, AgentStep
 from tb_engine.results import AttemptResult
 from tb_engine.reward import RewardUnavailable, reward_of
 from tb_engine.runner import Limits, Steps

@@ -28,7 +28,7 @@ from typing import Any
 import httpx2
 import openai
 
-from tb_engine.agents.base import InfraError
+from tb_engine.interfaces import InfraError
 from tb_engine.llm.config import EndpointConfig
 from tb_engine.llm.limiter import EndpointLimiter, limiter_for
 from tb_engine.llm.retry import backoff_delay, parse_retry_after

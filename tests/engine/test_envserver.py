@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from tb_engine.agents.base import AgentStep
 from tb_engine.attempt_setup import make_agent, run_task
 from tb_engine.envserver import Environment, EnvServer, EvaluationOnlyError
 from tb_engine.envserver.client import EnvClient, EnvClientError, rollout
+from tb_engine.interfaces import AgentStep
 from tb_engine.loader import load_builtin_suite
 
 SUITE = load_builtin_suite()

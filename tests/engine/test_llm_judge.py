@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_engine.agents.base import InfraError, UserView
+from tb_engine.interfaces import InfraError, UserView
 from tb_engine.llm import EndpointConfig, RetryPolicy
 from tb_engine.llm_judge import LLMJudge, parse_yes_no
 from tb_engine.transcript import Message, ToolCallRequest, Usage

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tb_engine.agents.base import InfraError
 from tb_engine.agents.golden import make_golden_agent
 from tb_engine.attempt_setup import AttemptSetup
+from tb_engine.interfaces import InfraError
 from tb_engine.loader import load_builtin_suite
 from tb_engine.mcp_server import DomainServer, positional_diff
 from tb_engine.spec import DomainSpec, GoldenCall, ToolSpec

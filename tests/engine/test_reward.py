@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tb_engine.agents.base import AgentStep
 from tb_engine.attempt_setup import AttemptSetup, make_agent, run_task
 from tb_engine.backend import SqliteBackend
+from tb_engine.interfaces import AgentStep
 from tb_engine.loader import load_builtin_suite
 from tb_engine.results import AttemptResult
 from tb_engine.reward import RewardUnavailable, grade_finished, reward, reward_of

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from tb_engine.agents.base import AgentOutputError, AgentStep, InfraError
 from tb_engine.attempt_setup import AttemptSetup, make_agent, run_task
 from tb_engine.backend import SqliteBackend
 from tb_engine.diff import describe_item
+from tb_engine.interfaces import AgentOutputError, AgentStep, InfraError
 from tb_engine.results import AttemptResult
 from tb_engine.runner import Limits
 from tb_engine.spec import GoldenCall

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tb_engine.agents.base import AgentOutputError, AgentView, ToolSchema
 from tb_engine.agents.openai_agent import ModelOutputError, OpenAIAgent
+from tb_engine.interfaces import AgentOutputError, AgentView, ToolSchema
 from tb_engine.llm import EndpointConfig, RetryPolicy, TokenLimitExceeded
 from tb_engine.transcript import Message, ToolCallRequest, Usage
 from tests.support.scripted_openai_server import ScriptedOpenAIServer, scripted_server_fixture

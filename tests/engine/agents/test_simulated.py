@@ -5,8 +5,8 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from tb_engine.agents.base import AgentView, ToolSchema
 from tb_engine.agents.simulated import PERSONAS, Persona, SimulatedAgent, make_simulated_agent
+from tb_engine.interfaces import AgentView, ToolSchema
 from tb_engine.metrics import campaign_metrics, reversals
 from tb_engine.spec import DomainSpec, GoldenCall, TableSpec, TaskSpec, ToolSpec
 from tb_engine.transcript import Message

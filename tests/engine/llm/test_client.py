@@ -9,7 +9,7 @@ from email.utils import formatdate
 
 import pytest
 
-from tb_engine.agents.base import InfraError
+from tb_engine.interfaces import InfraError
 from tb_engine.llm import (
     ChatClient,
     EndpointConfig,

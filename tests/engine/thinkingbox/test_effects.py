@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tb_engine.thinkingbox.effects import compare_effects, effects_states, infer_table_specs, state_writes
+from tb_engine.thinkingbox.effects import (
+    compare_effects,
+    effects_states,
+    infer_table_specs,
+    snapshots_of,
+    state_writes,
+)
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
-from tb_engine.thinkingbox.snapshots import snapshots_of
 
 EFFECTS = Path("/work/shared/thinkingbox/effects")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tb_engine.agents.base import InfraError
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.diff import diff_states
+from tb_engine.interfaces import InfraError
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec, ToolSpec
 from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
 from tb_engine.transcript import ToolCallRequest

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tb_engine.agents.base import UserView
+from tb_engine.interfaces import UserView
 from tb_engine.llm import EndpointConfig, RetryPolicy
 from tb_engine.transcript import Message, ToolCallRequest, Usage
 from tb_engine.users.llm_user import LLMUser

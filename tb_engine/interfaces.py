@@ -1,4 +1,5 @@
-"""The agent and user-simulator interfaces the runner talks to.
+"""The interfaces the runner talks to: the agent, user-simulator and judge protocols, the views and
+steps they exchange, and the two errors (infrastructure failure vs unusable agent output).
 
 Trust boundary (SPEC §7): the runner builds ``AgentView`` from the policy, the
 dialogue, the tool schemas and tool results only. Golden state, the golden
