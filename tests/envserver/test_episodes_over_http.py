@@ -9,10 +9,11 @@ import threading
 import pytest
 
 from tb_engine.attempt_setup import make_agent, run_task
-from tb_engine.envserver import Environment, EnvServer, EvaluationOnlyError
-from tb_engine.envserver.client import EnvClient, EnvClientError, rollout
 from tb_engine.interfaces import AgentStep
 from tb_engine.loader import load_builtin_suite
+from tb_engine.training import Environment, EvaluationOnlyError
+from tb_envserver import EnvServer
+from tb_envserver.client import EnvClient, EnvClientError, rollout
 
 SUITE = load_builtin_suite()
 TASK = "retail/ticket_hold_carrier_exception"

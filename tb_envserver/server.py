@@ -23,9 +23,9 @@ import time
 from collections import deque
 from typing import Any
 
-from tb_engine.envserver.episodes import EnvError, Environment
-from tb_engine.envserver.http11 import MAX_BODY_BYTES, Answer, HttpConnection, Request, listening_socket
-from tb_engine.envserver.workers import Peers, relayed_episode
+from tb_engine.training.environment import EnvError, Environment
+from tb_envserver.http11 import MAX_BODY_BYTES, Answer, HttpConnection, Request, listening_socket
+from tb_envserver.workers import Peers, relayed_episode
 
 __all__ = ["MAX_BODY_BYTES", "EnvServer", "route"]
 

@@ -1,4 +1,4 @@
-"""Pool files and the command-line entry point of the environment server."""
+"""The environment server's command line: the pool restricts the tasks, evaluation-only suites are refused."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tb_engine.envserver.__main__ import build_environment, main, parser
-from tb_engine.envserver.episodes import EvaluationOnlyError
-from tb_engine.envserver.pool import POOL_FORMAT, PoolFileError, read_pool
+from tb_engine.training.environment import EvaluationOnlyError
+from tb_engine.training.pool import POOL_FORMAT
+from tb_envserver.__main__ import build_environment, main, parser
 
 
 def _pool(tmp_path, **overrides):
@@ -24,23 +24,6 @@ def _pool(tmp_path, **overrides):
     path = tmp_path / "pool.json"
     path.write_text(json.dumps(data))
     return path
-
-
-def test_read_pool_returns_task_ids(tmp_path):
-    pool = read_pool(_pool(tmp_path))
-    assert pool.task_ids == ("retail/ticket_hold_carrier_exception", "travel/downgrade_suite_pending_manager")
-    assert (pool.suite, pool.evaluation_only) == ("starter", False)
-
-
-def test_read_pool_errors_name_file_and_field(tmp_path):
-    path = _pool(tmp_path, tasks=[{"task": "x"}])
-    with pytest.raises(PoolFileError) as caught:
-        read_pool(path)
-    assert str(caught.value) == f"{path}: tasks[0].task_id: missing"
-    bad = _pool(tmp_path, format="other")
-    with pytest.raises(PoolFileError) as wrong_format:
-        read_pool(bad)
-    assert str(wrong_format.value) == f"{bad}: format: expected {POOL_FORMAT!r}, got 'other'"
 
 
 def test_build_environment_serves_only_the_pool(tmp_path):

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tb_engine.envserver.episodes import Environment
-from tb_engine.envserver.http11 import Answer, Request, listening_socket
+from tb_engine.training.environment import Environment
+from tb_envserver.http11 import Answer, Request, listening_socket
 
 MAX_WORKERS = 256  # the owner index is two hex digits of the episode id
 
@@ -140,7 +140,7 @@ def serve(
 
     ``announce`` gets the URL once the port accepts connections. Returns the exit code.
     """
-    from tb_engine.envserver.server import EnvServer
+    from tb_envserver.server import EnvServer
 
     if not 1 <= workers <= MAX_WORKERS:
         raise WorkerCountError(f"--workers: expected 1..{MAX_WORKERS}, got {workers}")
@@ -172,7 +172,7 @@ def serve_workers(
     The suite is loaded once, before the fork, and shared copy-on-write. SIGTERM/SIGINT stop every
     worker; if one dies, the others are stopped too (its episodes are gone, so fail loudly).
     """
-    from tb_engine.envserver.server import EnvServer
+    from tb_envserver.server import EnvServer
 
     if not 2 <= workers <= MAX_WORKERS:
         raise ValueError(f"workers: expected 2..{MAX_WORKERS}, got {workers}")

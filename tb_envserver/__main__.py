@@ -1,4 +1,4 @@
-"""``python -m tb_engine.envserver --suite starter --port 8765 [--pool FILE] [--workers N] [--allow-evaluation-only]``."""
+"""``python -m tb_envserver --suite starter --port 8765 [--pool FILE] [--workers N] [--allow-evaluation-only]``."""
 
 from __future__ import annotations
 
@@ -6,11 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from tb_engine.envserver.episodes import DEFAULT_MAX_EPISODES, DEFAULT_TTL_S, Environment, EvaluationOnlyError
-from tb_engine.envserver.pool import PoolFileError, read_pool
-from tb_engine.envserver.workers import MAX_WORKERS, WorkerCountError, serve
 from tb_engine.loader import SUITES_DIR, SpecError, load_builtin_suite, load_suite
 from tb_engine.spec import SuiteSpec
+from tb_engine.training.environment import (
+    DEFAULT_MAX_EPISODES,
+    DEFAULT_TTL_S,
+    Environment,
+    EvaluationOnlyError,
+)
+from tb_engine.training.pool import PoolFileError, read_pool
+from tb_envserver.workers import MAX_WORKERS, WorkerCountError, serve
 
 
 def load_named_suite(name_or_path: str) -> SuiteSpec:
@@ -46,7 +51,7 @@ def build_environment(args: argparse.Namespace) -> Environment:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tb_engine.envserver", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m tb_envserver", description=__doc__)
     p.add_argument(
         "--suite", default="starter", help="built-in suite name or suite directory (default: starter)"
     )

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from tb_engine.agents.golden import make_golden_agent
-from tb_engine.envserver import Environment, EnvServer
-from tb_engine.envserver.client import EnvClient, EnvClientError, rollout
-from tb_engine.envserver.http11 import listening_socket
-from tb_engine.envserver.workers import Peers, episode_owner, worker_prefix
 from tb_engine.loader import load_builtin_suite
+from tb_engine.training import Environment
+from tb_envserver import EnvServer
+from tb_envserver.client import EnvClient, EnvClientError, rollout
+from tb_envserver.http11 import listening_socket
+from tb_envserver.workers import Peers, episode_owner, worker_prefix
 
 SUITE = load_builtin_suite()
 TASK = "retail/ticket_hold_carrier_exception"
@@ -157,7 +158,7 @@ def _children(pid: int) -> list[int]:
 def test_envserver_cli_workers_serve_every_connection_and_stop_together():
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tb_engine.envserver", "--port", str(port), "--workers", "2"],
+        [sys.executable, "-m", "tb_envserver", "--port", str(port), "--workers", "2"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

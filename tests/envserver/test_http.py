@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from tb_engine.envserver import EnvError, Environment, EnvServer
-from tb_engine.envserver.client import EnvClient, EnvClientError
-from tb_engine.envserver.http11 import MAX_BODY_BYTES, BadRequest, parse_head
 from tb_engine.loader import load_builtin_suite
+from tb_engine.training import Environment
+from tb_envserver import EnvServer
+from tb_envserver.client import EnvClient, EnvClientError
+from tb_envserver.http11 import MAX_BODY_BYTES, BadRequest, parse_head
 
 SUITE = load_builtin_suite()
 TASK = "retail/ticket_hold_carrier_exception"
@@ -202,24 +203,6 @@ def test_envserver_reaper_expires_idle_episodes_in_real_time():
     assert gone.value.status == 410
 
 
-def test_envserver_finished_episodes_stay_queryable_until_memory_is_full(monkeypatch):
-    monkeypatch.setattr("tb_engine.envserver.episodes.FINISHED_MEMORY", 2)
-    env = Environment(SUITE)
-    ids = []
-    for _ in range(3):
-        started = env.reset(task_id=TASK)
-        env.step(started["episode_id"], {"text": "Nothing to do.", "done": True})
-        ids.append(started["episode_id"])
-    with pytest.raises(EnvError) as forgotten:
-        env.state(ids[0])
-    kept = [(env.state(episode_id)["done"], env.state(episode_id)["reward"]) for episode_id in ids[1:]]
-    health = env.health()
-    env.close()
-    assert forgotten.value.status == 410
-    assert kept == [(True, 0.0), (True, 0.0)]
-    assert (health["episodes"], health["finished"]) == (0, 2)
-
-
 def test_envclient_reconnects_when_the_server_closed_an_idle_connection():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -244,18 +227,3 @@ def test_envclient_reconnects_when_the_server_closed_an_idle_connection():
     thread.join(5)
     listener.close()
     assert (first, second) == ({"connection": 0}, {"connection": 1})
-
-
-def test_envserver_refuses_new_episodes_past_max_episodes_until_one_finishes():
-    env = Environment(SUITE, max_episodes=2)
-    first, _ = env.reset(task_id=TASK), env.reset(task_id=TASK)
-    with pytest.raises(EnvError) as full:
-        env.reset(task_id=TASK)
-    env.step(first["episode_id"], {"text": "Nothing to do.", "done": True})
-    third = env.reset(task_id=TASK)
-    env.close()
-    assert (full.value.status, full.value.message) == (
-        503,
-        "too many open episodes (2); finish or abandon some first",
-    )
-    assert third["task_id"] == TASK
