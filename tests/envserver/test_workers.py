@@ -17,8 +17,8 @@ from tb_engine.loader import load_builtin_suite
 from tb_engine.training import Environment
 from tb_envserver import EnvServer
 from tb_envserver.client import EnvClient, EnvClientError, rollout
-from tb_envserver.http11 import listening_socket
-from tb_envserver.workers import Peers, episode_owner, worker_prefix
+from tb_envserver.relay import Peers, episode_owner, worker_prefix
+from tb_envserver.server import listening_socket
 
 SUITE = load_builtin_suite()
 TASK = "retail/ticket_hold_carrier_exception"
