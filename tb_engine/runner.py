@@ -35,7 +35,7 @@ from tb_engine.interfaces import (
     UserSimulator,
     UserView,
 )
-from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult
+from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult, Termination
 from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import TaskSpec
@@ -70,7 +70,7 @@ class Prepared:
 @dataclass
 class Dialogue:
     transcript: Transcript
-    termination: str
+    termination: Termination
     error: str = ""
 
 

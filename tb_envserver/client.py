@@ -122,6 +122,8 @@ class EnvClient:
 
     def _receive(self) -> bool:
         """Append what the socket has to the buffer; False at end of stream."""
+        if self._socket is None:
+            raise ConnectionResetError("not connected")
         chunk = self._socket.recv(1 << 16)
         self._buffer += chunk
         return bool(chunk)

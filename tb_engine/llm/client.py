@@ -136,7 +136,7 @@ class ChatClient:
             if self.config.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self.config.parallel_tool_calls
         body.update(self.config.extra_body)
-        options: dict[str, Any] = (
+        options: openai.RequestOptions = (
             {"headers": dict(self.config.extra_headers)} if self.config.extra_headers else {}
         )
         errors = rate_limits = 0

@@ -148,16 +148,18 @@ def infer_table_specs(
             for row in rows:
                 columns.extend(c for c in row if c not in columns)
         types = {c: _column_type([row.get(c) for rows in rows_by_state for row in rows]) for c in columns}
-        unstable = (per_server.get(name, frozenset()) | CLOCK_FIELDS) & set(columns)
-        stable_columns = [c for c in columns if c not in unstable]
+        unstable_columns = (per_server.get(name, frozenset()) | CLOCK_FIELDS) & set(columns)
+        stable_columns = [c for c in columns if c not in unstable_columns]
         key = _primary_key(rows_by_state, stable_columns)
-        specs[name] = TableSpec(name=name, columns=types, primary_key=key, unstable=frozenset(unstable))
+        specs[name] = TableSpec(
+            name=name, columns=types, primary_key=key, unstable=frozenset(unstable_columns)
+        )
     return specs
 
 
 def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsStates:
     """Validate a geteffects answer and return its three states with inferred table specs."""
-    states = []
+    states: list[dict[str, list[dict[str, Any]]]] = []
     for key in STATE_KEYS:
         state = answer.get(key)
         if not isinstance(state, dict):
@@ -166,7 +168,8 @@ def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | Non
             if rows is not None and not (isinstance(rows, list) and all(isinstance(r, dict) for r in rows)):
                 raise ThinkingBoxFormatError(f"{key}.{table} must be a list of rows")
         states.append({table: list(rows or []) for table, rows in state.items()})
-    return EffectsStates(*states, specs=infer_table_specs(server, states, unstable))
+    initial, result, golden = states
+    return EffectsStates(initial, result, golden, specs=infer_table_specs(server, states, unstable))
 
 
 def snapshot_of(rows: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]) -> Snapshot:

@@ -62,8 +62,8 @@ class Episode:
     seen: int = 0  # messages already returned to the trainer
     turn: int = 0
     done: bool = False
-    termination: str = ""
-    verdict: str = ""
+    termination: str | None = ""  # the attempt's, once done (None after an infrastructure failure)
+    verdict: str | None = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def end(self) -> None:
