@@ -1,12 +1,10 @@
 """Downloads over the API: any dashboard table as CSV/XLSX, the procurement workbook, attempt rows.
 
-Each calls the exports app's builders, so a file from the API equals the one the page offers.
+Each calls the exports app's selectors, as the pages do, so a file from the API equals the one the page offers.
 Only parameters validated here reach a builder: ids are bounded, choices are checked.
 """
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
 
 from django.http import Http404, HttpResponse, QueryDict, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -15,16 +13,11 @@ from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 
 from apps.api.base import ApiView, api_schema, id_field
-from apps.campaigns.models import Attempt
-from apps.campaigns.selectors import campaigns_visible_to
-from apps.dashboard import reports
-from apps.dashboard.selectors import dashboard_campaigns
-from apps.exports import procurement, stream
-from apps.exports.tables import BUILDERS
-from apps.exports.writers import table_csv, table_xlsx
+from apps.exports import selectors as exports
+from apps.exports.selectors import TABLES, XLSX
+from apps.figures.selectors import LEADERBOARD_SORTS, figure_campaigns
 
 TAGS = ["exports"]
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 FILE = OpenApiResponse(OpenApiTypes.BINARY, description="The file, as an attachment.")
 
 
@@ -49,7 +42,7 @@ class TableExportFilter(serializers.Serializer):
         child=id_field(), required=False, help_text="Campaign ids (repeat), where the table takes them."
     )
     domain = serializers.CharField(required=False, max_length=100)
-    sort = serializers.ChoiceField(choices=sorted(reports.LEADERBOARD_SORTS), required=False)
+    sort = serializers.ChoiceField(choices=sorted(LEADERBOARD_SORTS), required=False)
     dir = serializers.ChoiceField(choices=["asc", "desc"], required=False)
     a = id_field(required=False, help_text="compare: campaign A.")
     b = id_field(required=False, help_text="compare: campaign B.")
@@ -79,22 +72,19 @@ class TableExportView(ApiView):
         tags=TAGS,
         parameters=[
             TableExportFilter,
-            OpenApiParameter("name", str, OpenApiParameter.PATH, enum=sorted(BUILDERS)),
+            OpenApiParameter("name", str, OpenApiParameter.PATH, enum=list(TABLES)),
         ],
         responses={(200, "text/csv"): FILE, (200, XLSX): FILE},
         errors=(400, 401, 403, 404),
     )
     def get(self, request, name: str):
-        builder = BUILDERS.get(name)
-        if builder is None:
-            raise Http404(f"no exportable table {name!r}; tables: {', '.join(sorted(BUILDERS))}")
+        if name not in TABLES:
+            raise Http404(f"no exportable table {name!r}; tables: {', '.join(TABLES)}")
         query = self.validated_query(TableExportFilter)
-        table = builder(request.user, _builder_query(query))
-        if query["file"] == "csv":
-            return _attachment(
-                HttpResponse(table_csv(table), content_type="text/csv; charset=utf-8"), f"{name}.csv"
-            )
-        return _attachment(HttpResponse(table_xlsx(table), content_type=XLSX), f"{name}.xlsx")
+        file = exports.table_file(
+            user=request.user, name=name, fmt=query["file"], query=_builder_query(query)
+        )
+        return _attachment(HttpResponse(file.content, content_type=file.content_type), file.filename)
 
 
 class CampaignChoice(serializers.Serializer):
@@ -114,14 +104,11 @@ class ProcurementExportView(ApiView):
         errors=(400, 401, 403, 404),
     )
     def get(self, request):
-        campaigns = dashboard_campaigns(request.user, ids=self.validated_query(CampaignChoice)["campaign"])
+        campaigns = figure_campaigns(request.user, ids=self.validated_query(CampaignChoice)["campaign"])
         if not campaigns:
             raise Http404("none of these campaigns is visible to you")
-        content, digest = procurement.build_workbook(campaigns=campaigns)
-        response = _attachment(
-            HttpResponse(content, content_type=XLSX),
-            f"procurement-{datetime.now(UTC):%Y%m%d}.xlsx",
-        )
+        file, digest = exports.procurement_file(campaigns=campaigns)
+        response = _attachment(HttpResponse(file.content, content_type=file.content_type), file.filename)
         response["X-Content-SHA256"] = digest
         return response
 
@@ -145,16 +132,11 @@ class AttemptExportView(ApiView):
     )
     def get(self, request):
         query = self.validated_query(AttemptExportFilter)
-        visible = list(
-            campaigns_visible_to(request.user).filter(pk__in=query["campaign"]).values_list("pk", flat=True)
+        export = exports.attempt_rows(
+            user=request.user, campaign_ids=query["campaign"], fmt=query["file"], with_result=query["result"]
         )
-        if not visible:
+        if export is None:
             raise Http404("none of these campaigns is visible to you")
-        fmt = query["file"]
-        body = stream.attempt_export(
-            Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=query["result"]
-        )
         return _attachment(
-            StreamingHttpResponse(body, content_type=stream.CONTENT_TYPES[fmt]),
-            f"attempts-{'-'.join(map(str, visible))}.{fmt}",
+            StreamingHttpResponse(export.pieces, content_type=export.content_type), export.filename
         )

@@ -1,14 +1,12 @@
 """SPEC §5 figures over the campaigns a user may see: leaderboard, gap, cost, domains, compare.
 
-Every figure comes from the dashboard's own reports/selectors (same per-task frames, same
-cache, same fixed bootstrap seed), so the API and the pages show the same numbers.
+Every figure comes from the figures app's selectors (same per-task tables, same cache, same
+fixed bootstrap seed) that the pages call, so the API and the pages show the same numbers.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import Any
 
 from django.http import Http404
 from rest_framework import serializers
@@ -16,16 +14,11 @@ from rest_framework.response import Response
 
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.campaigns.models import Campaign
-from apps.dashboard import reports
-from apps.dashboard.health import health_scope
-from apps.dashboard.selectors import dashboard_campaigns
+from apps.figures import selectors as figures
+from apps.figures.selectors import PerTaskTables, figure_campaigns
+from apps.triage.selectors import task_health_scope
 
 TAGS = ["metrics"]
-
-
-def _clean(value):
-    """NaN (a domain with no done attempt) is not JSON; it is an absent figure."""
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 class CampaignRefOutput(serializers.Serializer):
@@ -125,7 +118,7 @@ def healthy_field():
 class LeaderboardFilter(serializers.Serializer):
     domain = serializers.CharField(required=False, allow_blank=True, max_length=100)
     tag = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    sort = serializers.ChoiceField(choices=sorted(reports.LEADERBOARD_SORTS), default="pass1")
+    sort = serializers.ChoiceField(choices=sorted(figures.LEADERBOARD_SORTS), default="pass1")
     dir = serializers.ChoiceField(choices=["asc", "desc"], required=False)
     healthy = healthy_field()
     page = id_field(required=False)
@@ -143,17 +136,6 @@ class CampaignsFilter(serializers.Serializer):
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
-def _figures(figures: dict) -> dict:
-    return {key: figures[key] for key in FiguresOutput().fields}
-
-
-def _has_tasks_in_slice(frame, *, domain: str, tag: str) -> bool:
-    """Whether the campaign ran any task of the slice; a campaign without one has no figure to rank."""
-    if domain:
-        frame = frame[frame["domain"] == domain]
-    return any(tag in tags for tags in frame["tags"]) if tag else len(frame) > 0
-
-
 class LeaderboardView(ApiView):
     @api_schema(
         summary="Leaderboard: every SPEC §5 figure per campaign over a task slice",
@@ -165,36 +147,31 @@ class LeaderboardView(ApiView):
     )
     def get(self, request):
         query = self.validated_query(LeaderboardFilter)
-        campaigns = dashboard_campaigns(request.user)
+        campaigns = figure_campaigns(request.user)
         domain, tag = query.get("domain", ""), query.get("tag", "")
         if domain or tag:
-            frames, _ = reports.load_frames(campaigns)
-            campaigns = [c for c in campaigns if _has_tasks_in_slice(frames[c.pk], domain=domain, tag=tag)]
+            tables = figures.per_task_tables(campaigns)
+            campaigns = figures.campaigns_with_tasks_in(campaigns, tables, domain=domain, tag=tag)
         sort = query["sort"]
         descending = query.get("dir", "asc" if sort == "name" else "desc") == "desc"
-        rows = reports.leaderboard_rows(
-            campaigns, domain=domain, tag=tag, exclude=health_scope(query, campaigns).exclude
+        rows = figures.leaderboard_rows(
+            campaigns, domain=domain, tag=tag, exclude=task_health_scope(query, campaigns).exclude
         )
-        rows = reports.sort_rows(rows, key=sort, descending=descending)
-        items = [
-            {"campaign": r["campaign"], "figures": _figures(r["m"]), "reversed_with": r["reversed_with"]}
-            for r in rows
-        ]
-        return self.paginate(items, LeaderboardRowOutput)
+        return self.paginate(figures.sort_rows(rows, key=sort, descending=descending), LeaderboardRowOutput)
 
 
 def _selected_campaigns(user, query: dict) -> list[Campaign]:
-    return dashboard_campaigns(user, ids=query.get("campaign") or None)
+    return figure_campaigns(user, ids=query.get("campaign") or None)
 
 
 def per_campaign(
-    row: Callable[[Campaign, Any, str], dict], *, query: dict
+    row: Callable[[PerTaskTables, Campaign], dict], *, query: dict
 ) -> Callable[[list[Campaign]], list[dict]]:
-    """A page transform: one frame load for the page (health toggle applied), then `row(campaign, frame, stamp)` per campaign."""
+    """A page transform: one table load for the page (health toggle applied), then `row(tables, campaign)` per campaign."""
 
     def rows(page: list[Campaign]) -> list[dict]:
-        frames, stamps = reports.load_frames(page, exclude=health_scope(query, page).exclude)
-        return [row(campaign, frames[campaign.pk], stamps[campaign.pk]) for campaign in page]
+        tables = figures.per_task_tables(page, exclude=task_health_scope(query, page).exclude)
+        return [row(tables, campaign) for campaign in page]
 
     return rows
 
@@ -222,14 +199,14 @@ class GapView(ApiView):
         query = self.validated_query(CampaignsFilter)
         campaigns = _selected_campaigns(request.user, query)
 
-        def row(campaign: Campaign, frame, stamp) -> dict:
-            m = reports.campaign_figures(campaign, frame, stamp)
+        def row(tables: PerTaskTables, campaign: Campaign) -> dict:
+            m = figures.campaign_figures(tables, campaign)
             return {
                 "campaign": campaign,
-                "pass_at_n_observed": m["pass_at_n_observed"]["value"],
-                "all_n": m["all_n"]["value"],
-                "gap_pp": m["gap_pp"],
-                "pass_hat_curves": reports.pass_hat_curves(campaign, frame, stamp),
+                "pass_at_n_observed": m.pass_at_n_observed.value,
+                "all_n": m.all_n.value,
+                "gap_pp": m.gap_pp,
+                "pass_hat_curves": figures.pass_hat_curves(tables, campaign),
             }
 
         return self.paginate(campaigns, GapRowOutput, transform=per_campaign(row, query=query))
@@ -265,15 +242,15 @@ class CostView(ApiView):
         query = self.validated_query(CampaignsFilter)
         campaigns = _selected_campaigns(request.user, query)
 
-        def row(campaign: Campaign, frame, stamp) -> dict:
-            m = reports.campaign_figures(campaign, frame, stamp)
+        def row(tables: PerTaskTables, campaign: Campaign) -> dict:
+            m = figures.campaign_figures(tables, campaign)
             return {
                 "campaign": campaign,
                 "price_sheet": campaign.price_sheet,
-                "cost": m["cost"],
-                "mean_tokens": m["mean_tokens"],
-                "eval_tokens": m["tokens_eval"],
-                "unpriced": m["unpriced"],
+                "cost": m.cost,
+                "mean_tokens": m.mean_tokens,
+                "eval_tokens": m.eval_tokens,
+                "unpriced": m.unpriced,
             }
 
         return self.paginate(campaigns, CostRowOutput, transform=per_campaign(row, query=query))
@@ -306,15 +283,8 @@ class DomainsView(ApiView):
         query = self.validated_query(CampaignsFilter)
         campaigns = _selected_campaigns(request.user, query)
 
-        def row(campaign: Campaign, frame, stamp) -> dict:
-            table = reports.domain_table(campaign, frame, stamp)
-            return {
-                "campaign": campaign,
-                "domains": [
-                    {key: _clean(value) for key, value in record.items()}
-                    for record in table.to_dict("records")
-                ],
-            }
+        def row(tables: PerTaskTables, campaign: Campaign) -> dict:
+            return {"campaign": campaign, "domains": figures.domain_figures(tables, campaign)}
 
         return self.paginate(campaigns, DomainsRowOutput, transform=per_campaign(row, query=query))
 
@@ -368,17 +338,19 @@ class CompareView(ApiView):
     )
     def get(self, request):
         query = self.validated_query(CompareFilter)
-        by_id = {c.pk: c for c in dashboard_campaigns(request.user, ids=[query["a"], query["b"]])}
+        by_id = {c.pk: c for c in figure_campaigns(request.user, ids=[query["a"], query["b"]])}
         missing = [name for name in ("a", "b") if query[name] not in by_id]
         if missing:
             raise Http404(f"no such campaign: {', '.join(missing)}")
         a, b = by_id[query["a"]], by_id[query["b"]]
-        frames, stamps = reports.load_frames(
-            [a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude
+        tables = figures.per_task_tables(
+            [a, b] if a.pk != b.pk else [a], exclude=task_health_scope(query, [a, b]).exclude
         )
         try:
-            result = reports.comparison(a, b, frames, stamps)
+            result = figures.comparison(tables, a, b)
         except ValueError as exc:  # different N: all-N is not comparable
             raise serializers.ValidationError({"b": [str(exc)]}) from exc
         keys = [key for key in ComparisonOutput().fields if key not in ("a", "b")]
-        return Response(ComparisonOutput({"a": a, "b": b, **{key: result[key] for key in keys}}).data)
+        return Response(
+            ComparisonOutput({"a": a, "b": b, **{key: getattr(result, key) for key in keys}}).data
+        )

@@ -7,7 +7,8 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
+from django.shortcuts import get_object_or_404
 
 from apps.core.models import Team
 from apps.core.roles import ROLE_ORDER, Role, parse_role
@@ -61,3 +62,12 @@ def teams_for(user) -> QuerySet[Team]:
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return Team.objects.none()
     return Team.objects.filter(members=user)
+
+
+def get_visible_or_404(queryset: QuerySet, user, *, team_path: str = "campaign__team", **lookup) -> Model:
+    """The object among the queryset's rows whose team (reached by `team_path`) the user may see, else 404.
+
+    Outsiders get the same 404 as for a missing row, so they learn nothing; the default path fits
+    every row that belongs to a campaign (attempts, reviews).
+    """
+    return get_object_or_404(queryset.filter(**{f"{team_path}__in": teams_for(user)}), **lookup)

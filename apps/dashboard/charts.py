@@ -1,40 +1,13 @@
-"""Plotly figures as plain dicts, built by pure functions DataFrame -> figure (tested on data).
+"""The dashboard's Plotly figures, built by pure functions DataFrame -> figure dict (tested on data).
 
-Plain dicts instead of plotly.graph_objects: the same JSON reaches Plotly.newPlot, and building
-it takes microseconds instead of the validators' tens of milliseconds per figure.
+The shared look (palette, font, base layout, modebar config) is apps.figures.chart_style.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 import pandas as pd
 
-PALETTE = ("#2f5bd3", "#d9822b", "#1e7a46", "#b3261e", "#7b4bc4", "#0f8a9d", "#8a6d3b", "#c2185b")
-FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#1d2330"}
-# Shown with every chart: hover and zoom come with Plotly, PNG download is the modebar's camera.
-CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"format": "png", "scale": 2}}
-
-
-def _layout(title: str, **extra: Any) -> dict:
-    return {
-        "title": {"text": title, "x": 0, "font": {"size": 14}},
-        "font": FONT,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
-        "paper_bgcolor": "#ffffff",
-        "plot_bgcolor": "#ffffff",
-        "hoverlabel": {"align": "left"},
-        **extra,
-    }
-
-
-def _clean(values) -> list:
-    # JSON has no NaN; Plotly draws gaps for null.
-    return [
-        None if value is None or (isinstance(value, float) and math.isnan(value)) else value
-        for value in values
-    ]
+from apps.figures.chart_style import PALETTE, clean, layout
 
 
 def gap_scatter(frame: pd.DataFrame) -> dict:
@@ -46,8 +19,8 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
         "type": "scatter",
         "mode": "markers+text",
         "name": "campaigns",
-        "x": _clean(frame["pass_at_n"] * 100),
-        "y": _clean(frame["all_n"] * 100),
+        "x": clean(frame["pass_at_n"] * 100),
+        "y": clean(frame["all_n"] * 100),
         "text": list(frame["name"]),
         "textposition": "top center",
         "marker": {"size": 12, "color": PALETTE[0]},
@@ -65,7 +38,7 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
     axis = {"range": [0, 102], "ticksuffix": "%", "gridcolor": "#eef0f3", "zeroline": False}
     return {
         "data": [diagonal, points],
-        "layout": _layout(
+        "layout": layout(
             "Discovery vs reliability",
             xaxis={**axis, "title": {"text": "pass@N observed (solved at least once)"}},
             yaxis={**axis, "title": {"text": "observed all-N (solved every time)"}},
@@ -86,14 +59,14 @@ def pass_hat_k_figure(frame: pd.DataFrame, *, title: str = "pass^k by k (unbiase
                 "mode": "lines+markers",
                 "name": str(series),
                 "x": [int(k) for k in group["k"]],
-                "y": _clean(group["value"] * 100),
+                "y": clean(group["value"] * 100),
                 "line": {"color": PALETTE[position % len(PALETTE)]},
                 "hovertemplate": f"{series}<br>k = %{{x}}<br>pass^k %{{y:.1f}}%<extra></extra>",
             }
         )
     return {
         "data": traces,
-        "layout": _layout(
+        "layout": layout(
             title,
             xaxis={"title": {"text": "k"}, "dtick": 1, "gridcolor": "#eef0f3"},
             yaxis={"title": {"text": "pass^k"}, "range": [0, 102], "ticksuffix": "%", "gridcolor": "#eef0f3"},
@@ -121,7 +94,7 @@ def heatmap(frame: pd.DataFrame, *, title: str) -> dict:
                 "colorbar": {"ticksuffix": "%", "len": 0.9},
             }
         ],
-        "layout": _layout(
+        "layout": layout(
             title, height=max(220, 60 + 36 * len(frame.index)), margin={"l": 200, "r": 20, "t": 40, "b": 60}
         ),
     }
@@ -136,7 +109,7 @@ def cost_bars(frame: pd.DataFrame) -> dict:
                 "type": "bar",
                 "name": "agent",
                 "x": names,
-                "y": _clean(frame["agent_cost"]),
+                "y": clean(frame["agent_cost"]),
                 "marker": {"color": PALETTE[0]},
                 "hovertemplate": "%{x}<br>agent $%{y:.4f}<extra></extra>",
             },
@@ -144,12 +117,12 @@ def cost_bars(frame: pd.DataFrame) -> dict:
                 "type": "bar",
                 "name": "evaluation (user simulator, judge)",
                 "x": names,
-                "y": _clean(frame["eval_cost"]),
+                "y": clean(frame["eval_cost"]),
                 "marker": {"color": PALETTE[1]},
                 "hovertemplate": "%{x}<br>evaluation $%{y:.4f}<extra></extra>",
             },
         ],
-        "layout": _layout(
+        "layout": layout(
             "Agent cost vs evaluation overhead",
             barmode="stack",
             yaxis={"title": {"text": "USD"}, "tickprefix": "$", "gridcolor": "#eef0f3"},
@@ -185,7 +158,7 @@ def token_bars(frame: pd.DataFrame) -> dict:
     ]
     return {
         "data": traces,
-        "layout": _layout(
+        "layout": layout(
             "Agent tokens",
             barmode="stack",
             yaxis={"title": {"text": "tokens"}, "gridcolor": "#eef0f3"},

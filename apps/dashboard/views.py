@@ -10,18 +10,19 @@ from urllib.parse import urlencode
 import pandas as pd
 from django.core.paginator import Paginator
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.access import require_role, user_has_role
 from apps.core.roles import Role
-from apps.dashboard import charts, reports
+from apps.dashboard import charts, services
 from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
-from apps.dashboard.health import health_scope
-from apps.dashboard.models import ExternalScore
-from apps.dashboard.selectors import attempt_strip, dashboard_campaigns, filter_options
+from apps.dashboard.selectors import external_scores
+from apps.figures import selectors as figures
+from apps.figures.chart_style import chart
 from apps.suites.models import Task
+from apps.triage.selectors import task_health_scope
 from tb_engine.metrics import spearman
 
 TASKS_PER_PAGE = 50
@@ -36,34 +37,32 @@ def _selected_ids(request) -> list[int] | None:
     return [int(value) for value in ids] or None
 
 
-def _chart(figure: dict) -> dict:
-    return {"figure": figure, "config": charts.CONFIG}
-
-
 @require_GET
 @require_role(Role.VIEWER)
 def leaderboard(request):
     """Campaign leaderboard over a task slice: pass@k, pass^k, all-N, gap, cost, coverage."""
-    campaigns = dashboard_campaigns(request.user)
+    campaigns = figures.figure_campaigns(request.user)
     domain, tag = request.GET.get("domain", ""), request.GET.get("tag", "")
     sort = request.GET.get("sort", "pass1")
-    sort = sort if sort in reports.LEADERBOARD_SORTS else "pass1"
+    sort = sort if sort in figures.LEADERBOARD_SORTS else "pass1"
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
     # Triage: tasks with open health issues (grader bug, ambiguous) can be left out of every figure.
-    health = health_scope(request.GET, campaigns)
+    health = task_health_scope(request.GET, campaigns)
     healthy = health.context()["healthy"]
-    rows = reports.sort_rows(
-        reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude),
+    rows = figures.sort_rows(
+        figures.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude),
         key=sort,
         descending=descending,
     )
-    benchmarks, correlations = _external_scores(rows)
-    domains, tags = filter_options(campaigns)
+    external = external_scores(campaigns=[row.campaign for row in rows])
+    benchmarks, correlations = _correlations(rows, external)
+    domains, tags = figures.filter_options(campaigns)
     filter_query = urlencode(
         {key: value for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy)) if value}
     )
     context = {
         "rows": rows,
+        "external": external,
         "domain": domain,
         "tag": tag,
         "sort": sort,
@@ -81,18 +80,17 @@ def leaderboard(request):
     return _render(request, "dashboard/leaderboard.html", "leaderboard-table", context)
 
 
-def _external_scores(rows: list[dict]) -> tuple[list[str], dict[str, float | None]]:
-    scores = ExternalScore.objects.filter(campaign__in=[row["campaign"].pk for row in rows])
-    by_campaign: dict[int, dict[str, float]] = {}
-    for score in scores:
-        by_campaign.setdefault(score.campaign_id, {})[score.benchmark] = score.score
-    benchmarks = sorted({name for entry in by_campaign.values() for name in entry})
+def _correlations(
+    rows: list[figures.LeaderboardRow], external: dict[int, dict[str, float]]
+) -> tuple[list[str], dict[str, float | None]]:
+    """Benchmarks users entered scores for, and each one's Spearman rank correlation with pass@1."""
+    benchmarks = sorted({name for entry in external.values() for name in entry})
     correlations = {}
-    for row in rows:
-        row["external"] = by_campaign.get(row["campaign"].pk, {})
     for name in benchmarks:
-        pairs = [(row["m"]["pass_at_1"]["value"], row["external"].get(name)) for row in rows]
-        correlations[name] = spearman([p[0] for p in pairs], [p[1] for p in pairs])
+        # spearman drops the pairs where either value is missing.
+        ours = [row.figures.pass_at_1.value for row in rows]
+        theirs = [external.get(row.campaign.pk, {}).get(name) for row in rows]
+        correlations[name] = spearman(ours, theirs)  # type: ignore[arg-type]
     return benchmarks, correlations
 
 
@@ -102,11 +100,7 @@ def external_score_add(request):
     """Store (or replace) a published benchmark score for a visible campaign."""
     form = ExternalScoreForm(request.POST, campaigns=list(campaigns_visible_to(request.user)))
     if form.is_valid():
-        ExternalScore.objects.update_or_create(
-            campaign=form.cleaned_data["campaign"],
-            benchmark=form.cleaned_data["benchmark"],
-            defaults={"score": form.cleaned_data["score"], "entered_by": request.user},
-        )
+        services.external_score_save(actor=request.user, **form.cleaned_data)
     return redirect("dashboard:leaderboard")
 
 
@@ -114,22 +108,21 @@ def external_score_add(request):
 @require_role(Role.VIEWER)
 def gap(request):
     """pass@N against all-N per campaign, and pass^k curves for k = 1..N overall and per domain."""
-    campaigns = dashboard_campaigns(request.user, ids=_selected_ids(request))
-    health = health_scope(request.GET, campaigns)
-    frames, stamps = reports.load_frames(campaigns, exclude=health.exclude)
+    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request))
+    health = task_health_scope(request.GET, campaigns)
+    tables = figures.per_task_tables(campaigns, exclude=health.exclude)
     points, curves = [], {}
-    for campaign in campaigns:
-        figures = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
+    for row in figures.campaign_rows(campaigns, tables):
         points.append(
             {
-                "name": campaign.name,
-                "pass_at_n": figures["pass_at_n_observed"]["value"],
-                "all_n": figures["all_n"]["value"],
-                "gap": figures["gap_pp"]["value"],
-                "campaign": campaign,
+                "name": row.campaign.name,
+                "pass_at_n": row.figures.pass_at_n_observed.value,
+                "all_n": row.figures.all_n.value,
+                "gap": row.figures.gap_pp.value,
+                "campaign": row.campaign,
             }
         )
-        curves[campaign] = reports.pass_hat_curves(campaign, frames[campaign.pk], stamps[campaign.pk])
+        curves[row.campaign] = figures.pass_hat_curves(tables, row.campaign)
     scatter = charts.gap_scatter(pd.DataFrame(points, columns=["name", "pass_at_n", "all_n"]))
     overall = [
         {"series": campaign.name, "k": k, "value": value}
@@ -148,7 +141,7 @@ def gap(request):
             {
                 "domain": name,
                 "id": f"chart-passk-{position}",
-                "chart": _chart(
+                "chart": chart(
                     charts.pass_hat_k_figure(
                         pd.DataFrame(rows, columns=["series", "k", "value"]), title=f"pass^k · {name}"
                     )
@@ -157,10 +150,10 @@ def gap(request):
         )
     context = {
         "points": points,
-        "scatter": _chart(scatter),
-        "overall": _chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
+        "scatter": chart(scatter),
+        "overall": chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
         "per_domain": per_domain,
-        "all_campaigns": dashboard_campaigns(request.user),
+        "all_campaigns": figures.figure_campaigns(request.user),
         "selected": {c.pk for c in campaigns},
         **health.context(),
     }
@@ -174,27 +167,23 @@ def cost(request):
 
     The what-if POST recomputes from stored token sums and renders a fragment; it never writes.
     """
-    campaigns = dashboard_campaigns(request.user)
-    health = health_scope(request.GET, campaigns)
-    frames, stamps = reports.load_frames(campaigns, exclude=health.exclude)
-    rows = []
-    for campaign in campaigns:
-        figures = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
-        rows.append({"campaign": campaign, "m": figures, "tokens": figures["cost"]["tokens"]})
+    campaigns = figures.figure_campaigns(request.user)
+    health = task_health_scope(request.GET, campaigns)
+    rows = figures.campaign_rows(campaigns, figures.per_task_tables(campaigns, exclude=health.exclude))
     if request.method == "POST":
-        return _whatif(request, campaigns, frames, rows)
+        return _whatif(request, campaigns, rows)
     table = pd.DataFrame(
         [
             {
-                "name": r["campaign"].name,
-                "agent_cost": r["m"]["cost"]["agent_cost"],
-                "eval_cost": r["m"]["cost"]["eval_cost"],
+                "name": row.campaign.name,
+                "agent_cost": row.figures.cost.agent_cost,
+                "eval_cost": row.figures.cost.eval_cost,
                 **{
-                    k: r["tokens"].get(k, 0)
+                    k: row.figures.cost.tokens.get(k, 0)
                     for k in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
                 },
             }
-            for r in rows
+            for row in rows
         ],
         columns=[
             "name",
@@ -209,8 +198,8 @@ def cost(request):
     sheets = {campaign.price_sheet_id: campaign.price_sheet for campaign in campaigns if campaign.price_sheet}
     context = {
         "rows": rows,
-        "cost_chart": _chart(charts.cost_bars(table)),
-        "token_chart": _chart(charts.token_bars(table)),
+        "cost_chart": chart(charts.cost_bars(table)),
+        "token_chart": chart(charts.token_bars(table)),
         "sheets": list(sheets.values()),
         "whatif_form": WhatIfPriceForm(campaigns=campaigns),
         **health.context(),
@@ -218,59 +207,48 @@ def cost(request):
     return render(request, "dashboard/cost.html", context)
 
 
-def _whatif(request, campaigns, frames, rows):
+def _whatif(request, campaigns, rows: list[figures.CampaignRow]):
     form = WhatIfPriceForm(request.POST, campaigns=campaigns)
-    result = None
+    context: dict = {"whatif_form": form, "whatif": None}
     if form.is_valid():
         campaign = form.cleaned_data["campaign"]
-        row = next(r for r in rows if r["campaign"].pk == campaign.pk)
-        result = reports.whatif_cost(
-            frames[campaign.pk],
-            form.prices(),
-            all_n_count=row["m"]["all_n"]["count"],
-            successes=row["m"]["cost"]["successes"],
-            billed=row["m"]["cost"]["billed_attempts"],
-        )
-        result["campaign"], result["stored"] = campaign, row["m"]["cost"]
-    return render(request, "dashboard/cost.html#whatif-result", {"whatif_form": form, "whatif": result})
+        row = next(r for r in rows if r.campaign.pk == campaign.pk)
+        context.update(whatif=figures.whatif_cost(row.figures, form.prices()), whatif_campaign=campaign)
+    return render(request, "dashboard/cost.html#whatif-result", context)
 
 
 @require_GET
 @require_role(Role.VIEWER)
 def domains(request):
     """Campaigns x domains heatmaps of pass@1, pass@N and all-N; per-domain deltas between two campaigns."""
-    campaigns = dashboard_campaigns(request.user)
-    health = health_scope(request.GET, campaigns)
-    frames, stamps = reports.load_frames(campaigns, exclude=health.exclude)
-    tables = {
-        c.pk: reports.domain_table(c, frames[c.pk], stamps[c.pk]).set_index("domain") for c in campaigns
-    }
+    campaigns = figures.figure_campaigns(request.user)
+    health = task_health_scope(request.GET, campaigns)
+    tables = figures.per_task_tables(campaigns, exclude=health.exclude)
+    by_domain = {c.pk: {d.domain: d for d in figures.domain_figures(tables, c)} for c in campaigns}
     heatmaps = []
     for column, title in (
         ("pass_at_1", "pass@1"),
         ("pass_at_n", "pass@N observed"),
         ("all_n", "observed all-N"),
     ):
-        grid = (
-            pd.DataFrame({c.name: tables[c.pk][column] for c in campaigns}).T if campaigns else pd.DataFrame()
-        )
+        grid = _domain_grid(campaigns, by_domain, column)
         heatmaps.append(
             {
                 "title": title,
                 "id": f"chart-heat-{column}",
-                "chart": _chart(charts.heatmap(grid, title=f"{title} by domain")),
+                "chart": chart(charts.heatmap(grid, title=f"{title} by domain")),
             }
         )
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
     deltas = []
     if a and b:
-        joined = tables[a.pk].merge(tables[b.pk], left_index=True, right_index=True, suffixes=("_a", "_b"))
-        for domain_name, row in joined.iterrows():
+        for name in sorted(set(by_domain[a.pk]) & set(by_domain[b.pk])):
+            in_a, in_b = by_domain[a.pk][name], by_domain[b.pk][name]
             deltas.append(
                 {
-                    "domain": domain_name,
-                    **{m: (row[f"{m}_a"] - row[f"{m}_b"]) * 100 for m in ("pass_at_1", "pass_at_n", "all_n")},
+                    "domain": name,
+                    **{m: _delta_pp(in_a.share(m), in_b.share(m)) for m in figures.DOMAIN_METRICS},
                 }
             )
     context = {
@@ -284,6 +262,23 @@ def domains(request):
     return _render(request, "dashboard/domains.html", "domain-deltas", context)
 
 
+def _domain_grid(
+    campaigns, by_domain: dict[int, dict[str, figures.DomainFigures]], metric: str
+) -> pd.DataFrame:
+    """Campaigns (rows) x domains (columns, sorted) of one share; NaN where a campaign lacks the figure."""
+    if not campaigns:
+        return pd.DataFrame()
+    columns = {
+        c.name: pd.Series({name: d.share(metric) for name, d in by_domain[c.pk].items()}, dtype=float)
+        for c in campaigns
+    }
+    return pd.DataFrame(columns).T
+
+
+def _delta_pp(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else (a - b) * 100
+
+
 def _pair(request, by_id: dict):
     """Campaigns ?a= and ?b= among the visible ones (None when absent or not visible)."""
 
@@ -294,65 +289,22 @@ def _pair(request, by_id: dict):
     return pick("a"), pick("b")
 
 
-TASK_FILTERS = {
-    "": "All tasks",
-    "unreliable": "Solved at least once, not reliably",
-    "never": "Never solved",
-    "flaky": "Flaky between campaigns",
-}
-
-
-def _task_matches(cells: list[dict | None], kind: str) -> bool:
-    present = [cell for cell in cells if cell is not None]
-    if kind == "unreliable":
-        return any(cell["c"] >= 1 for cell in present) and not any(cell["dependable"] for cell in present)
-    if kind == "never":
-        return all(cell["c"] == 0 for cell in present)
-    if kind == "flaky":
-        # Dependable in one campaign but not in another that ran the same task.
-        return any(cell["dependable"] for cell in present) and not all(cell["dependable"] for cell in present)
-    return True
-
-
 @require_GET
 @require_role(Role.VIEWER)
 def tasks(request):
     """Tasks x campaigns grid of c/N, filterable and paged; rows link to the task page."""
-    campaigns = dashboard_campaigns(request.user, ids=_selected_ids(request))
-    frames, _ = reports.load_frames(campaigns)
+    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request))
     kind = request.GET.get("filter", "")
-    kind = kind if kind in TASK_FILTERS else ""
+    kind = kind if kind in figures.TASK_FILTERS else ""
     domain = request.GET.get("domain", "")
-    grid: dict[str, dict] = {}
-    for position, campaign in enumerate(campaigns):
-        frame = reports.filter_frame(frames[campaign.pk], domain=domain)
-        for task_pk, task_id, task_domain, n, c in zip(
-            frame["task_pk"], frame["task_id"], frame["domain"], frame["n"], frame["c"]
-        ):
-            entry = grid.setdefault(
-                task_id,
-                {
-                    "task_pk": int(task_pk),
-                    "task_id": task_id,
-                    "domain": task_domain,
-                    "cells": [None] * len(campaigns),
-                },
-            )
-            entry["cells"][position] = {
-                "c": int(c),
-                "n": int(n),
-                "N": campaign.n_attempts,
-                "rate": (c / n) if n else None,
-                "dependable": bool(c == n == campaign.n_attempts),
-            }
-    rows = [grid[key] for key in sorted(grid) if _task_matches(grid[key]["cells"], kind)]
+    rows = figures.task_grid(campaigns, domain=domain, kind=kind)
     page = Paginator(rows, TASKS_PER_PAGE).get_page(request.GET.get("page"))
-    domains_list, _ = filter_options(campaigns)
+    domains_list, _ = figures.filter_options(campaigns)
     context = {
         "campaigns": campaigns,
         "page": page,
         "filter": kind,
-        "filters": TASK_FILTERS,
+        "filters": figures.TASK_FILTERS,
         "domain": domain,
         "domains": domains_list,
         "total": len(rows),
@@ -374,8 +326,10 @@ def task_detail(request, pk: int):
     )
     if task is None:
         raise Http404("no such task in your campaigns")
-    campaigns = dashboard_campaigns(request.user, ids=visible.filter(tasks=task).values_list("pk", flat=True))
-    strips = attempt_strip(task=task, campaigns=campaigns)
+    campaigns = figures.figure_campaigns(
+        request.user, ids=visible.filter(tasks=task).values_list("pk", flat=True)
+    )
+    strips = figures.attempt_strip(task=task, campaigns=campaigns)
     context = {"task": task, "spec": task.spec, "strips": [(c, strips[c.pk]) for c in campaigns]}
     return render(request, "dashboard/task.html", context)
 
@@ -384,21 +338,16 @@ def task_detail(request, pk: int):
 @require_role(Role.VIEWER)
 def compare(request):
     """Paired comparison of two campaigns: deltas with intervals, gained/lost tasks, P(A > B) per task."""
-    campaigns = dashboard_campaigns(request.user)
+    campaigns = figures.figure_campaigns(request.user)
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
     result, error = None, ""
-    health = health_scope(request.GET, [c for c in (a, b) if c])
+    health = task_health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:
-        frames, stamps = reports.load_frames([a, b] if a.pk != b.pk else [a], exclude=health.exclude)
+        tables = figures.per_task_tables([a, b] if a.pk != b.pk else [a], exclude=health.exclude)
         try:
-            result = reports.comparison(a, b, frames, stamps)
+            result = figures.comparison(tables, a, b)
         except ValueError as exc:
             error = str(exc)
     context = {"campaigns": campaigns, "a": a, "b": b, "result": result, "error": error, **health.context()}
     return _render(request, "dashboard/compare.html", "compare-body", context)
-
-
-def get_visible_or_404(queryset, user, **lookup):
-    """The object among rows whose campaign the user may see, else 404 (outsiders learn nothing)."""
-    return get_object_or_404(queryset.filter(campaign__in=campaigns_visible_to(user)), **lookup)

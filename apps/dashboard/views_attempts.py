@@ -9,10 +9,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.campaigns.models import Attempt
-from apps.core.access import require_role
+from apps.core.access import get_visible_or_404, require_role
 from apps.core.roles import Role
 from apps.dashboard.selectors import attempt_neighbours
-from apps.dashboard.views import get_visible_or_404
 
 KIND_LABELS = {"missing_effect": "missing", "extra_effect": "extra", "wrong_value": "wrong value"}
 

@@ -1,6 +1,6 @@
 """The procurement workbook: summary, per-domain, per-task and methodology & provenance sheets.
 
-Figures come from apps.dashboard.reports (the leaderboard's functions), so the workbook and the
+Figures come from apps.figures.selectors (the leaderboard's selectors), so the workbook and the
 dashboard always agree. The content hash covers every data cell (not the generation time), so two
 exports of unchanged data carry the same hash.
 """
@@ -10,15 +10,16 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from apps.campaigns.models import Attempt, Campaign
-from apps.dashboard import reports
 from apps.exports.tables import Column
 from apps.exports.writers import write_sheet
+from apps.figures import selectors as figures
 
 SUMMARY_COLUMNS = [
     Column("campaign_id", "campaign id", "int"),
@@ -86,70 +87,51 @@ METHODOLOGY = [
 ]
 
 
-def _estimate(m: dict, key: str, part: str = "value"):
-    value = m.get(key)
-    return None if value is None else value.get(part)
-
-
 def workbook_data(campaigns: list[Campaign]) -> dict[str, list[dict]]:
     """Rows of the summary, domain and task sheets (the dashboard's figures, nothing recomputed)."""
-    frames, stamps = reports.load_frames(campaigns)
+    tables = figures.per_task_tables(campaigns)
     summary, domains, tasks = [], [], []
     for campaign in campaigns:
-        frame, stamp = frames[campaign.pk], stamps[campaign.pk]
-        m = reports.campaign_figures(campaign, frame, stamp)
-        n = campaign.n_attempts
+        m = figures.campaign_figures(tables, campaign)
         summary.append(
             {
                 "campaign_id": campaign.pk,
                 "campaign": campaign.name,
                 "agent": campaign.agent.name,
                 "simulation": campaign.agent.is_simulation,
-                "n_attempts": n,
-                "tasks": m["coverage"]["tasks"],
-                "pass_at_1": _estimate(m, "pass_at_1"),
-                "pass_at_1_lo": _estimate(m, "pass_at_1", "lo"),
-                "pass_at_1_hi": _estimate(m, "pass_at_1", "hi"),
-                "pass_at_n": (m["pass_at_k"].get(n) or {}).get("value"),
-                "pass_at_n_observed": _estimate(m, "pass_at_n_observed"),
-                "all_n_count": m["all_n"]["count"],
-                "all_n": m["all_n"]["value"],
-                "gap_pp": m["gap_pp"]["value"],
-                "agent_cost": m["cost"]["agent_cost"],
-                "eval_cost": m["cost"]["eval_cost"],
-                "cost_per_success": m["cost"]["cost_per_success"],
-                "cost_per_dependable_task": m["cost"]["cost_per_dependable_task"],
+                "n_attempts": campaign.n_attempts,
+                "tasks": m.coverage.tasks,
+                "pass_at_1": m.pass_at_1.value,
+                "pass_at_1_lo": m.pass_at_1.lo,
+                "pass_at_1_hi": m.pass_at_1.hi,
+                "pass_at_n": m.pass_at_n.value,
+                "pass_at_n_observed": m.pass_at_n_observed.value,
+                "all_n_count": m.all_n.count,
+                "all_n": m.all_n.value,
+                "gap_pp": m.gap_pp.value,
+                "agent_cost": m.cost.agent_cost,
+                "eval_cost": m.cost.eval_cost,
+                "cost_per_success": m.cost.cost_per_success,
+                "cost_per_dependable_task": m.cost.cost_per_dependable_task,
             }
         )
-        for record in reports.domain_table(campaign, frame, stamp).to_dict("records"):
-            domains.append(
-                {"campaign": campaign.name, **{key: _clean(value) for key, value in record.items()}}
-            )
-        for record in frame.to_dict("records"):
-            n_done, c = int(record["n"]), int(record["c"])
+        for domain in figures.domain_figures(tables, campaign):
+            domains.append({"campaign": campaign.name, **asdict(domain)})
+        for task in figures.task_counts(tables, campaign):
             tasks.append(
                 {
                     "campaign": campaign.name,
-                    "task_id": record["task_id"],
-                    "domain": record["domain"],
-                    "n": n_done,
-                    "c": c,
-                    "infra_errors": int(record["infra_errors"]),
-                    "pass_rate": c / n_done if n_done else None,
-                    "dependable": c == n_done == n,
-                    "agent_cost": float(record["agent_cost"]),
+                    "task_id": task.task_id,
+                    "domain": task.domain,
+                    "n": task.n,
+                    "c": task.c,
+                    "infra_errors": task.infra_errors,
+                    "pass_rate": task.pass_rate,
+                    "dependable": task.dependable,
+                    "agent_cost": task.agent_cost,
                 }
             )
     return {"summary": summary, "domains": domains, "tasks": tasks}
-
-
-def _clean(value):
-    # numpy scalars -> Python numbers, NaN -> None, so hashing and openpyxl see plain values.
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and value != value:
-        return None
-    return value
 
 
 def content_hash(data: dict[str, list[dict]]) -> str:

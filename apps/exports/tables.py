@@ -1,20 +1,27 @@
-"""Every dashboard table as a plain Table (typed columns + rows), built from the dashboard's own selectors.
+"""Every dashboard table as a plain Table (typed columns + rows), built from the figures app's selectors.
 
-Exported numbers must equal the page's, so each builder calls the same report functions the page
-view calls with the same query parameters; nothing here recomputes a metric.
+Exported numbers must equal the page's, so each builder calls the same selectors the page view
+calls with the same query parameters; nothing here recomputes a metric.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.http import QueryDict
 
-from apps.dashboard import reports
-from apps.dashboard.health import health_scope
-from apps.dashboard.selectors import dashboard_campaigns
+from apps.figures import selectors as figures
+from apps.figures.selectors import figure_campaigns
+from apps.triage.selectors import (
+    CATEGORIES,
+    QueueFilters,
+    campaign_triage_summary,
+    queue_queryset,
+    queue_rows,
+    task_health_scope,
+)
 
 # Column kinds decide the spreadsheet number format: share = 0..1 shown as percent.
 KINDS = ("text", "int", "float", "share", "points", "money", "bool")
@@ -43,24 +50,20 @@ class Table:
 EXCLUDED_COLUMN = Column("excluded_unhealthy_tasks", "excluded unhealthy tasks", "int")
 
 
-def _value(estimate) -> float | None:
-    return None if estimate is None else estimate.get("value")
-
-
 def _ids(query: QueryDict) -> list[int] | None:
     return [int(v) for v in query.getlist("c") if v.isdigit()] or None
 
 
 def leaderboard_table(user, query: QueryDict) -> Table:
     """The leaderboard rows with the page's domain/tag/health filters and sort."""
-    campaigns = dashboard_campaigns(user)
+    campaigns = figure_campaigns(user)
     domain, tag = query.get("domain", ""), query.get("tag", "")
-    exclude = health_scope(query, campaigns).exclude
+    exclude = task_health_scope(query, campaigns).exclude
     sort = query.get("sort", "pass1")
-    sort = sort if sort in reports.LEADERBOARD_SORTS else "pass1"
+    sort = sort if sort in figures.LEADERBOARD_SORTS else "pass1"
     descending = query.get("dir", "desc" if sort != "name" else "asc") == "desc"
-    rows = reports.sort_rows(
-        reports.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude),
+    rows = figures.sort_rows(
+        figures.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude),
         key=sort,
         descending=descending,
     )
@@ -91,32 +94,31 @@ def leaderboard_table(user, query: QueryDict) -> Table:
     ]
     out = []
     for row in rows:
-        m, campaign = row["m"], row["campaign"]
-        n = m["n_attempts"]
+        m, campaign = row.figures, row.campaign
         out.append(
             {
                 "campaign": campaign.name,
                 "simulation": campaign.agent.is_simulation,
                 "n_attempts": campaign.n_attempts,
-                "tasks": m["coverage"]["tasks"],
-                "pass_at_1": _value(m["pass_at_1"]),
-                "pass_at_1_lo": m["pass_at_1"].get("lo"),
-                "pass_at_1_hi": m["pass_at_1"].get("hi"),
-                "pass_at_5": _value(m["pass_at_k"].get(5)),
-                "pass_at_10": _value(m["pass_at_k"].get(10)),
-                "pass_at_n": _value(m["pass_at_k"].get(n)),
-                "pass_hat_5": _value(m["pass_hat_k"].get(5)),
-                "pass_hat_n": _value(m["pass_hat_k"].get(n)),
-                "pass_at_n_observed": _value(m["pass_at_n_observed"]),
-                "all_n_count": m["all_n"]["count"],
-                "all_n": m["all_n"]["value"],
-                "gap_pp": m["gap_pp"]["value"],
-                "mean_tokens": m["mean_tokens"],
-                "cost_per_attempt": None if m["unpriced"] else m["cost"]["cost_per_attempt"],
-                "cost_per_success": None if m["unpriced"] else m["cost"]["cost_per_success"],
-                "cost_per_dependable_task": None if m["unpriced"] else m["cost"]["cost_per_dependable_task"],
-                "infra_errors": m["coverage"]["infra_errors"],
-                "incomplete_tasks": len(m["coverage"]["incomplete_tasks"]),
+                "tasks": m.coverage.tasks,
+                "pass_at_1": m.pass_at_1.value,
+                "pass_at_1_lo": m.pass_at_1.lo,
+                "pass_at_1_hi": m.pass_at_1.hi,
+                "pass_at_5": m.pass_at_5.value,
+                "pass_at_10": m.pass_at_10.value,
+                "pass_at_n": m.pass_at_n.value,
+                "pass_hat_5": m.pass_hat_5.value,
+                "pass_hat_n": m.pass_hat_n.value,
+                "pass_at_n_observed": m.pass_at_n_observed.value,
+                "all_n_count": m.all_n.count,
+                "all_n": m.all_n.value,
+                "gap_pp": m.gap_pp.value,
+                "mean_tokens": m.mean_tokens,
+                "cost_per_attempt": None if m.unpriced else m.cost.cost_per_attempt,
+                "cost_per_success": None if m.unpriced else m.cost.cost_per_success,
+                "cost_per_dependable_task": None if m.unpriced else m.cost.cost_per_dependable_task,
+                "infra_errors": m.coverage.infra_errors,
+                "incomplete_tasks": len(m.coverage.incomplete_tasks),
                 "excluded_unhealthy_tasks": len(exclude),
             }
         )
@@ -124,20 +126,19 @@ def leaderboard_table(user, query: QueryDict) -> Table:
 
 
 def gap_table(user, query: QueryDict) -> Table:
-    campaigns = dashboard_campaigns(user, ids=_ids(query))
-    exclude = health_scope(query, campaigns).exclude
-    frames, stamps = reports.load_frames(campaigns, exclude=exclude)
+    campaigns = figure_campaigns(user, ids=_ids(query))
+    exclude = task_health_scope(query, campaigns).exclude
     rows = []
-    for campaign in campaigns:
-        m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
+    for row in figures.campaign_rows(campaigns, figures.per_task_tables(campaigns, exclude=exclude)):
+        m = row.figures
         rows.append(
             {
-                "campaign": campaign.name,
-                "pass_at_n_observed": m["pass_at_n_observed"]["value"],
-                "all_n": m["all_n"]["value"],
-                "gap_pp": m["gap_pp"]["value"],
-                "gap_lo": m["gap_pp"]["lo"],
-                "gap_hi": m["gap_pp"]["hi"],
+                "campaign": row.campaign.name,
+                "pass_at_n_observed": m.pass_at_n_observed.value,
+                "all_n": m.all_n.value,
+                "gap_pp": m.gap_pp.value,
+                "gap_lo": m.gap_pp.lo,
+                "gap_hi": m.gap_pp.hi,
                 "excluded_unhealthy_tasks": len(exclude),
             }
         )
@@ -154,27 +155,25 @@ def gap_table(user, query: QueryDict) -> Table:
 
 
 def cost_table(user, query: QueryDict) -> Table:
-    campaigns = dashboard_campaigns(user)
-    exclude = health_scope(query, campaigns).exclude
-    frames, stamps = reports.load_frames(campaigns, exclude=exclude)
+    campaigns = figure_campaigns(user)
+    exclude = task_health_scope(query, campaigns).exclude
     rows = []
-    for campaign in campaigns:
-        m = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
-        cost, tokens, sheet = m["cost"], m["cost"]["tokens"], campaign.price_sheet
+    for row in figures.campaign_rows(campaigns, figures.per_task_tables(campaigns, exclude=exclude)):
+        cost, sheet = row.figures.cost, row.campaign.price_sheet
         rows.append(
             {
-                "campaign": campaign.name,
-                "agent_cost": cost["agent_cost"],
-                "eval_cost": cost["eval_cost"],
-                "cost_per_attempt": cost["cost_per_attempt"],
-                "cost_per_success": cost["cost_per_success"],
-                "cost_per_dependable_task": cost["cost_per_dependable_task"],
-                "billed_attempts": cost["billed_attempts"],
+                "campaign": row.campaign.name,
+                "agent_cost": cost.agent_cost,
+                "eval_cost": cost.eval_cost,
+                "cost_per_attempt": cost.cost_per_attempt,
+                "cost_per_success": cost.cost_per_success,
+                "cost_per_dependable_task": cost.cost_per_dependable_task,
+                "billed_attempts": cost.billed_attempts,
                 **{
-                    key: tokens.get(key, 0)
+                    key: cost.tokens.get(key, 0)
                     for key in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
                 },
-                "unpriced": m["unpriced"],
+                "unpriced": row.figures.unpriced,
                 "price_sheet": sheet.name if sheet else "",
                 "price_source": sheet.source if sheet else "",
                 "price_date": sheet.effective_date.isoformat() if sheet else "",
@@ -203,14 +202,15 @@ def cost_table(user, query: QueryDict) -> Table:
 
 
 def domains_table(user, query: QueryDict) -> Table:
-    campaigns = dashboard_campaigns(user)
-    exclude = health_scope(query, campaigns).exclude
-    frames, stamps = reports.load_frames(campaigns, exclude=exclude)
+    campaigns = figure_campaigns(user)
+    exclude = task_health_scope(query, campaigns).exclude
+    tables = figures.per_task_tables(campaigns, exclude=exclude)
     rows = []
     for campaign in campaigns:
-        table = reports.domain_table(campaign, frames[campaign.pk], stamps[campaign.pk])
-        for record in table.to_dict("records"):
-            rows.append({"campaign": campaign.name, **record, "excluded_unhealthy_tasks": len(exclude)})
+        for domain in figures.domain_figures(tables, campaign):
+            rows.append(
+                {"campaign": campaign.name, **asdict(domain), "excluded_unhealthy_tasks": len(exclude)}
+            )
     columns = [
         Column("campaign", "campaign"),
         Column("domain", "domain"),
@@ -225,24 +225,8 @@ def domains_table(user, query: QueryDict) -> Table:
 
 def tasks_table(user, query: QueryDict) -> Table:
     """The tasks x campaigns grid with the page's filters, as c and n per campaign (not paged)."""
-    from apps.dashboard.views import TASK_FILTERS, _task_matches
-
-    campaigns = dashboard_campaigns(user, ids=_ids(query))
-    frames, _ = reports.load_frames(campaigns)
-    kind = query.get("filter", "")
-    kind = kind if kind in TASK_FILTERS else ""
-    grid: dict[str, dict] = {}
-    for position, campaign in enumerate(campaigns):
-        frame = reports.filter_frame(frames[campaign.pk], domain=query.get("domain", ""))
-        for task_id, domain, n, c in zip(frame["task_id"], frame["domain"], frame["n"], frame["c"]):
-            entry = grid.setdefault(
-                task_id, {"task_id": task_id, "domain": domain, "cells": [None] * len(campaigns)}
-            )
-            entry["cells"][position] = {
-                "c": int(c),
-                "n": int(n),
-                "dependable": bool(c == n == campaign.n_attempts),
-            }
+    campaigns = figure_campaigns(user, ids=_ids(query))
+    grid = figures.task_grid(campaigns, domain=query.get("domain", ""), kind=query.get("filter", ""))
     columns = [Column("task_id", "task"), Column("domain", "domain")]
     for position, campaign in enumerate(campaigns):
         columns += [
@@ -250,20 +234,17 @@ def tasks_table(user, query: QueryDict) -> Table:
             Column(f"n{position}", f"{campaign.name} · done", "int"),
         ]
     rows = []
-    for key in sorted(grid):
-        entry = grid[key]
-        if not _task_matches(entry["cells"], kind):
-            continue
-        row = {"task_id": entry["task_id"], "domain": entry["domain"]}
-        for position, cell in enumerate(entry["cells"]):
-            row[f"c{position}"], row[f"n{position}"] = (cell["c"], cell["n"]) if cell else (None, None)
+    for entry in grid:
+        row: dict[str, Any] = {"task_id": entry.task_id, "domain": entry.domain}
+        for position, cell in enumerate(entry.cells):
+            row[f"c{position}"], row[f"n{position}"] = (cell.c, cell.n) if cell else (None, None)
         rows.append(row)
     return Table("tasks", "Tasks", columns, rows)
 
 
 def compare_table(user, query: QueryDict) -> Table:
     """Per-task rows of the paired comparison ?a=&b= (empty when either is missing or not visible)."""
-    by_id = {c.pk: c for c in dashboard_campaigns(user)}
+    by_id = {c.pk: c for c in figure_campaigns(user)}
     a = by_id.get(int(query["a"])) if query.get("a", "").isdigit() else None
     b = by_id.get(int(query["b"])) if query.get("b", "").isdigit() else None
     columns = [
@@ -279,16 +260,14 @@ def compare_table(user, query: QueryDict) -> Table:
     ]
     rows = []
     if a and b and a.n_attempts == b.n_attempts:
-        frames, stamps = reports.load_frames(
-            [a, b] if a.pk != b.pk else [a], exclude=health_scope(query, [a, b]).exclude
+        tables = figures.per_task_tables(
+            [a, b] if a.pk != b.pk else [a], exclude=task_health_scope(query, [a, b]).exclude
         )
-        rows = reports.comparison(a, b, frames, stamps)["per_task"]
+        rows = [asdict(task) for task in figures.comparison(tables, a, b).per_task]
     return Table("compare", "Compare", columns, rows)
 
 
 def triage_queue_table(user, query: QueryDict) -> Table:
-    from apps.triage.selectors import QueueFilters, queue_queryset, queue_rows
-
     attempts = queue_rows(queue_queryset(user=user, filters=QueueFilters.from_query(query)))
     rows = [
         {
@@ -325,9 +304,7 @@ def triage_queue_table(user, query: QueryDict) -> Table:
 
 
 def triage_summary_table(user, query: QueryDict) -> Table:
-    from apps.triage.selectors import CATEGORIES, campaign_triage_summary
-
-    summary = campaign_triage_summary(campaigns=dashboard_campaigns(user, ids=_ids(query)))
+    summary = campaign_triage_summary(campaigns=figure_campaigns(user, ids=_ids(query)))
     rows = [
         {
             "campaign": r["campaign"].name,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from apps.dashboard.charts import PALETTE, _layout
+from apps.figures.chart_style import PALETTE, layout
 
 
 def zone_probability_figure(table: pd.DataFrame, *, q: float) -> dict:
@@ -29,7 +29,7 @@ def zone_probability_figure(table: pd.DataFrame, *, q: float) -> dict:
                 "name": "P(lo < p < hi)",
             },
         ],
-        "layout": _layout(
+        "layout": layout(
             "P(task in learning zone) per task",
             yaxis={"title": "P(lo < p < hi)", "range": [0, 1.02]},
             xaxis={"showticklabels": len(table) <= 40, "tickangle": -45},
@@ -62,7 +62,7 @@ def pool_size_figure(qs: list[float], sizes: list[int]) -> dict:
                 "name": "tasks",
             }
         ],
-        "layout": _layout(
+        "layout": layout(
             "Pool size by q",
             xaxis={"title": "q"},
             yaxis={"title": "tasks in pool", "rangemode": "tozero"},

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from apps.campaigns.models import Campaign
-from apps.dashboard.selectors import per_task_frames
+from apps.figures.selectors import per_task_table
 from tb_engine.metrics import (
     LEARNING_ZONE_HI,
     LEARNING_ZONE_LO,
@@ -50,7 +50,7 @@ def refuse_evaluation_only(campaign: Campaign, *, allow_evaluation_only: bool) -
 
 def posterior_table(campaign: Campaign, thresholds: Thresholds = Thresholds()) -> pd.DataFrame:
     """Per task: n, c, Beta(1 + c, 1 + n − c) parameters and mean, P(lo < p < hi), zone membership."""
-    frame = per_task_frames([campaign.pk])[campaign.pk]
+    frame = per_task_table(campaign)
     zone = learning_zone(
         frame[["task_id", "domain", "n", "c"]], lo=thresholds.lo, hi=thresholds.hi, q=thresholds.q
     )

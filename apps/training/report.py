@@ -1,26 +1,34 @@
-"""Before/after a training run: two campaigns on the same tasks, read through the dashboard's reports.
+"""Before/after a training run: two campaigns on the same tasks, read through the figures app.
 
-The figures are the dashboard's (campaign_metrics via reports.campaign_figures, paired_comparison
-via reports.comparison, per-domain shares via reports.domain_table); this module only arranges
-them as the source article's table, per-domain deltas and the tasks that moved.
+The figures are the figures app's (campaign_figures = campaign_metrics, comparison =
+paired_comparison, domain_figures); this module only arranges them as the source article's table,
+per-domain deltas and the tasks that moved.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from apps.campaigns.models import Campaign
-from apps.dashboard import reports
+from apps.figures.selectors import (
+    DOMAIN_METRICS,
+    CampaignFigures,
+    campaign_figures,
+    comparison,
+    domain_figures,
+    per_task_tables,
+)
 
 
-def _headline(figures: dict) -> dict[str, Any]:
+def _headline(figures: CampaignFigures) -> dict[str, Any]:
     return {
-        "pass_at_1": figures["pass_at_1"]["value"],
-        "pass_at_n": figures["pass_at_n_observed"]["value"],
-        "all_n_count": figures["all_n"]["count"],
-        "all_n_share": figures["all_n"]["value"],
-        "cost_per_dependable": figures["cost"]["cost_per_dependable_task"],
-        "agent_cost": figures["cost"]["agent_cost"],
+        "pass_at_1": figures.pass_at_1.value,
+        "pass_at_n": figures.pass_at_n_observed.value,
+        "all_n_count": figures.all_n.count,
+        "all_n_share": figures.all_n.value,
+        "cost_per_dependable": figures.cost.cost_per_dependable_task,
+        "agent_cost": figures.cost.agent_cost,
     }
 
 
@@ -47,22 +55,23 @@ def before_after(*, base: Campaign, trained: Campaign) -> dict[str, Any]:
     """Headline rows for both, deltas, per-domain deltas, tasks gained/lost and the sharpening flag."""
     if base.pk == trained.pk:
         raise ValueError("pick two different campaigns (base and trained)")
-    frames, stamps = reports.load_frames([base, trained])
-    comparison = reports.comparison(trained, base, frames, stamps)  # A = trained, B = base
-    if comparison["only_in_a"] or comparison["only_in_b"]:
+    tables = per_task_tables([base, trained])
+    compared = comparison(tables, trained, base)  # A = trained, B = base
+    if compared.only_in_a or compared.only_in_b:
         raise ValueError(
-            f"the campaigns ran different tasks ({len(comparison['only_in_a'])} only in {trained.name}, "
-            f"{len(comparison['only_in_b'])} only in {base.name}); a before/after report needs the same tasks"
+            f"the campaigns ran different tasks ({len(compared.only_in_a)} only in {trained.name}, "
+            f"{len(compared.only_in_b)} only in {base.name}); a before/after report needs the same tasks"
         )
-    before = _headline(reports.campaign_figures(base, frames[base.pk], stamps[base.pk]))
-    after = _headline(reports.campaign_figures(trained, frames[trained.pk], stamps[trained.pk]))
-    domains_before = reports.domain_table(base, frames[base.pk], stamps[base.pk]).set_index("domain")
-    domains_after = reports.domain_table(trained, frames[trained.pk], stamps[trained.pk]).set_index("domain")
+    before = _headline(campaign_figures(tables, base))
+    after = _headline(campaign_figures(tables, trained))
+    domains_before = {d.domain: d for d in domain_figures(tables, base)}
+    domains_after = {d.domain: d for d in domain_figures(tables, trained)}
     domains = []
-    for name in sorted(set(domains_before.index) | set(domains_after.index)):
+    for name in sorted(set(domains_before) | set(domains_after)):
         cells = []
-        for metric in ("pass_at_1", "pass_at_n", "all_n"):
-            b, a = domains_before[metric].get(name), domains_after[metric].get(name)
+        for metric in DOMAIN_METRICS:
+            b = domains_before[name].share(metric) if name in domains_before else None
+            a = domains_after[name].share(metric) if name in domains_after else None
             cells.append(
                 {
                     "metric": metric,
@@ -72,12 +81,8 @@ def before_after(*, base: Campaign, trained: Campaign) -> dict[str, Any]:
                 }
             )
         domains.append({"domain": name, "cells": cells})
-    task_pks = dict(zip(frames[base.pk]["task_id"], frames[base.pk]["task_pk"]))
-    moved = [
-        {**task, "task_pk": int(task_pks[task["task_id"]])}
-        for task in comparison["per_task"]
-        if task["task_id"] in comparison["gained"] or task["task_id"] in comparison["lost"]
-    ]
+    task_pks = dict(zip(tables.frame(base)["task_id"], tables.frame(base)["task_pk"]))
+    per_task = [{**asdict(task), "task_pk": int(task_pks[task.task_id])} for task in compared.per_task]
     return {
         "before": before,
         "after": after,
@@ -86,18 +91,14 @@ def before_after(*, base: Campaign, trained: Campaign) -> dict[str, Any]:
             for key in ("pass_at_1", "pass_at_n", "all_n_count", "all_n_share")
         },
         "n_attempts": base.n_attempts,
-        "tasks": comparison["tasks"],
-        "delta_pass_at_1": comparison["delta_pass_at_1"],
-        "delta_all_n": comparison["delta_all_n"],
-        "gained": [t for t in moved if t["task_id"] in comparison["gained"]],
-        "lost": [t for t in moved if t["task_id"] in comparison["lost"]],
+        "tasks": compared.tasks,
+        "delta_pass_at_1": compared.delta_pass_at_1,
+        "delta_all_n": compared.delta_all_n,
+        "gained": [t for t in per_task if t["task_id"] in compared.gained],
+        "lost": [t for t in per_task if t["task_id"] in compared.lost],
         # Solved at least once before, never after: the coverage side of sharpening.
-        "coverage_lost": [
-            {**t, "task_pk": int(task_pks[t["task_id"]])}
-            for t in comparison["per_task"]
-            if t["c_b"] >= 1 and t["c_a"] == 0
-        ],
-        "sharpening": comparison["sharpening"],
+        "coverage_lost": [t for t in per_task if t["c_b"] >= 1 and t["c_a"] == 0],
+        "sharpening": compared.sharpening,
         "domains": domains,
-        "per_task": [{**t, "task_pk": int(task_pks[t["task_id"]])} for t in comparison["per_task"]],
+        "per_task": per_task,
     }

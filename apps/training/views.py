@@ -11,8 +11,8 @@ from django.views.decorators.http import require_GET
 
 from apps.core.access import require_role
 from apps.core.roles import Role
-from apps.dashboard.charts import CONFIG
-from apps.dashboard.selectors import attempt_strip, dashboard_campaigns
+from apps.figures.chart_style import chart
+from apps.figures.selectors import attempt_strip, figure_campaigns
 from apps.suites.models import Task
 from apps.training import charts
 from apps.training.pools import Thresholds, pool_sizes_by_q, posterior_table
@@ -45,7 +45,7 @@ def _float(request, name: str, default: float) -> tuple[float, str]:
 @require_role(Role.VIEWER)
 def pools(request):
     """Per-task posteriors of a base campaign, learning-zone membership, and the pool as thresholds move."""
-    campaigns = dashboard_campaigns(request.user)
+    campaigns = figure_campaigns(request.user)
     campaign = _pick(request, "campaign", {c.pk: c for c in campaigns})
     errors = []
     values = {}
@@ -69,14 +69,8 @@ def pools(request):
             context.update(
                 rows=table.to_dict("records"),
                 pool_size=int(table["in_zone"].sum()),
-                zone_chart={
-                    "figure": charts.zone_probability_figure(table, q=thresholds.q),
-                    "config": CONFIG,
-                },
-                size_chart={
-                    "figure": charts.pool_size_figure(Q_GRID, pool_sizes_by_q(table, Q_GRID)),
-                    "config": CONFIG,
-                },
+                zone_chart=chart(charts.zone_probability_figure(table, q=thresholds.q)),
+                size_chart=chart(charts.pool_size_figure(Q_GRID, pool_sizes_by_q(table, Q_GRID))),
                 evaluation_only=campaign.suite.evaluation_only,
             )
     return _render(request, "training/pools.html", "pool-body", context)
@@ -86,7 +80,7 @@ def pools(request):
 @require_role(Role.VIEWER)
 def report(request):
     """Before/after training: the article's table for both, per-domain deltas, tasks gained/lost, attempt strips."""
-    campaigns = dashboard_campaigns(request.user)
+    campaigns = figure_campaigns(request.user)
     by_id = {c.pk: c for c in campaigns}
     base, trained = _pick(request, "base", by_id), _pick(request, "trained", by_id)
     context = {

@@ -1,8 +1,9 @@
-"""Reads of triage: the queue (clean-looking failures by default), neighbours, audit, health, summary."""
+"""Reads of triage: the queue (clean-looking failures by default), neighbours, audit, task health, summary."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -69,7 +70,7 @@ class QueueFilters:
 
     def querystring(self) -> str:
         """The filters as a query string (defaults left out), the inverse of from_query."""
-        pairs = [("c", pk) for pk in self.campaigns]
+        pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
         for name in ("domain", "task", "category", "label", "assignee", "status"):
             value = getattr(self, name)
             if value not in ("", None):
@@ -193,6 +194,43 @@ def unhealthy_task_pks(*, campaigns: list[Campaign]) -> frozenset[int]:
     )
 
 
+# The query value of the health toggle on every metric page, its exports and the API.
+EXCLUDE_UNHEALTHY = "exclude"
+
+
+@dataclass(frozen=True)
+class TaskHealthScope:
+    """Which tasks a metric request leaves out: those with open health issues, when the viewer asks.
+
+    Tasks a triager flagged (grader bug, task ambiguous) stay in the figures unless the viewer asks
+    for ``?healthy=exclude``; either way the page says how many such tasks there are, so a figure is
+    never silently computed on a different task set than the reader assumes.
+    """
+
+    unhealthy: frozenset[int]
+    excluding: bool
+
+    @property
+    def exclude(self) -> frozenset[int]:
+        """Task pks to leave out of the figures (empty unless the toggle is on)."""
+        return self.unhealthy if self.excluding else frozenset()
+
+    def context(self) -> dict:
+        """Template variables of the toggle and its banner (dashboard/_task_health_*.html)."""
+        return {
+            "healthy": EXCLUDE_UNHEALTHY if self.excluding else "",
+            "unhealthy_count": len(self.unhealthy),
+            "excluded_count": len(self.exclude),
+        }
+
+
+def task_health_scope(query: Mapping[str, str], campaigns: list[Campaign]) -> TaskHealthScope:
+    """The scope a request asks for (``healthy=exclude``): open health issues among the campaigns' tasks (one query)."""
+    return TaskHealthScope(
+        unhealthy=unhealthy_task_pks(campaigns=campaigns), excluding=query.get("healthy") == EXCLUDE_UNHEALTHY
+    )
+
+
 def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
     """Per campaign, among clean-looking failures: count, share per failure category, label counts.
 
@@ -200,8 +238,8 @@ def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
     Two queries for any number of campaigns.
     """
     ids = [c.pk for c in campaigns]
-    categories = Counter()
-    totals = Counter()
+    categories: Counter[tuple[int, str]] = Counter()
+    totals: Counter[int] = Counter()
     rows = Attempt.objects.filter(
         campaign_id__in=ids, clean_looking=True, status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
     )

@@ -15,10 +15,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
-from apps.core.access import require_role, user_has_role
+from apps.core.access import get_visible_or_404, require_role, user_has_role
 from apps.core.roles import Role
-from apps.dashboard.selectors import dashboard_campaigns, filter_options
-from apps.dashboard.views import get_visible_or_404
+from apps.figures.selectors import figure_campaigns, filter_options
 from apps.suites.models import Task
 from apps.triage import selectors, services
 from apps.triage.forms import LabelForm
@@ -49,7 +48,7 @@ def queue(request):
     context = _queue_context(request, filters)
     if request.htmx:
         return render(request, "triage/queue.html#triage-rows", context)
-    campaigns = dashboard_campaigns(request.user)
+    campaigns = figure_campaigns(request.user)
     domains, _ = filter_options(campaigns)
     context.update(
         {
@@ -194,11 +193,11 @@ def attempt_status(request, pk: int):
 def summary(request):
     """Per campaign, among clean-looking failures: shares with wrong values, extra and missing effects; labels."""
     ids = [int(v) for v in request.GET.getlist("c") if v.isdigit()] or None
-    campaigns = dashboard_campaigns(request.user, ids=ids)
+    campaigns = figure_campaigns(request.user, ids=ids)
     context = {
         "rows": selectors.campaign_triage_summary(campaigns=campaigns),
         "categories": CATEGORIES,
-        "all_campaigns": dashboard_campaigns(request.user),
+        "all_campaigns": figure_campaigns(request.user),
         "selected": {c.pk for c in campaigns},
     }
     return render(request, "triage/summary.html", context)
@@ -208,7 +207,7 @@ def summary(request):
 @require_role(Role.VIEWER)
 def health(request):
     """Tasks with open health issues (grader bug, task ambiguous) in the user's campaigns."""
-    campaigns = dashboard_campaigns(request.user)
+    campaigns = figure_campaigns(request.user)
     task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
     context = {
         "issues": selectors.open_health_issues(task_pks=task_pks),

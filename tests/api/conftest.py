@@ -1,11 +1,11 @@
-"""API fixtures: token clients for the personas, and finished campaigns from the dashboard fixtures."""
+"""API fixtures: token clients for the personas, and finished campaigns from the figure fixtures."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.campaigns.conftest import make_campaign, starter_suite  # noqa: F401 (fixtures)
-from tests.dashboard.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
+from tests.figures.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
 
 
 @pytest.fixture

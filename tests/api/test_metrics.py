@@ -1,14 +1,16 @@
-"""Metric endpoints return the dashboard's own numbers (same reports, same cache, same seed)."""
+"""Metric endpoints return the pages' own numbers (same figures selectors, same cache, same seed)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 
-from apps.dashboard import reports
-from apps.dashboard.selectors import dashboard_campaigns
+from apps.figures import selectors as figures
+from apps.figures.selectors import figure_campaigns
 from tests.api.conftest import error_of
+from tests.triage.conftest import _seeded_labels, attempts_campaign, flagged  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -37,13 +39,13 @@ def test_leaderboard_rows_equal_the_dashboard_figures(api_for, bob, two_campaign
 
     data = api_for(bob).get("/api/metrics/leaderboard/").json()
 
-    expected = reports.sort_rows(
-        reports.leaderboard_rows(dashboard_campaigns(bob)), key="pass1", descending=True
+    expected = figures.sort_rows(
+        figures.leaderboard_rows(figure_campaigns(bob)), key="pass1", descending=True
     )
-    assert [row["campaign"]["id"] for row in data["results"]] == [row["campaign"].pk for row in expected]
+    assert [row["campaign"]["id"] for row in data["results"]] == [row.campaign.pk for row in expected]
     for got, want in zip(data["results"], expected):
-        assert got["figures"] == _json({key: want["m"][key] for key in got["figures"]})
-        assert got["reversed_with"] == want["reversed_with"]
+        assert got["figures"] == _json({key: asdict(want.figures)[key] for key in got["figures"]})
+        assert got["reversed_with"] == list(want.reversed_with)
 
 
 def test_leaderboard_exact_figures_and_reversal(api_for, bob, two_campaigns):
@@ -64,10 +66,10 @@ def test_leaderboard_exact_figures_and_reversal(api_for, bob, two_campaigns):
 def test_leaderboard_domain_slice_matches_dashboard(api_for, bob, two_campaigns):
     data = api_for(bob).get("/api/metrics/leaderboard/?domain=retail&sort=name").json()
 
-    expected = reports.leaderboard_rows(dashboard_campaigns(bob), domain="retail")
-    by_id = {row["campaign"].pk: row for row in expected}
+    expected = figures.leaderboard_rows(figure_campaigns(bob), domain="retail")
+    by_id = {row.campaign.pk: row for row in expected}
     for got in data["results"]:
-        assert got["figures"]["pass_at_1"] == _json(by_id[got["campaign"]["id"]]["m"]["pass_at_1"])
+        assert got["figures"]["pass_at_1"] == _json(asdict(by_id[got["campaign"]["id"]].figures.pass_at_1))
         assert got["figures"]["coverage"]["tasks"] == 1
 
 
@@ -83,13 +85,13 @@ def test_gap_equals_dashboard_figures_and_curves(api_for, bob, two_campaigns):
 
     data = api_for(bob).get(f"/api/metrics/gap/?campaign={a.pk}").json()
 
-    frames, stamps = reports.load_frames([a])
-    figures = reports.campaign_figures(a, frames[a.pk], stamps[a.pk])
+    tables = figures.per_task_tables([a])
+    m = figures.campaign_figures(tables, a)
     (row,) = data["results"]
-    assert row["pass_at_n_observed"] == figures["pass_at_n_observed"]["value"]
-    assert row["all_n"] == figures["all_n"]["value"]
-    assert row["gap_pp"] == figures["gap_pp"]
-    assert row["pass_hat_curves"] == reports.pass_hat_curves(a, frames[a.pk], stamps[a.pk])
+    assert row["pass_at_n_observed"] == m.pass_at_n_observed.value
+    assert row["all_n"] == m.all_n.value
+    assert row["gap_pp"] == asdict(m.gap_pp)
+    assert row["pass_hat_curves"] == figures.pass_hat_curves(tables, a)
     assert row["pass_hat_curves"]["retail"] == [1.0, 1.0, 1.0, 1.0]
 
 
@@ -101,9 +103,8 @@ def test_cost_equals_dashboard_cost_and_names_the_price_sheet(api_for, bob, run_
 
     (row,) = api_for(bob).get("/api/metrics/cost/").json()["results"]
 
-    frames, stamps = reports.load_frames([campaign])
-    figures = reports.campaign_figures(campaign, frames[campaign.pk], stamps[campaign.pk])
-    assert row["cost"] == _json(figures["cost"])
+    m = figures.campaign_figures(figures.per_task_tables([campaign]), campaign)
+    assert row["cost"] == _json(asdict(m.cost))
     assert row["price_sheet"] == {
         "id": sheet.pk,
         "name": sheet.name,
@@ -118,9 +119,8 @@ def test_domains_equal_dashboard_domain_table(api_for, bob, two_campaigns):
 
     data = api_for(bob).get(f"/api/metrics/domains/?campaign={a.pk}").json()
 
-    frames, stamps = reports.load_frames([a])
-    table = reports.domain_table(a, frames[a.pk], stamps[a.pk])
-    assert data["results"][0]["domains"] == table.to_dict("records")
+    domains = figures.domain_figures(figures.per_task_tables([a]), a)
+    assert data["results"][0]["domains"] == [asdict(domain) for domain in domains]
     assert [d["domain"] for d in data["results"][0]["domains"]] == ["neobank", "retail", "travel"]
 
 
@@ -139,8 +139,7 @@ def test_compare_equals_dashboard_comparison(api_for, bob, two_campaigns):
 
     data = api_for(bob).get(f"/api/metrics/compare/?a={a.pk}&b={b.pk}").json()
 
-    frames, stamps = reports.load_frames([a, b])
-    expected = reports.comparison(a, b, frames, stamps)
+    expected = asdict(figures.comparison(figures.per_task_tables([a, b]), a, b))
     assert {key: data[key] for key in expected} == _json(expected)
     assert (data["gained"], data["lost"], data["a"]["name"], data["b"]["name"]) == ([T1], [], "A", "B")
 
@@ -195,3 +194,21 @@ def test_leaderboard_slice_lists_only_campaigns_with_tasks_in_it(api_for, bob, s
     assert [row["campaign"]["id"] for row in by_domain["results"]] == [neobank.pk]
     assert by_domain["results"][0]["figures"]["pass_at_1"]["value"] == 0.5
     assert by_missing_tag["count"] == 0
+
+
+def test_api_metrics_take_the_same_toggle(api_for, bob, flagged):
+    a, b = flagged
+    api = api_for(bob)
+
+    board = {
+        row["campaign"]["name"]: row["figures"]["pass_at_1"]["value"]
+        for row in api.get("/api/metrics/leaderboard/?healthy=exclude").json()["results"]
+    }
+    gap = [row["all_n"] for row in api.get("/api/metrics/gap/?healthy=exclude").json()["results"]]
+    compared = api.get(f"/api/metrics/compare/?a={a.pk}&b={b.pk}&healthy=exclude").json()
+    bad = api.get("/api/metrics/gap/?healthy=maybe")
+
+    assert board == {"Alpha": 1.0, "Beta": 1.0}
+    assert gap == [1.0, 1.0]
+    assert compared["tasks"] == 1
+    assert bad.status_code == 400

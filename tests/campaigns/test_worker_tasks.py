@@ -88,12 +88,31 @@ def test_threads_pool_opens_every_threads_connection_at_start(monkeypatch):
         executor.shutdown(wait=True)
 
 
-def test_other_pools_are_left_alone():
+@pytest.mark.parametrize(
+    "sender",
+    [
+        None,
+        "prefork",  # a pool without an executor
+        "one-thread",  # a threads pool of one: nothing to open ahead of its only thread
+    ],
+)
+def test_other_pools_are_left_alone(monkeypatch, sender):
+    from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
-    from apps.campaigns import signals
+    from apps.campaigns import hotpath, signals
 
-    signals._connect_pool_threads(
-        sender=SimpleNamespace(pool=SimpleNamespace(limit=2))
-    )  # prefork: no executor
-    signals._connect_pool_threads(sender=None)
+    warmed = []
+    monkeypatch.setattr(hotpath, "warm_connection", lambda conn: warmed.append(conn))
+    executor = ThreadPoolExecutor(max_workers=1)
+    senders = {
+        None: None,
+        "prefork": SimpleNamespace(pool=SimpleNamespace(limit=2)),
+        "one-thread": SimpleNamespace(pool=SimpleNamespace(executor=executor, limit=1)),
+    }
+    try:
+        signals._connect_pool_threads(sender=senders[sender])
+        executor.submit(lambda: None).result(timeout=10)
+        assert (warmed, len(executor._threads)) == ([], 1)  # only the probe's thread; nothing warmed
+    finally:
+        executor.shutdown(wait=True)

@@ -76,11 +76,22 @@ def test_drilldown_is_404_for_other_teams_and_403_without_role(client, erin, cha
     attempt = Attempt.objects.filter(campaign=careless_hold).first()
 
     client.force_login(erin)
-    assert client.get(f"/attempts/{attempt.pk}/").status_code == 404
-    assert client.get(f"/attempts/{attempt.pk}/raw.json").status_code == 404
-    assert client.get(f"/tasks/{attempt.task_id}/").status_code == 404
+    hidden = [
+        client.get(url)
+        for url in (
+            f"/attempts/{attempt.pk}/",
+            f"/attempts/{attempt.pk}/raw.json",
+            f"/tasks/{attempt.task_id}/",
+        )
+    ]
     client.force_login(charlie)
-    assert client.get(f"/attempts/{attempt.pk}/").status_code == 403
+    refused = client.get(f"/attempts/{attempt.pk}/")
+
+    assert [response.status_code for response in hidden] == [404, 404, 404]
+    # The same page as for an address that does not exist: nothing of the attempt leaks.
+    assert all(attempt.task.task_id not in response.content.decode() for response in hidden)
+    assert all(careless_hold.name not in response.content.decode() for response in hidden)
+    assert refused.status_code == 403
 
 
 def test_task_page_shows_spec_and_one_strip_cell_per_attempt(client, bob, careless_hold):

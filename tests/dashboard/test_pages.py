@@ -43,7 +43,10 @@ def test_home_redirects_role_holders_to_leaderboard(client, bob):
 def test_pages_refuse_users_without_role(client, charlie, url):
     client.force_login(charlie)
 
-    assert client.get(url).status_code == 403
+    response = client.get(url)
+
+    assert response.status_code == 403
+    assert "this page needs the viewer role" in response.content.decode()
 
 
 @pytest.mark.parametrize("url", ("/leaderboard/", "/gap/", "/cost/", "/domains/", "/tasks/"))
@@ -187,7 +190,7 @@ def test_tasks_grid_filters_never_solved_and_flaky(client, bob, summaries_campai
 
     def tasks_for(kind):
         page = client.get(f"/tasks/?filter={kind}").context["page"]
-        return [row["task_id"] for row in page]
+        return [row.task_id for row in page]
 
     assert tasks_for("never") == [T2]
     assert tasks_for("flaky") == [T1]
@@ -204,9 +207,9 @@ def test_compare_reports_deltas_gains_and_sharpening(client, bob, summaries_camp
     result = client.get(f"/compare/?a={a.pk}&b={b.pk}").context["result"]
     html = client.get(f"/compare/?a={a.pk}&b={b.pk}", HTTP_HX_REQUEST="true").content.decode()
 
-    assert result["gained"] == [T1]
-    assert result["lost"] == []
-    assert result["sharpening"] is True
+    assert result.gained == (T1,)
+    assert result.lost == ()
+    assert result.sharpening is True
     assert html.lstrip().startswith('<div id="compare-body"')
     assert 'id="sharpening"' in html
     assert "+8.3 pp" in html  # Δpass@1 = (1 + 0 + 0)/3 - 0.25

@@ -1,3 +1,3 @@
 from tests.campaigns.conftest import make_campaign, starter_suite  # noqa: F401 (fixtures)
-from tests.dashboard.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
-from tests.triage.conftest import _seeded_labels, attempts_campaign  # noqa: F401 (fixtures)
+from tests.figures.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
+from tests.triage.conftest import _seeded_labels, attempts_campaign, flagged  # noqa: F401 (fixtures)

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from openpyxl import load_workbook
 
-from apps.dashboard import reports
 from apps.exports.procurement import build_workbook
+from apps.figures import selectors as figures
 from tests.triage.conftest import T1, T2, T3
 
 pytestmark = pytest.mark.django_db
@@ -32,16 +32,16 @@ def _csv(response) -> list[dict]:
 
 def test_leaderboard_csv_numbers_equal_the_dashboard_figures(client, bob, two_campaigns):
     client.force_login(bob)
-    rows = {row["campaign"].name: row["m"] for row in reports.leaderboard_rows(list(two_campaigns))}
+    rows = {row.campaign.name: row.figures for row in figures.leaderboard_rows(list(two_campaigns))}
 
     exported = {row["campaign"]: row for row in _csv(client.get("/exports/tables/leaderboard.csv"))}
 
     for name in ("Alpha", "Beta"):
         m = rows[name]
-        assert float(exported[name]["pass@1"]) == m["pass_at_1"]["value"]
-        assert float(exported[name]["pass@1 lo"]) == m["pass_at_1"]["lo"]
-        assert int(exported[name]["all-N tasks"]) == m["all_n"]["count"]
-        assert float(exported[name]["gap (pp)"]) == m["gap_pp"]["value"]
+        assert float(exported[name]["pass@1"]) == m.pass_at_1.value
+        assert float(exported[name]["pass@1 lo"]) == m.pass_at_1.lo
+        assert int(exported[name]["all-N tasks"]) == m.all_n.count
+        assert float(exported[name]["gap (pp)"]) == m.gap_pp.value
     assert float(exported["Alpha"]["pass@1"]) == pytest.approx((1 + 0.25 + 0) / 3)
     assert exported["Beta"]["all-N tasks"] == "2"
 
@@ -106,14 +106,13 @@ def test_every_dashboard_table_downloads_and_hides_other_teams(client, erin, bob
 def test_domains_and_tasks_exports_equal_their_pages_tables(client, bob, two_campaigns):
     a, b = two_campaigns
     client.force_login(bob)
-    frames, stamps = reports.load_frames([a])
-    domain_rows = reports.domain_table(a, frames[a.pk], stamps[a.pk]).to_dict("records")
+    domain_rows = figures.domain_figures(figures.per_task_tables([a]), a)
 
     domains = [row for row in _csv(client.get("/exports/tables/domains.csv")) if row["campaign"] == "Alpha"]
     tasks = _csv(client.get(f"/exports/tables/tasks.csv?c={a.pk}&c={b.pk}&filter=unreliable"))
 
     assert [(row["domain"], float(row["pass@1"]), float(row["all-N share"])) for row in domains] == [
-        (row["domain"], row["pass_at_1"], row["all_n"]) for row in domain_rows
+        (row.domain, row.pass_at_1, row.all_n) for row in domain_rows
     ]
     assert [row["task"] for row in tasks] == [T3]  # T2 is dependable in Beta; T3 solved once, never reliably
 
@@ -121,20 +120,18 @@ def test_domains_and_tasks_exports_equal_their_pages_tables(client, bob, two_cam
 def test_compare_export_equals_paired_comparison(client, bob, two_campaigns):
     a, b = two_campaigns
     client.force_login(bob)
-    frames, stamps = reports.load_frames([a, b])
-    expected = reports.comparison(a, b, frames, stamps)["per_task"]
+    expected = figures.comparison(figures.per_task_tables([a, b]), a, b).per_task
 
     rows = _csv(client.get(f"/exports/tables/compare.csv?a={a.pk}&b={b.pk}"))
 
     assert [(r["task"], float(r["Δ pass@1"]), float(r["P(A better)"])) for r in rows] == [
-        (e["task_id"], e["delta_pass_at_1"], e["p_a_better"]) for e in expected
+        (e.task_id, e.delta_pass_at_1, e.p_a_better) for e in expected
     ]
 
 
 def test_procurement_workbook_has_the_four_sheets_and_the_dashboard_numbers(two_campaigns):
     a, b = two_campaigns
-    frames, stamps = reports.load_frames([a])
-    m = reports.campaign_figures(a, frames[a.pk], stamps[a.pk])
+    m = figures.campaign_figures(figures.per_task_tables([a]), a)
 
     content, digest = build_workbook(campaigns=[a, b])
     again, digest_again = build_workbook(campaigns=[a, b])
@@ -145,10 +142,10 @@ def test_procurement_workbook_has_the_four_sheets_and_the_dashboard_numbers(two_
     header = [c.value for c in summary[1]]
     alpha = {title: cell.value for title, cell in zip(header, summary[2])}
     assert alpha["campaign"] == "Alpha"
-    assert alpha["pass@1"] == m["pass_at_1"]["value"]
-    assert (alpha["pass@1 95% lo"], alpha["pass@1 95% hi"]) == (m["pass_at_1"]["lo"], m["pass_at_1"]["hi"])
+    assert alpha["pass@1"] == m.pass_at_1.value
+    assert (alpha["pass@1 95% lo"], alpha["pass@1 95% hi"]) == (m.pass_at_1.lo, m.pass_at_1.hi)
     assert (alpha["all-N tasks"], alpha["pass@N observed"]) == (1, pytest.approx(2 / 3))
-    assert alpha["gap (pp)"] == m["gap_pp"]["value"]
+    assert alpha["gap (pp)"] == m.gap_pp.value
     assert summary.cell(row=2, column=header.index("pass@1") + 1).number_format == "0.0%"
     assert book["Per task"].max_row == 1 + 6
     provenance = {row[0].value: row[1].value for row in book["Methodology & provenance"].iter_rows(min_row=2)}
@@ -230,3 +227,45 @@ def test_attempt_export_is_404_for_other_teams_and_403_without_role(client, erin
     no_role = client.get(f"/exports/attempts.csv?c={campaign.pk}").status_code
 
     assert (outsider, no_role) == (404, 403)
+
+
+@pytest.mark.parametrize("table", ["gap", "cost", "domains"])
+def test_exports_follow_the_toggle_and_say_how_many_tasks_they_leave_out(client, bob, flagged, table):
+    client.force_login(bob)
+
+    kept = _csv(client.get(f"/exports/tables/{table}.csv"))
+    dropped = _csv(client.get(f"/exports/tables/{table}.csv?healthy=exclude"))
+
+    assert {row["excluded unhealthy tasks"] for row in kept} == {"0"}
+    assert {row["excluded unhealthy tasks"] for row in dropped} == {"1"}
+    if table == "gap":
+        assert [row["all-N share"] for row in kept] == ["0.5", "0.5"]
+        assert [row["all-N share"] for row in dropped] == ["1.0", "1.0"]
+    if table == "domains":
+        assert sorted(row["domain"] for row in kept) == ["neobank", "neobank", "retail", "retail"]
+        assert sorted(row["domain"] for row in dropped) == ["neobank", "neobank"]
+
+
+@pytest.mark.parametrize("name", ["leaderboard", "gap", "cost", "domains", "tasks", "triage-summary"])
+def test_table_export_query_count_is_the_same_for_one_and_three_campaigns(
+    client, bob, summaries_campaign, name
+):
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(bob)
+    summaries_campaign({T1: (2, 1), T2: (2, 2)}, name="C1", n=2)
+    with CaptureQueriesContext(connection) as one:
+        assert len(_csv(client.get(f"/exports/tables/{name}.csv"))) >= 1
+    cache.clear()
+    summaries_campaign({T1: (2, 0), T2: (2, 2)}, name="C2", n=2)
+    summaries_campaign({T1: (2, 2), T3: (2, 2)}, name="C3", n=2)
+    with CaptureQueriesContext(connection) as three:
+        rows = _csv(client.get(f"/exports/tables/{name}.csv"))
+
+    assert len(three) == len(one)
+    if name == "tasks":
+        assert len(rows[0]) == 2 + 2 * 3  # task, domain, then passes and done per campaign
+    else:
+        assert {row["campaign"] for row in rows} == {"C1", "C2", "C3"}

@@ -1,4 +1,4 @@
-"""Training fixtures: reuse the dashboard's campaign helpers (real campaigns, or summaries set directly)."""
+"""Training fixtures: reuse the figure fixtures (real campaigns, or summaries set directly)."""
 
 from tests.campaigns.conftest import make_campaign, starter_suite  # noqa: F401 (fixtures)
-from tests.dashboard.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
+from tests.figures.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)

@@ -17,7 +17,9 @@ def base(summaries_campaign):
 @pytest.mark.parametrize("url", ("/training/", "/training/report/"))
 def test_training_pages_refuse_users_without_role(client, charlie, url):
     client.force_login(charlie)
-    assert client.get(url).status_code == 403
+    response = client.get(url)
+    assert response.status_code == 403
+    assert "this page needs the viewer role" in response.content.decode()
 
 
 def test_pools_page_shows_posteriors_and_zone(client, bob, base):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.campaigns.conftest import make_campaign, starter_suite  # noqa: F401 (fixtures)
-from tests.dashboard.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
+from tests.figures.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
 
 T1, T2, T3 = (
     "retail/ticket_hold_carrier_exception",
@@ -61,3 +61,19 @@ def attempts_campaign(make_campaign, team_a):
         return campaign
 
     return make
+
+
+@pytest.fixture
+def flagged(attempts_campaign, trish):
+    """Two campaigns on T1 (always fails, flagged grader bug) and T2 (always passes): pass@1 50% with T1, 100% without."""
+    from apps.triage import services
+    from apps.triage.models import Label
+
+    rows = [(T1, i, "fail", [], True) for i in range(4)] + [(T2, i, "pass", [], False) for i in range(4)]
+    a, b = attempts_campaign(rows, name="Alpha"), attempts_campaign(rows, name="Beta")
+    services.attempt_toggle_label(
+        attempt=a.attempts.filter(task__task_id=T1).first(),
+        label=Label.objects.get(name="grader bug"),
+        actor=trish,
+    )
+    return a, b

@@ -24,10 +24,10 @@ def pct(value, digits: int = 1) -> str:
 
 @register.filter
 def interval(estimate) -> str:
-    """An estimate dict {value, lo, hi} -> '[41.0, 63.2]' in percent."""
-    if not estimate or _missing(estimate.get("lo")) or _missing(estimate.get("hi")):
+    """An Estimate (value, lo, hi as shares) -> '[41.0, 63.2]' in percent; '' without an interval."""
+    if estimate is None or _missing(estimate.lo) or _missing(estimate.hi):
         return ""
-    return f"[{estimate['lo'] * 100:.1f}, {estimate['hi'] * 100:.1f}]"
+    return f"[{estimate.lo * 100:.1f}, {estimate.hi * 100:.1f}]"
 
 
 @register.filter
@@ -102,10 +102,10 @@ def sort_th(label: str, key: str, current: str, descending: bool, base_query: st
 
 @register.filter
 def rate_class(cell) -> str:
-    """Colour bucket of a c/n cell: r0 (never) .. r4 (dependable)."""
-    if not cell or cell.get("rate") is None:
+    """Colour bucket of a task-grid cell (c/n): r0 (never) .. r4 (dependable)."""
+    if cell is None or cell.rate is None:
         return "none"
-    if cell.get("dependable"):
+    if cell.dependable:
         return "r4"
-    rate = cell["rate"]
+    rate = cell.rate
     return "r0" if rate == 0 else ("r1" if rate < 0.34 else ("r2" if rate < 0.67 else "r3"))

@@ -1,0 +1,343 @@
+"""The figures app's public reads: SPEC §5 figures of campaigns, typed, cached per summary stamp.
+
+Every page, export and API answer that shows a figure calls these, with the same parameters the
+page reads, so all of them show the same numbers. A request loads its per-task tables once
+(`per_task_tables`) and passes them to each figure it needs. Intervals use the metrics package's
+fixed seed, so a figure is the same on every load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from apps.campaigns.models import Attempt, Campaign
+from apps.campaigns.selectors import campaigns_visible_to
+from apps.figures.results import (
+    DOMAIN_METRICS,
+    NO_ESTIMATE,
+    AllN,
+    CampaignFigures,
+    CampaignRow,
+    Comparison,
+    Cost,
+    Coverage,
+    DomainFigures,
+    Estimate,
+    Interval,
+    LeaderboardRow,
+    Pair,
+    TaskComparison,
+    TaskCounts,
+    TaskGridRow,
+    WhatIfCost,
+    number_or_none,
+)
+from apps.figures.tables import PerTaskTables, cache_key, cached, filter_frame, load_tables, per_task_frames
+from apps.figures.task_grid import TASK_FILTERS, task_grid_rows
+from apps.suites.models import Task
+from tb_engine.metrics import campaign_metrics, paired_comparison, reversals
+from tb_engine.metrics.estimators import pass_hat_k
+
+__all__ = [
+    "DOMAIN_METRICS",
+    "LEADERBOARD_SORTS",
+    "NO_ESTIMATE",
+    "TASK_FILTERS",
+    "AllN",
+    "CampaignFigures",
+    "CampaignRow",
+    "Comparison",
+    "Cost",
+    "Coverage",
+    "DomainFigures",
+    "Estimate",
+    "Interval",
+    "LeaderboardRow",
+    "Pair",
+    "PerTaskTables",
+    "TaskComparison",
+    "TaskCounts",
+    "TaskGridRow",
+    "WhatIfCost",
+    "attempt_strip",
+    "campaign_figures",
+    "campaign_rows",
+    "campaigns_with_tasks_in",
+    "comparison",
+    "domain_figures",
+    "figure_campaigns",
+    "filter_options",
+    "leaderboard_rows",
+    "pass_hat_curves",
+    "per_task_table",
+    "per_task_tables",
+    "sort_rows",
+    "task_counts",
+    "task_grid",
+    "whatif_cost",
+]
+
+
+def figure_campaigns(user, *, ids: Iterable[int] | None = None) -> list[Campaign]:
+    """Campaigns the user may see (optionally only `ids`), with agent and price sheet, newest first."""
+    queryset = campaigns_visible_to(user).select_related("price_sheet").order_by("-created_at", "-pk")
+    if ids is not None:
+        queryset = queryset.filter(pk__in=list(ids))
+    return list(queryset)
+
+
+def filter_options(campaigns: list[Campaign]) -> tuple[list[str], list[str]]:
+    """Domains and tags present in the campaigns' suites, sorted (one query)."""
+    suite_ids = {campaign.suite_id for campaign in campaigns}
+    domains: set[str] = set()
+    tags: set[str] = set()
+    for domain, task_tags in Task.objects.filter(suite_id__in=suite_ids).values_list("domain__name", "tags"):
+        domains.add(domain)
+        tags.update(task_tags or [])
+    return sorted(domains), sorted(tags)
+
+
+def per_task_tables(campaigns: list[Campaign], *, exclude: frozenset[int] = frozenset()) -> PerTaskTables:
+    """The campaigns' per-task tables (cached), minus the `exclude` task pks: one query warm, three cold."""
+    return load_tables(campaigns, exclude=exclude)
+
+
+def per_task_table(campaign: Campaign) -> pd.DataFrame:
+    """One campaign's per-task table read fresh, not cached (two queries): the engine's input format."""
+    return per_task_frames([campaign.pk])[campaign.pk]
+
+
+def campaigns_with_tasks_in(
+    campaigns: list[Campaign], tables: PerTaskTables, *, domain: str, tag: str
+) -> list[Campaign]:
+    """The campaigns that ran at least one task of the slice (a campaign without one has nothing to rank)."""
+
+    def has_tasks(frame: pd.DataFrame) -> bool:
+        if domain:
+            frame = frame[frame["domain"] == domain]
+        return any(tag in tags for tags in frame["tags"]) if tag else len(frame) > 0
+
+    return [campaign for campaign in campaigns if has_tasks(tables.frame(campaign))]
+
+
+def campaign_figures(
+    tables: PerTaskTables, campaign: Campaign, *, domain: str = "", tag: str = ""
+) -> CampaignFigures:
+    """Every SPEC §5 figure of the campaign's tasks (or one domain/tag slice of them), cached."""
+    frame, stamp = tables.frame(campaign), tables.stamp(campaign)
+
+    def compute() -> CampaignFigures:
+        table = filter_frame(frame, domain=domain, tag=tag)
+        raw = campaign_metrics(table, n_attempts=campaign.n_attempts)
+        billed = raw["cost"]["billed_attempts"]
+        tokens = int(table["input_tokens"].sum() + table["output_tokens"].sum())
+        return CampaignFigures.from_metrics(
+            raw,
+            mean_tokens=tokens / billed if billed else None,
+            unpriced=int(table["unpriced"].sum()),
+            eval_tokens=int(table["eval_tokens"].sum()),
+        )
+
+    return cached(cache_key("figures", campaign.pk, stamp, campaign.n_attempts, domain, tag), compute)
+
+
+def campaign_rows(campaigns: list[Campaign], tables: PerTaskTables) -> list[CampaignRow]:
+    """Each campaign with its figures over every task of its table, in the given order."""
+    return [CampaignRow(campaign=c, figures=campaign_figures(tables, c)) for c in campaigns]
+
+
+def leaderboard_rows(
+    campaigns: list[Campaign], *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+) -> list[LeaderboardRow]:
+    """One row per campaign with every figure over the slice and its reversal partners (in the given order)."""
+    tables = per_task_tables(campaigns, exclude=exclude)
+    figures = {c.pk: campaign_figures(tables, c, domain=domain, tag=tag) for c in campaigns}
+    partners = _reversal_partners(campaigns, figures)
+    return [
+        LeaderboardRow(campaign=c, figures=figures[c.pk], reversed_with=tuple(partners[c.pk]))
+        for c in campaigns
+    ]
+
+
+def _reversal_partners(
+    campaigns: list[Campaign], figures: dict[int, CampaignFigures]
+) -> dict[int, list[str]]:
+    by_label = {}
+    for campaign in campaigns:
+        found, dependable = figures[campaign.pk].pass_at_n_observed.value, figures[campaign.pk].all_n.value
+        if found is not None and dependable is not None:
+            by_label[str(campaign.pk)] = (found, dependable)
+    names = {str(c.pk): c.name for c in campaigns}
+    partners: dict[int, list[str]] = {c.pk: [] for c in campaigns}
+    for x, y in reversals(by_label):
+        partners[int(x)].append(names[y])
+        partners[int(y)].append(names[x])
+    return partners
+
+
+# Sort keys of the leaderboard: column -> value getter (None sorts last either way).
+LEADERBOARD_SORTS: dict[str, Callable[[LeaderboardRow], Any]] = {
+    "name": lambda row: row.campaign.name.lower(),
+    "pass1": lambda row: row.figures.pass_at_1.value,
+    "pass5": lambda row: row.figures.pass_at_5.value,
+    "pass10": lambda row: row.figures.pass_at_10.value,
+    "passn": lambda row: row.figures.pass_at_n.value,
+    "hat5": lambda row: row.figures.pass_hat_5.value,
+    "hatn": lambda row: row.figures.pass_hat_n.value,
+    "observed": lambda row: row.figures.pass_at_n_observed.value,
+    "alln": lambda row: row.figures.all_n.value,
+    "gap": lambda row: row.figures.gap_pp.value,
+    "tokens": lambda row: row.figures.mean_tokens,
+    "cost_attempt": lambda row: row.figures.cost.cost_per_attempt,
+    "cost_success": lambda row: row.figures.cost.cost_per_success,
+    "cost_dependable": lambda row: row.figures.cost.cost_per_dependable_task,
+    "infra": lambda row: row.figures.coverage.infra_errors,
+}
+
+
+def sort_rows(rows: list[LeaderboardRow], *, key: str, descending: bool) -> list[LeaderboardRow]:
+    """Rows sorted by a LEADERBOARD_SORTS column; rows without a value go last in both directions."""
+    getter = LEADERBOARD_SORTS[key]
+    present = [row for row in rows if getter(row) is not None]
+    absent = [row for row in rows if getter(row) is None]
+    return sorted(present, key=getter, reverse=descending) + absent
+
+
+def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list[float | None]]:
+    """Unbiased pass^k for k = 1..N: "all" tasks, then each domain by name; mean over tasks with n >= k."""
+    frame = tables.frame(campaign)
+
+    def compute() -> dict[str, list[float | None]]:
+        curves = {}
+        groups = [("all", frame)] + [(str(name), group) for name, group in frame.groupby("domain", sort=True)]
+        for name, group in groups:
+            n, c = group["n"].to_numpy(), group["c"].to_numpy()
+            values = []
+            for k in range(1, campaign.n_attempts + 1):
+                per_task = pass_hat_k(n, c, k) if len(group) else np.zeros(0)
+                kept = per_task[~np.isnan(per_task)]
+                values.append(float(kept.mean()) if kept.size else None)
+            curves[name] = values
+        return curves
+
+    return cached(cache_key("curves", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
+
+
+def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigures]:
+    """Per domain (sorted by name): pass@1, pass@N observed and all-N share as point estimates, cached."""
+    frame = tables.frame(campaign)
+
+    def compute() -> list[DomainFigures]:
+        table = frame.assign(
+            rate=np.where(frame["n"] > 0, frame["c"] / frame["n"].where(frame["n"] > 0, 1), np.nan),
+            found=(frame["c"] >= 1).astype(float),
+            dependable=((frame["c"] == frame["n"]) & (frame["n"] == campaign.n_attempts)).astype(float),
+        )
+        grouped = table.groupby("domain", sort=True).agg(
+            pass_at_1=("rate", "mean"),
+            pass_at_n=("found", "mean"),
+            all_n=("dependable", "mean"),
+            tasks=("task_id", "count"),
+        )
+        return [
+            DomainFigures(
+                domain=str(domain),
+                tasks=int(row.tasks),
+                pass_at_1=number_or_none(row.pass_at_1),
+                pass_at_n=number_or_none(row.pass_at_n),
+                all_n=number_or_none(row.all_n),
+            )
+            for domain, row in grouped.iterrows()
+        ]
+
+    return cached(cache_key("domains", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
+
+
+def comparison(tables: PerTaskTables, a: Campaign, b: Campaign) -> Comparison:
+    """Campaign A minus B on shared tasks with a paired task bootstrap (same N required), cached per stamp pair.
+
+    Raises ValueError when the campaigns have different N (all-N is then not comparable).
+    """
+    if a.n_attempts != b.n_attempts:
+        raise ValueError(
+            f"campaigns have different N ({a.n_attempts} vs {b.n_attempts}); all-N is not comparable"
+        )
+
+    def compute() -> Comparison:
+        raw = paired_comparison(tables.frame(a), tables.frame(b), n_attempts=a.n_attempts)
+        return Comparison.from_metrics(raw)
+
+    return cached(cache_key("compare", a.pk, tables.stamp(a), b.pk, tables.stamp(b)), compute)
+
+
+def whatif_cost(figures: CampaignFigures, prices: dict[str, float]) -> WhatIfCost:
+    """Agent cost recomputed from the figures' token sums at edited per-million prices; nothing is written.
+
+    Mirrors tb_engine.pricing.cost_of: cached tokens are part of input, reasoning part of output.
+    """
+    tokens = figures.cost.tokens
+    input_tokens = float(tokens.get("input_tokens", 0))
+    cached_input = min(float(tokens.get("cached_input_tokens", 0)), input_tokens)
+    output = float(tokens.get("output_tokens", 0))
+    reasoning = min(float(tokens.get("reasoning_tokens", 0)), output)
+    total = (
+        (input_tokens - cached_input) * prices["input"]
+        + cached_input * prices["cached_input"]
+        + (output - reasoning) * prices["output"]
+        + reasoning * prices["reasoning"]
+    ) / 1_000_000
+
+    def per(denominator: int) -> float | None:
+        return total / denominator if denominator else None
+
+    return WhatIfCost(
+        agent_cost=total,
+        cost_per_attempt=per(figures.cost.billed_attempts),
+        cost_per_success=per(figures.cost.successes),
+        cost_per_dependable_task=per(figures.all_n.count),
+        stored=figures.cost,
+    )
+
+
+def task_counts(tables: PerTaskTables, campaign: Campaign) -> list[TaskCounts]:
+    """The campaign's per-task counts in task-id order (n done, c passes, infra errors, agent cost)."""
+    return [
+        TaskCounts(
+            task_pk=int(record["task_pk"]),
+            task_id=record["task_id"],
+            domain=record["domain"],
+            n=int(record["n"]),
+            c=int(record["c"]),
+            infra_errors=int(record["infra_errors"]),
+            agent_cost=float(record["agent_cost"]),
+            n_attempts=campaign.n_attempts,
+        )
+        for record in tables.frame(campaign).to_dict("records")
+    ]
+
+
+def task_grid(campaigns: list[Campaign], *, domain: str = "", kind: str = "") -> list[TaskGridRow]:
+    """The tasks x campaigns grid of c/N (one domain, or all), in task-id order, matching a TASK_FILTERS kind.
+
+    One implementation for the tasks page and its export. Unknown kinds show every task.
+    """
+    tables = per_task_tables(campaigns)
+    frames = [filter_frame(tables.frame(campaign), domain=domain) for campaign in campaigns]
+    return task_grid_rows(campaigns, frames, kind=kind if kind in TASK_FILTERS else "")
+
+
+def attempt_strip(*, task: Task, campaigns: list[Campaign]) -> dict[int, list[Attempt]]:
+    """Every attempt behind one task's c/n in the campaigns, by campaign, without the result JSON (one query)."""
+    strips: dict[int, list[Attempt]] = {campaign.pk: [] for campaign in campaigns}
+    attempts = (
+        Attempt.objects.filter(task=task, campaign_id__in=list(strips))
+        .only("id", "campaign_id", "index", "status", "verdict", "termination", "categories", "clean_looking")
+        .order_by("campaign_id", "index")
+    )
+    for attempt in attempts:
+        strips[attempt.campaign_id].append(attempt)
+    return strips
