@@ -1,6 +1,7 @@
 """Engine benchmark: the golden agent over the built-in suite, in one process.
 
-Measures per-attempt engine time (sandbox + dialogue + snapshot + golden replay + diff + grade),
+Measures per-attempt engine time (assembly + sandbox + dialogue + snapshot + golden replay + diff
++ grade),
 attempts per second, and peak RSS before and after 10,000 attempts. Prints figures; not a test.
 
     python3 bench/engine.py [--attempts 10000]
@@ -17,11 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tb_engine.backend import SqliteBackend
-from tb_engine.judges import KeywordJudge
+from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.loader import load_builtin_suite
-from tb_engine.runner import make_agent, run_attempt
-from tb_engine.users.scripted import ScriptedUser
 
 
 def peak_rss_mb() -> float:
@@ -29,19 +27,10 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def one_attempt(domain, task, judge) -> tuple[float, str]:
+def one_attempt(domain, task) -> tuple[float, str]:
+    """One timed attempt: assembly (golden agent, scripted user, keyword judge) + backend + run + close."""
     started = time.perf_counter()
-    backend = SqliteBackend(domain, task)
-    try:
-        result = run_attempt(
-            task,
-            backend,
-            agent=make_agent("golden", task=task, domain=domain),
-            user=ScriptedUser(),
-            judge=judge,
-        )
-    finally:
-        backend.close()
+    result = AttemptSetup.from_config(domain, task, agent="golden").run()
     return (time.perf_counter() - started) * 1000.0, result.verdict or result.status
 
 
@@ -51,19 +40,18 @@ def main() -> None:
     args = parser.parse_args()
     suite = load_builtin_suite(skip_broken_domains=True)
     tasks = [task for _, task in sorted(suite.tasks.items())]
-    judges = {task.id: KeywordJudge.for_task(task) for task in tasks}
     print(
         f"suite {suite.name} {suite.version}: {len(suite.domains)} domains ({', '.join(sorted(suite.domains))}), {len(tasks)} tasks"
     )
     # Warm-up: one attempt per task builds the templates and the cached golden states.
     for task in tasks:
-        one_attempt(suite.domains[task.domain], task, judges[task.id])
+        one_attempt(suite.domains[task.domain], task)
     rss_start = peak_rss_mb()
     durations, verdicts = [], {}
     wall_started = time.perf_counter()
     for number in range(args.attempts):
         task = tasks[number % len(tasks)]
-        elapsed, verdict = one_attempt(suite.domains[task.domain], task, judges[task.id])
+        elapsed, verdict = one_attempt(suite.domains[task.domain], task)
         durations.append(elapsed)
         verdicts[verdict] = verdicts.get(verdict, 0) + 1
     wall = time.perf_counter() - wall_started

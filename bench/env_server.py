@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tb_engine.agents.golden import make_golden_agent  # noqa: E402
-from tb_engine.envserver.client import EnvClient, rollout  # noqa: E402
 from tb_engine.loader import load_builtin_suite  # noqa: E402
+from tb_envserver.client import EnvClient, rollout  # noqa: E402
 
 SUITE = load_builtin_suite()
 
@@ -105,7 +105,7 @@ def main() -> None:
         "--client-processes", type=int, default=4, help="processes the clients are spread over"
     )
     parser.add_argument(
-        "--workers", type=int, default=2, help="server processes (python -m tb_engine.envserver --workers)"
+        "--workers", type=int, default=2, help="server processes (python -m tb_envserver --workers)"
     )
     parser.add_argument(
         "--think-ms",
@@ -120,7 +120,7 @@ def main() -> None:
         [
             sys.executable,
             "-m",
-            "tb_engine.envserver",
+            "tb_envserver",
             "--suite",
             "starter",
             "--port",

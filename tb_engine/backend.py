@@ -6,7 +6,7 @@ import sqlite3
 import time
 from typing import Protocol
 
-from tb_engine.agents.base import InfraError, ToolSchema
+from tb_engine.interfaces import InfraError, ToolSchema
 from tb_engine.sandbox import Sandbox, domain_runtime
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec

@@ -9,11 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.diff import describe_item
-from tb_engine.judges import KeywordJudge
 from tb_engine.loader import SpecError, load_builtin_suite
 from tb_engine.results import AttemptResult
-from tb_engine.runner import make_agent, run_task
 from tb_engine.validation import validate_suite
 
 
@@ -72,12 +71,10 @@ def run_task_report(
     if task is None:
         raise KeyError(f"unknown task {task_id!r} in suite {suite_name!r}")
     domain = suite.domains[task.domain]
-    judge = KeywordJudge.for_task(task)
     lines = [f"{task.id} — {task.title} (agent {agent}, {repeat} attempt{'s' if repeat != 1 else ''})"]
     passed = 0
     for number in range(repeat):
-        resolved = make_agent(agent, task=task, domain=domain, seed=seed + number)
-        result = run_task(domain, task, agent=resolved, judge=judge)
+        result = AttemptSetup.from_config(domain, task, agent=agent, seed=seed + number).run()
         passed += result.verdict == "pass"
         lines.extend(describe_attempt(result, number))
     lines.append(f"{passed}/{repeat} passed")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
-from tb_engine.results import DiffItem, Effect
+from tb_engine.results import DiffItem, DiffKind, Effect
 from tb_engine.snapshot import Snapshot, TableState, _canonical_json, stable_columns
 
 WriteKey = tuple[str, str, "str | None"]
 Writes = Mapping[WriteKey, tuple[int, ...]]
 
 
-def _classify(result_changed: bool, golden_changed: bool) -> str:
+def _classify(result_changed: bool, golden_changed: bool) -> DiffKind:
     if result_changed and golden_changed:
         return "wrong_value"
     return "extra_effect" if result_changed else "missing_effect"
@@ -52,7 +52,7 @@ def _row_items(
     row_i = initial.rows.get(key_i) if key_i is not None else None
     row_r = result.rows.get(key_r) if key_r is not None else None
     row_g = golden.rows.get(key_g) if key_g is not None else None
-    shown_key = key_r if key_r is not None else key_i if key_i is not None else key_g
+    shown_key = next(key for key in (key_r, key_i, key_g) if key is not None)  # an identity has at least one
     if row_r is None or row_g is None:
         stable_i = initial.stable.get(key_i) if key_i is not None else None
         stable_r = result.stable.get(key_r) if key_r is not None else None
@@ -161,7 +161,7 @@ def effects(initial: Snapshot, result: Snapshot, writes: Writes | None = None) -
             if before == after:
                 continue
             if before is None or after is None:
-                op = "insert" if before is None else "delete"
+                op: Literal["insert", "delete"] = "insert" if before is None else "delete"
                 found.append(Effect(op, name, key, None, before, after, index.row(name, key)))
                 continue
             for column in table_r.spec.columns:

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tb_engine.agents.base import Judge
 from tb_engine.diff import diff_kinds
-from tb_engine.results import CheckResult, DiffItem, RubricResult
+from tb_engine.interfaces import Judge
+from tb_engine.results import CheckResult, DiffItem, RubricResult, Verdict
 from tb_engine.snapshot import Snapshot, TableState, normalise_value
 from tb_engine.spec import CheckSpec
 from tb_engine.transcript import ToolCall, Usage
@@ -125,7 +125,7 @@ def judge_rubrics(
 
 @dataclass(frozen=True)
 class Grade:
-    verdict: str
+    verdict: Verdict
     categories: list[str]
     clean_looking: bool
 
@@ -152,5 +152,5 @@ def grade(
         categories.add("check_failed")
     if any(r.answer is not True for r in rubrics):
         categories.add("rubric_failed")
-    verdict = "fail" if categories else "pass"
+    verdict: Verdict = "fail" if categories else "pass"
     return Grade(verdict, sorted(categories), is_clean_looking(verdict, termination, tool_calls))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tb_engine.agents.base import JudgeVerdict
+from tb_engine.interfaces import JudgeVerdict
 from tb_engine.spec import TaskSpec
 
 

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from tb_engine.agents.base import InfraError, JudgeVerdict
+from tb_engine.interfaces import InfraError, JudgeVerdict
 from tb_engine.llm.client import ChatClient
 from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import truncate_text
@@ -58,7 +58,7 @@ def parse_yes_no(text: str) -> bool | None:
 
 
 class LLMJudge:
-    """A Judge (tb_engine.agents.base) backed by a chat-completions model."""
+    """A Judge (tb_engine.interfaces) backed by a chat-completions model."""
 
     def __init__(
         self,

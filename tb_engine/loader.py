@@ -196,6 +196,11 @@ def _import_tools(problems: _Problems, path: Path, domain_name: str):
         return None
     module_name = f"tb_engine_suite_tools_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
+    if (
+        spec is None or spec.loader is None
+    ):  # not a loadable Python file (spec_from_file_location says so with None)
+        problems.add("tools.py", f"cannot import {path}: not a Python module")
+        return None
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
@@ -348,7 +353,7 @@ def _load_checks(problems, domain: DomainSpec, raw, task_id) -> tuple[CheckSpec,
             problems.add(f"{field}.{extra}", f"unknown field for a {kind} check", task_id)
         for missing in sorted(CHECK_REQUIRED[kind] - set(params)):
             problems.add(f"{field}.{missing}", "required", task_id)
-        table = domain.tables.get(params.get("table")) if "table" in params else None
+        table = domain.tables.get(params["table"]) if "table" in params else None
         if "table" in CHECK_FIELDS[kind] and "table" in params and table is None:
             problems.add(f"{field}.table", f"unknown table {params['table']!r}", task_id)
         if table is not None:

@@ -1,8 +1,9 @@
 """Price sheets and the cost of token usage.
 
-A ``PriceSheet`` lists, per model, USD prices per million tokens for input,
-cached input, output and reasoning tokens, with the sheet's source and effective
-date (shown wherever cost is, SPEC §5). Token semantics follow the
+A price sheet (a YAML file, or the Django side's stored ``PriceSheet`` row) parses into a
+``PriceList``: per model, USD prices per million tokens for input, cached input, output and
+reasoning tokens, with the sheet's name, source and effective date (shown wherever cost is,
+SPEC §5). Token semantics follow the
 OpenAI usage block, which ``tb_engine.llm`` reproduces: ``input_tokens``
 *includes* the cached ones and ``output_tokens`` *includes* the reasoning ones,
 so each token is billed once at its own price:
@@ -47,7 +48,9 @@ class ModelPrice:
 
 
 @dataclass(frozen=True)
-class PriceSheet:
+class PriceList:
+    """The validated prices of one price sheet (``from_dict`` checks every field)."""
+
     name: str
     source: str
     effective_date: date
@@ -63,7 +66,7 @@ class PriceSheet:
         return None
 
     @classmethod
-    def from_dict(cls, data: Any, *, origin: str = "price sheet") -> PriceSheet:
+    def from_dict(cls, data: Any, *, origin: str = "price sheet") -> PriceList:
         """Build from a parsed YAML/JSON mapping, naming the offending field on bad input."""
         if not isinstance(data, dict):
             raise PriceSheetError(f"{origin}: must be a mapping")
@@ -152,22 +155,22 @@ def _model_price(entry: Any, where: str) -> ModelPrice:
     )
 
 
-def load_price_sheet(path: str | Path) -> PriceSheet:
+def load_price_sheet(path: str | Path) -> PriceList:
     """Load a price sheet from a YAML file."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise PriceSheetError(f"{path}: not valid YAML: {exc}") from exc
-    return PriceSheet.from_dict(data, origin=str(path))
+    return PriceList.from_dict(data, origin=str(path))
 
 
-def load_starter_price_sheet() -> PriceSheet:
+def load_starter_price_sheet() -> PriceList:
     """The shipped, user-editable starter sheet (prices must be checked before use)."""
     return load_price_sheet(STARTER_SHEET_PATH)
 
 
-def cost_of(usage: Usage, model: str, sheet: PriceSheet) -> Decimal | None:
+def cost_of(usage: Usage, model: str, sheet: PriceList) -> Decimal | None:
     """USD cost of ``usage`` on ``model`` under ``sheet``; None when the model is unpriced (never zero)."""
     price = sheet.price_for(model)
     if price is None:
@@ -204,17 +207,21 @@ class AttemptCost:
 def attempt_cost(
     transcript: Transcript,
     *,
-    agent_model: str,
+    agent_model: str | None,
     user_model: str | None,
     judge_model: str | None,
-    sheet: PriceSheet,
+    sheet: PriceList | None,
 ) -> AttemptCost:
-    """Price a transcript's three usages; a role that used no tokens costs 0 whatever its model."""
+    """Price a transcript's three usages. A role that used no tokens costs exactly 0 whatever its
+    model; one that did is unpriced (None) without a sheet, without a model name, or when the sheet
+    does not list its model."""
 
     def price(usage: Usage, model: str | None) -> Decimal | None:
-        if usage.calls == 0 and usage.total_tokens == 0:
+        if usage.total_tokens == 0:
             return Decimal(0)
-        return None if model is None else cost_of(usage, model, sheet)
+        if sheet is None or not model:
+            return None
+        return cost_of(usage, model, sheet)
 
     return AttemptCost(
         agent=price(transcript.agent_usage, agent_model),

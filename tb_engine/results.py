@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard, get_args
 
 from tb_engine.transcript import Transcript, shallow_fields
 
@@ -11,8 +11,15 @@ DiffKind = Literal["missing_effect", "extra_effect", "wrong_value"]
 Status = Literal["queued", "running", "done", "infra_error", "cancelled"]
 Termination = Literal["agent_done", "user_done", "max_turns", "timeout", "agent_error"]
 Verdict = Literal["pass", "fail"]
+DIFF_KINDS: tuple[DiffKind, ...] = get_args(DiffKind)
+TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
 
-DIFF_KINDS: tuple[str, ...] = ("missing_effect", "extra_effect", "wrong_value")
+
+def is_termination(value: Any) -> TypeGuard[Termination]:
+    """True when ``value`` is one of the attempt terminations (SPEC §2)."""
+    return value in TERMINATIONS
+
+
 MISSING = (
     None  # value of a cell/row that does not exist in a snapshot is represented as None + row_present flags
 )

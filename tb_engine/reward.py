@@ -14,10 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from tb_engine.agents.base import Judge
 from tb_engine.backend import Backend
 from tb_engine.golden import GoldenReplayError
-from tb_engine.results import DIFF_KINDS, AttemptResult
+from tb_engine.interfaces import Judge
+from tb_engine.results import DIFF_KINDS, TERMINATIONS, AttemptResult, is_termination
 from tb_engine.runner import (
     Dialogue,
     compute_diff,
@@ -29,8 +29,6 @@ from tb_engine.runner import (
 from tb_engine.sandbox import task_hash_of
 from tb_engine.spec import TaskSpec
 from tb_engine.transcript import Transcript
-
-TERMINATIONS = ("agent_done", "user_done", "max_turns", "timeout", "agent_error")
 
 
 class RewardUnavailable(Exception):
@@ -99,7 +97,7 @@ def grade_finished(
     error: str = "",
 ) -> AttemptResult:
     """Grade a finished dialogue on its backend through the runner's phases 3-7 (same path as run_attempt)."""
-    if termination not in TERMINATIONS:
+    if not is_termination(termination):
         raise ValueError(
             f"task {task.id}: termination: {termination!r} is not one of {', '.join(TERMINATIONS)}"
         )

@@ -7,6 +7,9 @@ The dialogue and the attempt also exist as step generators (``dialogue_steps``, 
 that yield each ``AgentView`` and receive the agent's ``AgentStep``: ``run_dialogue`` and
 ``run_attempt`` drive them with an in-process agent (``drive``), the training environment server
 with steps that arrive over HTTP. One code path, so both follow the same dialogue rules and grading.
+
+The runner takes built objects (agent, user simulator, judge, backend); ``attempt_setup`` builds
+them from configuration.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tb_engine.agents.base import (
+from tb_engine.backend import Backend
+from tb_engine.diff import diff_states, effects
+from tb_engine.golden import GoldenReplayError
+from tb_engine.grading import Grade, evaluate_checks, grade, judge_rubrics
+from tb_engine.interfaces import (
     Agent,
     AgentOutputError,
     AgentStep,
@@ -28,14 +35,10 @@ from tb_engine.agents.base import (
     UserSimulator,
     UserView,
 )
-from tb_engine.backend import Backend, SqliteBackend
-from tb_engine.diff import diff_states, effects
-from tb_engine.golden import GoldenReplayError
-from tb_engine.grading import Grade, evaluate_checks, grade, judge_rubrics
-from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult
+from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult, Termination
 from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
-from tb_engine.spec import DomainSpec, TaskSpec
+from tb_engine.spec import TaskSpec
 from tb_engine.transcript import Message, ToolCall, Transcript
 
 
@@ -67,7 +70,7 @@ class Prepared:
 @dataclass
 class Dialogue:
     transcript: Transcript
-    termination: str
+    termination: Termination
     error: str = ""
 
 
@@ -375,36 +378,3 @@ def _infra_result(
         duration_ms=clock.ms(),
         extra={"invalid_task": True} if invalid_task else {},
     )
-
-
-def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, seed: int = 0) -> Agent:
-    """Resolve an agent spec: ``golden`` or ``sim:<persona>`` (simulated personas, imported lazily)."""
-    if spec == "golden":
-        from tb_engine.agents.golden import make_golden_agent
-
-        return make_golden_agent(task)
-    if spec.startswith("sim:"):
-        from tb_engine.agents.simulated import make_simulated_agent
-
-        return make_simulated_agent(spec[len("sim:") :], task=task, domain=domain, seed=seed)
-    raise ValueError(f"unknown agent spec {spec!r} (use 'golden' or 'sim:<persona>')")
-
-
-def run_task(
-    domain: DomainSpec,
-    task: TaskSpec,
-    *,
-    agent: str | Agent = "golden",
-    seed: int = 0,
-    judge: Judge | None = None,
-    limits: Limits = Limits(),
-) -> AttemptResult:
-    """Convenience: one attempt on a fresh SQLite sandbox with the scripted user."""
-    from tb_engine.users.scripted import ScriptedUser
-
-    resolved = make_agent(agent, task=task, domain=domain, seed=seed) if isinstance(agent, str) else agent
-    backend = SqliteBackend(domain, task)
-    try:
-        return run_attempt(task, backend, agent=resolved, user=ScriptedUser(), judge=judge, limits=limits)
-    finally:
-        backend.close()

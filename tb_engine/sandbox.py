@@ -25,7 +25,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from tb_engine.agents.base import ToolSchema
+from tb_engine.interfaces import ToolSchema
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.tooling import META_TABLE, SANDBOX_NOW, ToolError, dump_json
@@ -215,11 +215,16 @@ class Sandbox:
     """One attempt's private database plus the domain's tools over it."""
 
     def __init__(self, db: sqlite3.Connection, runtime: DomainRuntime, initial: Snapshot, release=None):
-        self.db = db
+        self.db: sqlite3.Connection | None = db  # None once closed (the copy went back to the pool)
         self.runtime = runtime
         self.initial = initial
         self._release = release
         self._reusable = True
+
+    def _open_db(self) -> sqlite3.Connection:
+        if self.db is None:
+            raise RuntimeError("sandbox already closed: its copy belongs to another attempt now")
+        return self.db
 
     def call_tool(self, name: str, arguments: Any, *, index: int) -> ToolOutcome:
         """Validate and run one tool call; failures come back as ``error``, never as exceptions."""
@@ -229,7 +234,7 @@ class Sandbox:
         parsed, problem = self.runtime.check_arguments(name, arguments)
         if problem:
             return ToolOutcome(None, problem, False)
-        db = self.db
+        db = self._open_db()
         db.execute(f"UPDATE {STATE_TABLE} SET call = ?", (index,))
         db.execute("SAVEPOINT tool_call")
         error = None
@@ -257,16 +262,19 @@ class Sandbox:
     def writes(self) -> dict[tuple[str, str, str | None], tuple[int, ...]]:
         """(table, row key, column or None for insert/delete) -> indexes of the calls that wrote it."""
         found: dict[tuple[str, str, str | None], set[int]] = {}
-        for call, table, key, column in self.db.execute(f"SELECT call, tbl, rkey, col FROM {EFFECTS_TABLE}"):
+        for call, table, key, column in self._open_db().execute(
+            f"SELECT call, tbl, rkey, col FROM {EFFECTS_TABLE}"
+        ):
             found.setdefault((table, key, column), set()).add(call)
         return {where: tuple(sorted(calls)) for where, calls in found.items()}
 
     def snapshot(self) -> Snapshot:
         """The current state; tables no call wrote are shared with S0 instead of re-read."""
-        touched = [row[0] for row in self.db.execute(f"SELECT DISTINCT tbl FROM {EFFECTS_TABLE}")]
+        db = self._open_db()
+        touched = [row[0] for row in db.execute(f"SELECT DISTINCT tbl FROM {EFFECTS_TABLE}")]
         if not touched:
             return self.initial
-        return Snapshot.from_sqlite(self.db, self.runtime.tables, base=self.initial, only=touched)
+        return Snapshot.from_sqlite(db, self.runtime.tables, base=self.initial, only=touched)
 
     def close(self) -> None:
         """End the attempt: its copy is rolled back to S0 and pooled, or closed."""

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tb_engine.agents.base import AgentStep, AgentView
+from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.diff import describe_item, diff_states
 from tb_engine.golden import replay_golden
-from tb_engine.judges import KeywordJudge
-from tb_engine.runner import run_task
+from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.sandbox import domain_runtime
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 
@@ -56,13 +55,13 @@ def validate_task(domain: DomainSpec, task: TaskSpec) -> TaskValidation:
         return TaskValidation(
             task.id, "invalid", tuple(f"golden replay not deterministic: {describe_item(i)}" for i in drift)
         )
-    judge = KeywordJudge.for_task(task)
-    golden_run = run_task(domain, task, agent="golden", judge=judge)
+    # Rubrics by the offline keyword judge (the default configuration).
+    golden_run = AttemptSetup.from_config(domain, task, agent="golden").run()
     if golden_run.verdict != "pass":
         return TaskValidation(
             task.id, "invalid", tuple(f"golden agent fails: {p}" for p in _attempt_problems(golden_run))
         )
-    idle_run = run_task(domain, task, agent=DoNothingAgent(), judge=judge)
+    idle_run = AttemptSetup.from_config(domain, task, agent=DoNothingAgent()).run()
     if idle_run.verdict == "pass":
         return TaskValidation(task.id, "non_discriminating", ("a do-nothing attempt passes",))
     return TaskValidation(task.id, "valid")

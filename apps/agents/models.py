@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from tb_engine.pricing import PriceSheet as EnginePriceSheet
+from tb_engine.pricing import PriceList
 
 
 class AgentConfig(models.Model):
@@ -74,9 +74,9 @@ class PriceSheet(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.effective_date})"
 
-    def as_engine_sheet(self) -> EnginePriceSheet:
+    def as_price_list(self) -> PriceList:
         """The engine's price sheet for this row (what tb_engine.pricing.cost_of prices with)."""
-        return EnginePriceSheet.from_dict(
+        return PriceList.from_dict(
             {
                 "name": self.name,
                 "source": self.source,

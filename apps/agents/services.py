@@ -12,8 +12,7 @@ from django.db import transaction
 
 from apps.agents.models import AgentConfig, PriceSheet
 from tb_engine.agents.simulated import PERSONAS
-from tb_engine.pricing import PriceSheet as EnginePriceSheet
-from tb_engine.pricing import load_starter_price_sheet
+from tb_engine.pricing import PriceList, load_starter_price_sheet
 
 # Changing these would silently change what past campaigns of the agent mean.
 BEHAVIOUR_FIELDS = ("kind", "persona", "model", "base_url", "parameters")
@@ -124,7 +123,7 @@ def price_sheet_create(*, name: str, source: str, effective_date: date, models: 
 
     Raises tb_engine.pricing.PriceSheetError naming the model and field when a price is bad.
     """
-    sheet = EnginePriceSheet.from_dict(
+    sheet = PriceList.from_dict(
         {"name": name, "source": source, "effective_date": effective_date.isoformat(), "models": models},
         origin="price sheet",
     )

@@ -40,7 +40,7 @@ class Domain(models.Model):
     policy = models.TextField(blank=True)
     backend = models.CharField(max_length=20, default="sqlite")
     spec = models.JSONField(
-        default=dict, help_text="Tables and tool schemas (tb_engine.specio.domain_to_dict)."
+        default=dict, help_text="Tables and tool schemas (tb_engine.spec_json.domain_to_dict)."
     )
 
     class Meta:
@@ -66,7 +66,7 @@ class Task(models.Model):
     title = models.CharField(max_length=300, blank=True)
     tags = models.JSONField(default=list, blank=True)
     content_hash = models.CharField(max_length=64)
-    spec = models.JSONField(help_text="The full task (tb_engine.specio.task_to_dict).")
+    spec = models.JSONField(help_text="The full task (tb_engine.spec_json.task_to_dict).")
     validation = models.CharField(max_length=20, choices=Validation.choices, default=Validation.UNKNOWN)
     validation_detail = models.TextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)

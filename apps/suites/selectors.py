@@ -6,7 +6,7 @@ from apps.suites.models import Domain, Suite, Task
 
 
 def task_spec_data(*, task_pk: int) -> dict:
-    """The stored engine spec of a task (tb_engine.specio.task_to_dict), without loading the row."""
+    """The stored engine spec of a task (tb_engine.spec_json.task_to_dict), without loading the row."""
     return Task.objects.values_list("spec", flat=True).get(pk=task_pk)
 
 

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from apps.suites.models import Domain, Suite, Task
 from tb_engine.spec import SuiteSpec
-from tb_engine.specio import domain_to_dict, task_to_dict
+from tb_engine.spec_json import domain_to_dict, task_to_dict
 
 
 @transaction.atomic

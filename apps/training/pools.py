@@ -17,7 +17,6 @@ import pandas as pd
 
 from apps.campaigns.models import Campaign
 from apps.figures.selectors import per_task_table
-from tb_engine.envserver.pool import POOL_FORMAT
 from tb_engine.metrics import (
     LEARNING_ZONE_HI,
     LEARNING_ZONE_LO,
@@ -25,6 +24,7 @@ from tb_engine.metrics import (
     learning_zone,
     posterior_params,
 )
+from tb_engine.training.pool import POOL_FORMAT
 
 
 class EvaluationOnlyRefused(Exception):

@@ -1,4 +1,4 @@
-"""Bridge from stored rows to the engine: build task, backend, agent, user and judge; run; price.
+"""Bridge from stored rows to the engine: rows -> engine configurations -> ``AttemptSetup``; run; price.
 
 Everything the worker needs is rebuilt from ids, so any worker on any machine can run any
 attempt. Engine objects that are immutable (built-in suite specs) are cached per process.
@@ -10,8 +10,8 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable
-from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 
@@ -20,14 +20,11 @@ from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
 from apps.suites.models import Suite
 from apps.suites.selectors import builtin_suite_sources, task_spec_data
-from tb_engine.agents.base import AgentStep, AgentView
-from tb_engine.pricing import PriceSheet as EnginePriceSheet
-from tb_engine.pricing import cost_of
-from tb_engine.results import AttemptResult
-from tb_engine.runner import Limits, make_agent, run_attempt
+from tb_engine.attempt_setup import AttemptSetup
+from tb_engine.interfaces import AgentStep, AgentView
+from tb_engine.pricing import PriceList
 from tb_engine.spec import DomainSpec, TaskSpec
-from tb_engine.specio import domain_from_dict, task_from_dict
-from tb_engine.transcript import Usage
+from tb_engine.spec_json import domain_from_dict, task_from_dict
 
 
 class AttemptCancelled(BaseException):
@@ -139,102 +136,38 @@ def runnable_domain(attempt: Attempt) -> DomainSpec:
     return domain_from_dict(spec)
 
 
-def build_backend(domain: DomainSpec, task: TaskSpec):
-    if domain.backend == "mcp":
-        from tb_engine.thinkingbox.mcp_backend import backend_for_domain
-
-        return backend_for_domain(domain, task)
-    from tb_engine.backend import SqliteBackend
-
-    return SqliteBackend(domain, task)
-
-
-def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed: int):
-    if config.kind == AgentConfig.Kind.OPENAI:
-        from tb_engine.agents.openai_agent import OpenAIAgent
-
-        endpoint = _endpoint(config.model, config.base_url, config.api_key_env, config.parameters, "agent")
-        endpoint.setdefault("max_concurrency", config.max_concurrency)
-        return OpenAIAgent.from_dict({"endpoint": endpoint, "name": config.name})
-    return make_agent(config.engine_spec, task=task, domain=domain, seed=seed)
+def agent_config(config: AgentConfig) -> dict[str, Any]:
+    """The stored agent as the engine's agent configuration (tb_engine.attempt_setup)."""
+    return {
+        "spec": config.engine_spec,
+        "name": config.name,
+        "model": config.model,
+        "base_url": config.base_url,
+        "api_key_env": config.api_key_env,
+        "parameters": config.parameters,
+        "max_concurrency": config.max_concurrency,
+    }
 
 
-def _endpoint(model: str, base_url: str, api_key_env: str, parameters: dict, label: str) -> dict:
-    endpoint = {k: v for k, v in (parameters or {}).items() if k not in ("end_marker",)}
-    endpoint.update(model=model, base_url=base_url or endpoint.get("base_url"), label=label)
-    endpoint["api_key_env"] = api_key_env or None
-    return endpoint
-
-
-def build_user(config: dict):
-    if config.get("kind", "scripted") == "scripted":
-        from tb_engine.users.scripted import ScriptedUser
-
-        return ScriptedUser()
-    from tb_engine.llm.config import EndpointConfig
-    from tb_engine.users.llm_user import LLMUser
-
-    return LLMUser(EndpointConfig.from_dict(_strip_kind(config), label="user simulator"))
-
-
-def build_judge(config: dict, task: TaskSpec):
-    if not task.rubrics:
-        return None
-    if config.get("kind", "keyword") == "keyword":
-        from tb_engine.judges import KeywordJudge
-
-        return KeywordJudge.for_task(task)
-    from tb_engine.llm.config import EndpointConfig
-    from tb_engine.llm_judge import LLMJudge
-
-    return LLMJudge(EndpointConfig.from_dict(_strip_kind(config), label="judge"))
-
-
-def _strip_kind(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k != "kind"}
-
-
-def engine_price_sheet(campaign: Campaign) -> EnginePriceSheet | None:
+def price_list(campaign: Campaign) -> PriceList | None:
+    """The campaign's stored price sheet, validated by the engine; None when it has none."""
     sheet = campaign.price_sheet
-    return None if sheet is None else sheet.as_engine_sheet()
-
-
-def price_attempt(campaign: Campaign, result: AttemptResult) -> tuple[Decimal | None, Decimal | None]:
-    """(agent cost, evaluation cost). None = unpriced; a run that used no tokens costs exactly 0."""
-    sheet = engine_price_sheet(campaign)
-    agent_model = campaign.agent.model or campaign.agent.engine_spec
-    agent_cost = _cost(result.transcript.agent_usage, agent_model, sheet)
-    eval_cost = Decimal(0)
-    for usage, config in (
-        (result.transcript.user_usage, campaign.user_simulator),
-        (result.transcript.judge_usage, campaign.judge),
-    ):
-        part = _cost(usage, config.get("model", ""), sheet)
-        eval_cost = None if part is None or eval_cost is None else eval_cost + part
-    return agent_cost, eval_cost
-
-
-def _cost(usage: Usage, model: str, sheet: EnginePriceSheet | None) -> Decimal | None:
-    if usage.input_tokens == 0 and usage.output_tokens == 0:
-        return Decimal(0)
-    if sheet is None or not model:
-        return None
-    return cost_of(usage, model, sheet)
+    return None if sheet is None else sheet.as_price_list()
 
 
 def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> AttemptOutcome:
     """Run one stored attempt through the engine and price it (raises AttemptCancelled)."""
     campaign = attempt.campaign
     task = task_spec(attempt)
-    domain = runnable_domain(attempt)
-    seed = attempt_seed(campaign, task.id, attempt.index)
-    agent = HeartbeatAgent(build_agent(campaign.agent, task=task, domain=domain, seed=seed), heartbeat)
-    user = build_user(campaign.user_simulator)
-    judge = build_judge(campaign.judge, task)
-    backend = build_backend(domain, task)
-    try:
-        result = run_attempt(task, backend, agent=agent, user=user, judge=judge, limits=Limits())
-    finally:
-        backend.close()
-    agent_cost, eval_cost = price_attempt(campaign, result)
-    return AttemptOutcome.from_result(result, agent_cost=agent_cost, eval_cost=eval_cost)
+    setup = AttemptSetup.from_config(
+        runnable_domain(attempt),
+        task,
+        agent=agent_config(campaign.agent),
+        seed=attempt_seed(campaign, task.id, attempt.index),
+        user=campaign.user_simulator,
+        judge=campaign.judge,
+        prices=price_list(campaign),
+    )
+    result = setup.with_agent(HeartbeatAgent(setup.agent, heartbeat)).run()
+    cost = setup.cost(result)
+    return AttemptOutcome.from_result(result, agent_cost=cost.agent, eval_cost=cost.overhead)

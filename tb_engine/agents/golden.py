@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_engine.agents.base import AgentStep, AgentView
+from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.spec import GoldenCall, TaskSpec
 from tb_engine.transcript import ToolCallRequest
 

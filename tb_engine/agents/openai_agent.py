@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tb_engine.agents.base import AgentOutputError, AgentStep, AgentView
+from tb_engine.interfaces import AgentOutputError, AgentStep, AgentView
 from tb_engine.llm.budget import TokenBudget
 from tb_engine.llm.client import ChatClient, ChatResult, RawToolCall
 from tb_engine.llm.config import EndpointConfig, endpoint_and_options
@@ -50,7 +50,7 @@ class ModelOutputError(AgentOutputError):
 
 
 class OpenAIAgent:
-    """An Agent (tb_engine.agents.base) backed by a chat-completions model. Make one per attempt."""
+    """An Agent (tb_engine.interfaces) backed by a chat-completions model. Make one per attempt."""
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tb_engine.agents.base import AgentStep, AgentView
+from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec
 from tb_engine.transcript import Message, ToolCallRequest, Usage
 
@@ -237,6 +237,7 @@ class SimulatedAgent:
         elif mode == "repeat_write":
             plan = plan[: index + 1] + [GoldenCall(call.tool, arguments)] + plan[index + 1 :]
         else:
+            assert argument is not None  # _candidates names an argument for every value-changing mode
             old = arguments[argument]
             new = {
                 "wrong_enum": self._other_enum_value,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from tb_engine.agents.base import AgentOutputError
+from tb_engine.interfaces import AgentOutputError
 from tb_engine.transcript import Usage
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import httpx2
 import openai
 
-from tb_engine.agents.base import InfraError
+from tb_engine.interfaces import InfraError
 from tb_engine.llm.config import EndpointConfig
 from tb_engine.llm.limiter import EndpointLimiter, limiter_for
 from tb_engine.llm.retry import backoff_delay, parse_retry_after
@@ -136,7 +136,7 @@ class ChatClient:
             if self.config.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self.config.parallel_tool_calls
         body.update(self.config.extra_body)
-        options: dict[str, Any] = (
+        options: openai.RequestOptions = (
             {"headers": dict(self.config.extra_headers)} if self.config.extra_headers else {}
         )
         errors = rate_limits = 0

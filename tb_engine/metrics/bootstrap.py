@@ -23,7 +23,8 @@ def resample_counts(n_tasks: int, *, replicates: int = DEFAULT_REPLICATES, seed:
     # int32 draws halve the memory traffic; replicate * n_tasks stays far below 2**31 in practice.
     dtype = np.int32 if replicates * n_tasks < 2**31 else np.int64
     draws = rng.integers(0, n_tasks, size=(replicates, n_tasks), dtype=dtype)
-    flat = (draws + (np.arange(replicates, dtype=dtype) * n_tasks)[:, None]).ravel()
+    offsets = np.arange(replicates, dtype=dtype) * n_tasks
+    flat = np.add(draws, offsets[:, None]).ravel()
     counts = np.bincount(flat, minlength=replicates * n_tasks).reshape(replicates, n_tasks)
     return counts.astype(np.float64)
 

@@ -8,7 +8,7 @@ columns. ``n_attempts`` is the campaign's N (attempts planned per task).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ class MetricsInputError(ValueError):
     """The per-task table is malformed; the message names the row, task id and field."""
 
 
-def _where(index: int, task_id: Any) -> str:
+def _where(index: Hashable, task_id: Any) -> str:
     return f"per_task row {index} (task_id {task_id!r})"
 
 

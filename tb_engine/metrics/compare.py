@@ -62,7 +62,7 @@ def paired_comparison(
     lo, hi = percentile_interval(replicate_means(counts, values))
 
     per_task = []
-    for i, row in merged.iterrows():
+    for i, (_, row) in enumerate(merged.iterrows()):  # merged has a RangeIndex: i is the row position
         per_task.append(
             {
                 "task_id": str(row["task_id"]),
@@ -90,6 +90,7 @@ def paired_comparison(
         pass1_a is not None
         and pass1_b is not None
         and found_share_a is not None
+        and found_share_b is not None
         and pass1_a > pass1_b
         and found_share_a < found_share_b
     )

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from math import comb
 
-from tb_engine.thinkingbox.beta import beta_interval_mass, beta_quantile
+from tb_engine.metrics.posterior import beta_interval_mass, beta_quantile
 from tb_engine.thinkingbox.results import TbRecord
 
 TB_AGG_K = (1, 5, 10, 20, 50, 100)  # the k values tb agg reports, those <= runs per test

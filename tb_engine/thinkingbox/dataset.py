@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from tb_engine.spec import CheckSpec, DomainSpec, GoldenCall, SuiteSpec, TaskSpec, ToolSpec
+from tb_engine.thinkingbox.check_classifier import RUBRICS_YESNO, classify_helpers, classify_test_body
 from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
-from tb_engine.thinkingbox.test_body import RUBRICS_YESNO, classify_helpers, classify_test_body
 
 # libyaml's loader is ~10x faster on the 700 KB test files; same results as SafeLoader.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

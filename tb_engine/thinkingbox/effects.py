@@ -21,7 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tb_engine.diff import Writes, diff_states
 from tb_engine.results import DiffItem
+from tb_engine.snapshot import Snapshot
 from tb_engine.spec import ColumnType, TableSpec
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 
@@ -146,16 +148,18 @@ def infer_table_specs(
             for row in rows:
                 columns.extend(c for c in row if c not in columns)
         types = {c: _column_type([row.get(c) for rows in rows_by_state for row in rows]) for c in columns}
-        unstable = (per_server.get(name, frozenset()) | CLOCK_FIELDS) & set(columns)
-        stable_columns = [c for c in columns if c not in unstable]
+        unstable_columns = (per_server.get(name, frozenset()) | CLOCK_FIELDS) & set(columns)
+        stable_columns = [c for c in columns if c not in unstable_columns]
         key = _primary_key(rows_by_state, stable_columns)
-        specs[name] = TableSpec(name=name, columns=types, primary_key=key, unstable=frozenset(unstable))
+        specs[name] = TableSpec(
+            name=name, columns=types, primary_key=key, unstable=frozenset(unstable_columns)
+        )
     return specs
 
 
 def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsStates:
     """Validate a geteffects answer and return its three states with inferred table specs."""
-    states = []
+    states: list[dict[str, list[dict[str, Any]]]] = []
     for key in STATE_KEYS:
         state = answer.get(key)
         if not isinstance(state, dict):
@@ -164,15 +168,35 @@ def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | Non
             if rows is not None and not (isinstance(rows, list) and all(isinstance(r, dict) for r in rows)):
                 raise ThinkingBoxFormatError(f"{key}.{table} must be a list of rows")
         states.append({table: list(rows or []) for table, rows in state.items()})
-    return EffectsStates(*states, specs=infer_table_specs(server, states, unstable))
+    initial, result, golden = states
+    return EffectsStates(initial, result, golden, specs=infer_table_specs(server, states, unstable))
+
+
+def snapshot_of(rows: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]) -> Snapshot:
+    """One state as a Snapshot over exactly ``specs`` (tables missing from the state are empty)."""
+    return Snapshot.from_rows({name: rows.get(name) or [] for name in specs}, specs)
+
+
+def snapshots_of(states: EffectsStates, specs: dict[str, TableSpec] | None = None) -> dict[str, Snapshot]:
+    """S0, SR and SG under one set of table specs, keyed initial / result / golden."""
+    specs = specs or states.specs
+    return {
+        "initial": snapshot_of(states.initial, specs),
+        "result": snapshot_of(states.result, specs),
+        "golden": snapshot_of(states.golden, specs),
+    }
+
+
+def classified_diff(states: EffectsStates, writes: Writes | None = None) -> list[DiffItem]:
+    """Every SR-vs-SG difference classified against S0 (SPEC §3), by row key rather than list position."""
+    snaps = snapshots_of(states)
+    return diff_states(snaps["initial"], snaps["result"], snaps["golden"], writes)
 
 
 def compare_effects(
     server: str, answer: dict[str, Any], unstable: Unstable | None = None
 ) -> EffectsComparison:
     """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict."""
-    from tb_engine.thinkingbox.snapshots import classified_diff  # snapshots.py imports this module
-
     states = effects_states(server, answer, unstable)
     result_hash, golden_hash = answer.get("result_db_hash"), answer.get("golden_db_hash")
     return EffectsComparison(

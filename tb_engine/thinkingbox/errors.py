@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class ThinkingBoxFormatError(ValueError):
     """Input in ThinkingBox format could not be used; names the file, line and test where known."""
 
-    def __init__(self, message: str, *, file: str = "", line: int | None = None, test: str = ""):
+    def __init__(self, message: str, *, file: str | Path = "", line: int | None = None, test: str = ""):
         self.message = message
         self.file = str(file)
         self.line = line

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tb_engine.agents.base import InfraError, ToolSchema
+from tb_engine.interfaces import InfraError, ToolSchema
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.thinkingbox.dataset import init_config
@@ -28,9 +28,9 @@ from tb_engine.thinkingbox.effects import (
     compare_effects,
     effects_states,
     infer_table_specs,
+    snapshot_of,
     state_writes,
 )
-from tb_engine.thinkingbox.snapshots import snapshot_of
 from tb_engine.transcript import ToolCall, ToolCallRequest
 
 RESERVED_PREFIX = "__reserved__"

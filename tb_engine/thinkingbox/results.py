@@ -78,7 +78,7 @@ class TbRecord:
     def to_attempt_result(self, task_hash: str = "") -> AttemptResult:
         """The record as our AttemptResult; ThinkingBox evidence goes under extra["thinkingbox"]."""
         diff = [item for comparison in self.effects.values() for item in comparison.diff]
-        categories = sorted({item.kind for item in diff})
+        categories: list[str] = sorted({item.kind for item in diff})
         # A standard ThinkingBox test checks the state hash, then the rubrics: a failure with
         # every hash matching can only come from a rubric.
         if self.verdict == "fail" and self.effects and all(c.hash_pass for c in self.effects.values()):
@@ -312,11 +312,11 @@ def _convert_messages(
         elif kind == "ToolResponse":
             content = message.get("content")
             text = content if isinstance(content, str) else json.dumps(content)
-            call = calls_by_id.get(str(message.get("id")))
+            answered = calls_by_id.get(str(message.get("id")))
             error = _tool_error(text)
-            if call is not None:
-                call.result = _maybe_json(text)
-                call.error = call.error or error
+            if answered is not None:
+                answered.result = _maybe_json(text)
+                answered.error = answered.error or error
             transcript.messages.append(
                 Message(
                     role="tool",
@@ -324,7 +324,7 @@ def _convert_messages(
                     tool_call_id=message.get("id"),
                     name=message.get("name"),
                     turn=max(turn, 0),
-                    is_error=bool(error or (call and call.error)),
+                    is_error=bool(error or (answered and answered.error)),
                 )
             )
             tags.append(None)

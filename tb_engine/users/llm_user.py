@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_engine.agents.base import UserStep, UserView
+from tb_engine.interfaces import UserStep, UserView
 from tb_engine.llm.client import ChatClient
 from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import strip_marker, truncate_text
@@ -37,7 +37,7 @@ Rules:
 
 
 class LLMUser:
-    """A UserSimulator (tb_engine.agents.base) backed by a chat-completions model."""
+    """A UserSimulator (tb_engine.interfaces) backed by a chat-completions model."""
 
     def __init__(
         self,

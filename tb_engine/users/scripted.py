@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tb_engine.agents.base import UserStep, UserView
+from tb_engine.interfaces import UserStep, UserView
 
 MAX_FOLLOW_UPS = 2
 

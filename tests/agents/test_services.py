@@ -97,7 +97,7 @@ def test_price_sheet_create_stores_prices_the_engine_reads_back():
 
     assert sheet.prices == {"m": {"input": "0.4", "output": "1.6"}}
     usage = Usage(input_tokens=1_000_000, output_tokens=500_000)
-    assert cost_of(usage, "m", sheet.as_engine_sheet()) == Decimal("1.2")
+    assert cost_of(usage, "m", sheet.as_price_list()) == Decimal("1.2")
 
 
 def test_price_sheet_create_rejects_a_bad_price_and_stores_nothing():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tb_engine.agents.base import AgentStep, AgentView
+from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.loader import SUITES_DIR
 from tb_engine.transcript import ToolCallRequest
 

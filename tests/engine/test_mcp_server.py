@@ -14,15 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tb_engine.agents.base import InfraError
 from tb_engine.agents.golden import make_golden_agent
-from tb_engine.judges import KeywordJudge
+from tb_engine.attempt_setup import AttemptSetup
+from tb_engine.interfaces import InfraError
 from tb_engine.loader import load_builtin_suite
 from tb_engine.mcp_server import DomainServer, positional_diff
-from tb_engine.runner import run_attempt
 from tb_engine.spec import DomainSpec, GoldenCall, ToolSpec
 from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
-from tb_engine.users.scripted import ScriptedUser
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_ID = "retail/ticket_hold_carrier_exception"
@@ -124,7 +122,7 @@ def test_mcp_server_http_sessions_have_separate_sandboxes(suite, client_domain, 
     try:
         first = pool.backend(client_domain, _client_task(suite))
         second = pool.backend(client_domain, _client_task(suite))
-        run_attempt(first.task, first, agent=make_golden_agent(first.task), user=ScriptedUser())
+        AttemptSetup.from_config(client_domain, first.task, judge=None).run(first)
         untouched = second.comparison()
         assert untouched.hash_pass is False
         assert {item.kind for item in untouched.diff} == {"missing_effect"}
@@ -145,13 +143,7 @@ def test_mcp_server_golden_agent_passes_through_mcp_backend(suite, client_domain
     task = _client_task(suite)
     backend = stdio_pool.backend(client_domain, task)
     try:
-        result = run_attempt(
-            task,
-            backend,
-            agent=make_golden_agent(task),
-            user=ScriptedUser(),
-            judge=KeywordJudge.for_task(task),
-        )
+        result = AttemptSetup.from_config(client_domain, task).run(backend)
     finally:
         backend.close()
     assert (result.status, result.verdict, result.diff) == ("done", "pass", [])
@@ -171,12 +163,8 @@ def test_mcp_server_wrong_status_is_a_wrong_value(suite, client_domain, stdio_po
     ]
     backend = stdio_pool.backend(client_domain, task)
     try:
-        result = run_attempt(
-            task,
-            backend,
-            agent=make_golden_agent(dataclasses.replace(task, golden=tuple(wrong))),
-            user=ScriptedUser(),
-        )
+        wrong_agent = make_golden_agent(dataclasses.replace(task, golden=tuple(wrong)))
+        result = AttemptSetup.from_config(client_domain, task, agent=wrong_agent, judge=None).run(backend)
     finally:
         backend.close()
     assert result.verdict == "fail"

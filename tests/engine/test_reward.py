@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tb_engine.agents.base import AgentStep
+from tb_engine.attempt_setup import AttemptSetup, make_agent, run_task
 from tb_engine.backend import SqliteBackend
-from tb_engine.judges import KeywordJudge
+from tb_engine.interfaces import AgentStep
 from tb_engine.loader import load_builtin_suite
 from tb_engine.results import AttemptResult
 from tb_engine.reward import RewardUnavailable, grade_finished, reward, reward_of
-from tb_engine.runner import Limits, make_agent, prepare, run_dialogue, run_task
-from tb_engine.users.scripted import ScriptedUser
+from tb_engine.runner import prepare, run_dialogue
 
 AGENTS = ("golden", "noop", "sim:steady", "sim:explorer", "sim:careless", "sim:cautious")
 SUITE = load_builtin_suite()
@@ -34,19 +33,14 @@ def _agent(spec: str, task, seed: int):
 
 def _reward_by_hand(task, spec: str, seed: int):
     """Drive the dialogue ourselves (as the environment server does), then ask the reward API."""
+    setup = AttemptSetup.from_config(SUITE.domains[task.domain], task, agent=_agent(spec, task, seed))
     backend = SqliteBackend(SUITE.domains[task.domain], task)
     try:
         prepared = prepare(task, backend)
         dialogue = run_dialogue(
-            task, backend, prepared, agent=_agent(spec, task, seed), user=ScriptedUser(), limits=Limits()
+            task, backend, prepared, agent=setup.agent, user=setup.user, limits=setup.limits
         )
-        return reward(
-            task,
-            backend,
-            dialogue.transcript,
-            termination=dialogue.termination,
-            judge=KeywordJudge.for_task(task),
-        )
+        return reward(task, backend, dialogue.transcript, termination=dialogue.termination, judge=setup.judge)
     finally:
         backend.close()
 
@@ -59,7 +53,6 @@ def test_reward_equals_grader_verdict_on_every_builtin_task(spec):
             SUITE.domains[task.domain],
             task,
             agent=_agent(spec, task, seed),
-            judge=KeywordJudge.for_task(task),
         )
         result = _reward_by_hand(task, spec, seed)
         expected = 1.0 if graded.verdict == "pass" else 0.0

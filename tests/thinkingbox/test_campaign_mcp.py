@@ -11,7 +11,7 @@ from apps.agents.services import agent_config_for
 from apps.campaigns.models import Attempt, TaskSummary
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite, Task
-from tb_engine.specio import task_from_dict
+from tb_engine.spec_json import task_from_dict
 from tests.campaigns.conftest import drain
 from tests.thinkingbox.conftest import MCP_COMMAND, ROOT, tb_test_source, write_dataset
 

@@ -13,8 +13,7 @@ import pytest
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import campaign_create, campaign_start
-from tb_engine.pricing import PriceSheet as EngineSheet
-from tb_engine.pricing import cost_of
+from tb_engine.pricing import PriceList, cost_of
 from tb_engine.transcript import Usage
 from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServer
 
@@ -81,7 +80,7 @@ def _run(campaign) -> Attempt:
 
 
 def _expected_cost(attempt: Attempt, model: str) -> Decimal:
-    sheet = EngineSheet.from_dict(
+    sheet = PriceList.from_dict(
         {"name": "t", "source": "t", "effective_date": "2026-01-01", "models": PRICES}
     )
     usage = Usage(

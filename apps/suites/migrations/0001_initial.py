@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
                 ('title', models.CharField(max_length=200)),
                 ('policy', models.TextField(blank=True)),
                 ('backend', models.CharField(default='sqlite', max_length=20)),
-                ('spec', models.JSONField(default=dict, help_text='Tables and tool schemas (tb_engine.specio.domain_to_dict).')),
+                ('spec', models.JSONField(default=dict, help_text='Tables and tool schemas (tb_engine.spec_json.domain_to_dict).')),
                 ('suite', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='domains', to='suites.suite')),
             ],
             options={
@@ -53,7 +53,7 @@ class Migration(migrations.Migration):
                 ('title', models.CharField(blank=True, max_length=300)),
                 ('tags', models.JSONField(blank=True, default=list)),
                 ('content_hash', models.CharField(max_length=64)),
-                ('spec', models.JSONField(help_text='The full task (tb_engine.specio.task_to_dict).')),
+                ('spec', models.JSONField(help_text='The full task (tb_engine.spec_json.task_to_dict).')),
                 ('validation', models.CharField(choices=[('unknown', 'Not validated'), ('valid', 'Valid'), ('invalid', 'Invalid'), ('non_discriminating', 'Non-discriminating')], default='unknown', max_length=20)),
                 ('validation_detail', models.TextField(blank=True)),
                 ('updated_at', models.DateTimeField(auto_now=True)),

@@ -6,10 +6,15 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from apps.suites.models import Suite
-from tb_engine.envserver.episodes import DEFAULT_MAX_EPISODES, DEFAULT_TTL_S, Environment, EvaluationOnlyError
-from tb_engine.envserver.pool import PoolFileError, read_pool
-from tb_engine.envserver.workers import MAX_WORKERS, WorkerCountError, serve
 from tb_engine.loader import load_builtin_suite
+from tb_engine.training.environment import (
+    DEFAULT_MAX_EPISODES,
+    DEFAULT_TTL_S,
+    Environment,
+    EvaluationOnlyError,
+)
+from tb_engine.training.pool import PoolFileError, read_pool
+from tb_envserver.workers import MAX_WORKERS, WorkerCountError, serve
 
 
 def environment_for_pool(
@@ -47,7 +52,7 @@ def environment_for_pool(
 
 
 class Command(BaseCommand):
-    help = "Serve a training pool's tasks over the OpenEnv-style HTTP API (tb_engine.envserver)."
+    help = "Serve a training pool's tasks over the OpenEnv-style HTTP API (tb_envserver)."
 
     def add_arguments(self, parser):
         parser.add_argument("--pool", required=True, help="pool JSON written by select_training_pool")

@@ -1,0 +1,224 @@
+"""The shared LLM client against a real scripted HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from email.utils import formatdate
+
+import pytest
+
+from tb_engine.interfaces import InfraError
+from tb_engine.llm import (
+    ChatClient,
+    EndpointConfig,
+    LLMConfigError,
+    RetryPolicy,
+    backoff_delay,
+    parse_retry_after,
+)
+from tb_engine.transcript import Usage
+from tests.support.scripted_openai_server import ScriptedOpenAIServer, scripted_server_fixture
+
+scripted_server = pytest.fixture(scripted_server_fixture, name="scripted_server")
+
+FAST = RetryPolicy(max_retries=3, max_rate_limit_retries=10, base_delay_s=0.01, max_delay_s=0.02, timeout_s=5)
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def client_for(server: ScriptedOpenAIServer, model: str = "m", **overrides) -> ChatClient:
+    settings = {"retry": FAST, "api_key_env": None, **overrides}
+    return ChatClient(EndpointConfig(model=model, base_url=server.base_url, **settings))
+
+
+def test_chat_client_429_storm_honours_retry_after_then_succeeds(scripted_server):
+    scripted_server.script("m", [{"status": 429, "retry_after": "0.1", "repeat": 4}, {"text": "finally"}])
+    started = time.monotonic()
+    result = client_for(scripted_server).complete(HELLO)
+    elapsed = time.monotonic() - started
+    assert result.text == "finally"
+    assert result.rate_limited == 4
+    assert len(scripted_server.requests_for("m")) == 5
+    assert elapsed >= 0.4  # four waits of the 0.1 s the server asked for, not the 0.02 s backoff cap
+
+
+def test_chat_client_rate_limits_beyond_their_budget_raise_infra_error(scripted_server):
+    scripted_server.script("m", [{"status": 429, "retry_after": "0", "repeat": 4}, {"text": "too late"}])
+    policy = RetryPolicy(max_rate_limit_retries=2, base_delay_s=0.01, max_delay_s=0.02)
+    with pytest.raises(InfraError) as caught:
+        client_for(scripted_server, retry=policy).complete(HELLO)
+    assert "HTTP 429" in str(caught.value)
+    assert len(scripted_server.requests_for("m")) == 3
+
+
+def test_chat_client_500_burst_beyond_budget_raises_infra_error(scripted_server):
+    scripted_server.script("m", [{"status": 500, "repeat": 6}, {"text": "never reached"}])
+    with pytest.raises(InfraError) as caught:
+        client_for(scripted_server).complete(HELLO)
+    assert "HTTP 500 after 3 retries" in str(caught.value)
+    assert len(scripted_server.requests_for("m")) == 4
+    assert scripted_server.remaining("m") == 3
+
+
+def test_chat_client_500s_within_budget_are_retried(scripted_server):
+    scripted_server.script("m", [{"status": 503, "repeat": 2}, {"text": "recovered"}])
+    result = client_for(scripted_server).complete(HELLO)
+    assert (result.text, result.retries) == ("recovered", 2)
+
+
+def test_chat_client_dropped_connections_are_retried(scripted_server):
+    scripted_server.script("m", [{"drop": True}, {"drop": True}, {"text": "back"}])
+    result = client_for(scripted_server).complete(HELLO)
+    assert (result.text, result.retries) == ("back", 2)
+    assert len(scripted_server.requests_for("m")) == 3
+
+
+def test_chat_client_timeouts_are_retried(scripted_server):
+    scripted_server.script("m", [{"delay_ms": 1500, "text": "slow"}, {"text": "fast"}])
+    policy = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.02, timeout_s=0.5)
+    result = client_for(scripted_server, retry=policy).complete(HELLO)
+    assert (result.text, result.retries) == ("fast", 1)
+
+
+def test_chat_client_unauthorised_is_not_retried(scripted_server):
+    scripted_server.script("m", [{"status": 401, "error": "bad key"}, {"text": "unused"}])
+    with pytest.raises(InfraError) as caught:
+        client_for(scripted_server).complete(HELLO)
+    assert "HTTP 401" in str(caught.value)
+    assert len(scripted_server.requests_for("m")) == 1
+
+
+def test_chat_client_usage_counts_cached_and_reasoning_tokens(scripted_server):
+    usage = {"prompt_tokens": 1200, "cached_tokens": 1024, "completion_tokens": 300, "reasoning_tokens": 256}
+    scripted_server.script("m", [{"text": "ok", "usage": usage}])
+    result = client_for(scripted_server).complete(HELLO)
+    assert result.usage == Usage(
+        input_tokens=1200, cached_input_tokens=1024, output_tokens=300, reasoning_tokens=256, calls=1
+    )
+
+
+def test_chat_client_sends_settings_headers_and_extra_body(scripted_server):
+    scripted_server.script("m", [{"text": "ok"}])
+    client = client_for(
+        scripted_server,
+        temperature=0.2,
+        max_tokens=512,
+        reasoning_effort="low",
+        seed=7,
+        extra_headers={"X-Title": "thinkingbox"},
+        extra_body={"top_k": 5},
+    )
+    client.complete(HELLO)
+    request = scripted_server.requests_for("m")[0]
+    assert request.body == {
+        "model": "m",
+        "messages": HELLO,
+        "temperature": 0.2,
+        "max_completion_tokens": 512,
+        "reasoning_effort": "low",
+        "seed": 7,
+        "top_k": 5,
+    }
+    assert request.headers["x-title"] == "thinkingbox"
+
+
+def test_chat_client_reads_api_key_from_named_env_var(scripted_server, monkeypatch):
+    monkeypatch.setenv("TB_TEST_LLM_KEY", "sk-test-secret")
+    scripted_server.script("m", [{"text": "ok"}])
+    client = client_for(scripted_server, api_key_env="TB_TEST_LLM_KEY")
+    assert client.complete(HELLO).text == "ok"
+    assert "sk-test-secret" not in repr(client.config) and "sk-test-secret" not in str(
+        client.config.to_dict()
+    )
+
+
+def test_endpoint_config_missing_api_key_env_raises_clear_error(monkeypatch):
+    monkeypatch.delenv("TB_TEST_MISSING_KEY", raising=False)
+    config = EndpointConfig(model="gpt-4o", api_key_env="TB_TEST_MISSING_KEY", label="agent")
+    with pytest.raises(LLMConfigError) as caught:
+        ChatClient(config)
+    assert str(caught.value) == (
+        "agent endpoint config: api_key_env: environment variable 'TB_TEST_MISSING_KEY' is not set "
+        "(model 'gpt-4o' at https://api.openai.com/v1)"
+    )
+
+
+def test_endpoint_config_from_dict_names_bad_fields():
+    with pytest.raises(LLMConfigError) as unknown:
+        EndpointConfig.from_dict({"model": "m", "temprature": 0.1}, label="judge")
+    with pytest.raises(LLMConfigError) as raw_key:
+        EndpointConfig.from_dict({"model": "m", "api_key": "sk-x"}, label="user")
+    with pytest.raises(LLMConfigError) as azure:
+        EndpointConfig.from_dict(
+            {"model": "dep", "provider": "azure", "base_url": "https://x.openai.azure.com"}
+        )
+    assert str(unknown.value) == "judge endpoint config: unknown field(s): temprature"
+    assert (
+        str(raw_key.value)
+        == "user endpoint config: api_key: name an environment variable in api_key_env instead"
+    )
+    assert str(azure.value) == "endpoint endpoint config: api_version: required when provider is 'azure'"
+
+
+def test_chat_client_azure_provider_posts_to_deployment_path(scripted_server):
+    scripted_server.script("my-deployment", [{"text": "from azure"}])
+    config = EndpointConfig(
+        model="my-deployment",
+        base_url=scripted_server.root_url,
+        provider="azure",
+        api_version="2024-10-21",
+        api_key_env=None,
+        retry=FAST,
+    )
+    assert ChatClient(config).complete(HELLO).text == "from azure"
+    assert (
+        scripted_server.requests_for("my-deployment")[0].path
+        == "/openai/deployments/my-deployment/chat/completions"
+    )
+
+
+def test_chat_client_concurrency_cap_respected_at_server(scripted_server):
+    scripted_server.script("m", [{"delay_ms": 100, "text": "ok", "repeat": 12}])
+    client = client_for(scripted_server, max_concurrency=3)
+    threads = [threading.Thread(target=client.complete, args=(HELLO,)) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(scripted_server.requests_for("m")) == 12
+    assert scripted_server.peak_in_flight == 3
+    assert client.limiter.peak == 3
+
+
+def test_chat_client_uncapped_requests_run_in_parallel(scripted_server):
+    scripted_server.script("m", [{"delay_ms": 300, "text": "ok", "repeat": 16}])
+    client = client_for(scripted_server)
+    threads = [threading.Thread(target=client.complete, args=(HELLO,)) for _ in range(16)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - started
+    assert scripted_server.peak_in_flight == 16
+    assert elapsed < 1.2  # serialised it would take 4.8 s
+
+
+def test_parse_retry_after_reads_seconds_millis_and_http_date():
+    now = 1_700_000_000.0
+    assert parse_retry_after({"Retry-After": "3"}, now=now) == 3.0
+    assert parse_retry_after({"retry-after-ms": "250", "Retry-After": "9"}, now=now) == 0.25
+    assert parse_retry_after({"Retry-After": formatdate(now + 7, usegmt=True)}, now=now) == 7.0
+    assert parse_retry_after({"Retry-After": formatdate(now - 60, usegmt=True)}, now=now) == 0.0
+    assert parse_retry_after({"Retry-After": "soon"}, now=now) is None
+    assert parse_retry_after({}, now=now) is None
+
+
+def test_backoff_delay_full_jitter_stays_under_capped_exponential():
+    policy = RetryPolicy(base_delay_s=0.5, max_delay_s=4.0)
+    rng = random.Random(1)
+    delays = [[backoff_delay(policy, index, rng) for _ in range(200)] for index in range(6)]
+    ceilings = [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    assert [all(0.0 <= d <= c for d in ds) for ds, c in zip(delays, ceilings)] == [True] * 6
+    assert [max(ds) > c * 0.8 for ds, c in zip(delays, ceilings)] == [True] * 6  # jitter spans the range
