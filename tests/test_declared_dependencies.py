@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT_PACKAGES = ("tb_engine", "apps", "thinkingbox_web")
+PRODUCT_PACKAGES = ("tb_engine", "tb_envserver", "apps", "thinkingbox_web")
 
 
 def imported_top_level_modules() -> dict[str, str]:

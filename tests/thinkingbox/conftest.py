@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import THINKINGBOX_DIR
+
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path("/work/shared/thinkingbox")
+SHARED = THINKINGBOX_DIR
 MCP_COMMAND = f"{sys.executable} -m tests.support.tb_mcp_server"
 
 SCENARIO = """\

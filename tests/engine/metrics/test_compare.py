@@ -3,7 +3,6 @@
 import json
 import re
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,8 +18,9 @@ from tb_engine.metrics import (
     reversals,
     spearman,
 )
+from tests.support.paths import THINKINGBOX_DIR
 
-TB_INFER = Path("/work/shared/thinkingbox/tb_infer")
+TB_INFER = THINKINGBOX_DIR / "tb_infer"
 
 
 def frame(rows):

@@ -1,4 +1,4 @@
-"""ThinkingBox dataset import, against the real dataset files in /work/shared/thinkingbox."""
+"""ThinkingBox dataset import, against the real dataset files in ../shared/thinkingbox."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from tb_engine.spec import GoldenCall
 from tb_engine.thinkingbox.dataset import init_config, parse_dataset, parse_scenario, parse_test_file
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
+from tests.support.paths import THINKINGBOX_DIR
 
-REF = Path("/work/shared/thinkingbox")
+REF = THINKINGBOX_DIR
 DATASET = REF / "dataset"
 RETAIL_FILE = DATASET / "test_case/sandbox_external_retail/sandbox_external_retail_group1.py"
 BOOKING_FILE = DATASET / "test_case/external_booking_v1/external_booking_v1_group1_rubrics_yesno.py"

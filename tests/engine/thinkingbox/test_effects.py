@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,9 @@ from tb_engine.thinkingbox.effects import (
     state_writes,
 )
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
+from tests.support.paths import THINKINGBOX_DIR
 
-EFFECTS = Path("/work/shared/thinkingbox/effects")
+EFFECTS = THINKINGBOX_DIR / "effects"
 
 pytestmark = pytest.mark.skipif(not EFFECTS.exists(), reason="ThinkingBox reference material not present")
 

@@ -10,8 +10,9 @@ import pytest
 from tb_engine.thinkingbox.agg import format_tb_agg_summary, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tb_engine.thinkingbox.results import parse_tb_results, parse_tb_row
+from tests.support.paths import THINKINGBOX_DIR
 
-REF = Path("/work/shared/thinkingbox/tb_infer")
+REF = THINKINGBOX_DIR / "tb_infer"
 JSONL = REF / "append_r6.jsonl"
 
 pytestmark = pytest.mark.skipif(not REF.exists(), reason="ThinkingBox reference material not present")
@@ -189,7 +190,10 @@ def test_parse_tb_row_tool_error_result_becomes_tool_call_error():
 def test_parse_tb_row_database_effects_become_our_diff_beside_their_hash():
     effects = json.loads(
         Path(
-            "/work/shared/thinkingbox/effects/effects_sandbox_external_retail_test_case_ST002_001_change_arg.json"
+            str(
+                THINKINGBOX_DIR
+                / "effects/effects_sandbox_external_retail_test_case_ST002_001_change_arg.json"
+            )
         ).read_text()
     )
     row = _real_rows()[2]
