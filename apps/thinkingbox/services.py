@@ -24,7 +24,7 @@ from apps.suites.models import Suite, Task
 from apps.suites.services import suite_store
 from apps.thinkingbox.launch import launch_for_server
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
-from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_dataset, parse_tb_results
+from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_tb_results, read_dataset
 from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
 
@@ -43,6 +43,7 @@ class DatasetImport:
     invalid: list[str]  # task ids imported as invalid (custom test bodies)
     problems: list[ImportProblem] = field(default_factory=list)
     launch_missing: bool = False
+    skipped: dict[str, int] = field(default_factory=dict)  # test file -> tests not in the test list
 
 
 def _with_launch(spec: SuiteSpec, launch: dict[str, Any] | None) -> SuiteSpec:
@@ -74,7 +75,8 @@ def tb_dataset_import(
     in place and each task row carries its new content hash (attempts keep the hash they ran).
     Custom test bodies are stored with validation 'invalid'. Raises ThinkingBoxFormatError.
     """
-    spec, problems = parse_dataset(directory, test_list)
+    read = read_dataset(directory, test_list)
+    spec, problems = read.suite, read.problems
     if suite_name:
         spec = dataclasses.replace(spec, name=suite_name)
     spec = _with_launch(spec, launch)
@@ -95,6 +97,7 @@ def tb_dataset_import(
         invalid=invalid,
         problems=problems,
         launch_missing=launch is None,
+        skipped=read.skipped,
     )
 
 

@@ -146,10 +146,45 @@ def test_import_thinkingbox_real_release_with_test_list():
     suite = Suite.objects.get(name="thinkingbox-bench")
     stored = set(suite.tasks.values_list("task_id", flat=True))
     assert stored <= set(listed)
-    assert len(stored) == 113
+    assert len(stored) == 98 + 89 + 15
     assert suite.tasks.filter(validation=Task.Validation.INVALID).count() == 0
-    assert (
-        out.getvalue()
-        .splitlines()[0]
-        .startswith("Suite thinkingbox-bench vv1.0 (evaluation only): 113 new, 0 changed")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == (
+        "Suite thinkingbox-bench v1.0 (evaluation only): 202 new, 0 changed, 0 unchanged task(s); "
+        "0 invalid (custom check — not supported)."
+    )
+    assert lines[1] == (
+        "Skipped 55 test(s) not in the test list (airline_tau_bench.py 21, banking.py 12, banking_email.py 1, "
+        "email_system_org.py 3, external_booking_v1_group1.py 15, mcs_defaults.py 3)."
+    )
+    assert sum(1 for line in lines if "listed test's file is not in the dataset" in line) == 507 - 202
+    assert dict(Domain.objects.filter(suite=suite).values_list("name", "spec__mcp__server")) == {
+        "external_booking_v1": "external_booking_v1",
+        "sandbox_external_retail": "sandbox_external_retail",
+    }
+
+
+@pytest.mark.django_db
+def test_import_thinkingbox_whole_folder_as_shipped_stores_scenarios_by_server():
+    from io import StringIO
+
+    out = StringIO()
+    _import(SHARED / "dataset", stdout=out)
+    suite = Suite.objects.get(name="thinkingbox-bench")
+    servers = dict(Domain.objects.filter(suite=suite).values_list("name", "spec__mcp__server"))
+    assert servers == {
+        "airline_tau_bench_full": "airline_tau_bench",
+        "email_system_org": "email_system",
+        "external_booking_v1": "external_booking_v1",
+        "mcs_defaults": "ms_store",
+        "retail_banking": "online_banking",
+        "sandbox_external_retail": "sandbox_external_retail",
+    }
+    assert suite.tasks.count() == 256
+    assert suite.tasks.filter(validation=Task.Validation.INVALID).count() == 39
+    assert not suite.tasks.filter(task_id__startswith="banking_email.py:").exists()
+    problem = next(line for line in out.getvalue().splitlines() if "retail_banking_email" in line)
+    assert problem.endswith(
+        "scenario retail_banking_email: world_state names 2 servers (online_banking, email_system); "
+        "an attempt talks to exactly one MCP server; its 1 test(s) are not imported"
     )

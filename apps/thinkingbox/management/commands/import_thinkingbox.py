@@ -49,9 +49,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         suite = report.suite
         self.stdout.write(
-            f"Suite {suite.name} v{suite.version} (evaluation only): {report.created} new, {report.changed} changed, "
+            f"Suite {suite.name} {suite.version} (evaluation only): {report.created} new, {report.changed} changed, "
             f"{report.unchanged} unchanged task(s); {len(report.invalid)} invalid (custom check — not supported)."
         )
+        if report.skipped:
+            per_file = ", ".join(f"{name} {count}" for name, count in sorted(report.skipped.items()))
+            self.stdout.write(
+                f"Skipped {sum(report.skipped.values())} test(s) not in the test list ({per_file})."
+            )
         for problem in report.problems:
             self.stdout.write(f"  problem: {problem}")
         if report.launch_missing:
