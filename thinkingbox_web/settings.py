@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     *LOCAL_APPS,
 ]
 
@@ -206,6 +207,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "ThinkingBox Web API",
     "VERSION": "0.1.0",
     "DESCRIPTION": "Token (`Authorization: Token <key>`) or session auth; roles as in the UI. See docs/api.md.",
+    # Swagger UI's files come from the installed drf-spectacular-sidecar package, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Campaigns and attempts both have a `status` choice set; name each enum after its model.
     "ENUM_NAME_OVERRIDES": {
         "CampaignStatusEnum": "apps.campaigns.models.Campaign.Status",
