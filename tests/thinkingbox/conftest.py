@@ -109,3 +109,20 @@ def table_counts() -> dict[str, int]:
         m.__name__: m.objects.count()
         for m in (Suite, Domain, Task, AgentConfig, Campaign, Attempt, TaskSummary)
     }
+
+
+@pytest.fixture
+def real_servers_python() -> str:
+    """The real ThinkingBox servers' interpreter from TB_SERVERS_PYTHON (skip without it; fail on CI).
+
+    A stand-in until 17-RUNTIME's ``servers_python`` fixture (tests/support/servers_venv.py, which
+    also builds the venv) is on the branch: then use that one instead.
+    """
+    import os
+
+    python = os.environ.get("TB_SERVERS_PYTHON", "")
+    if not python:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("TB_SERVERS_PYTHON is not set: the real ThinkingBox servers' venv is needed on CI")
+        pytest.skip("TB_SERVERS_PYTHON is not set (the real ThinkingBox servers' venv)")
+    return python

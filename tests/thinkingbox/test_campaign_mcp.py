@@ -128,7 +128,13 @@ def test_imported_suite_without_launch_config_is_infra_error_naming_the_fix(
     monkeypatch.delenv("TB_MCP_COMMAND", raising=False)
     monkeypatch.delenv("TB_MCP_URL", raising=False)
     call_command(
-        "import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "nolaunch", stdout=StringIO()
+        "import_thinkingbox",
+        "--dataset",
+        str(shop_dataset),
+        "--suite-name",
+        "nolaunch",
+        "--no-launch",
+        stdout=StringIO(),
     )
     task = Task.objects.get(suite__name="nolaunch", task_id="shop.py:test_open_and_close")
     campaign = _run(Suite.objects.get(name="nolaunch"), alice, team_a, n=1, tasks=[task])
