@@ -320,13 +320,32 @@ def tb_results_import(
 
 
 def figures_side_by_side(tb: TbAggFigures, ours: OurFigures) -> list[tuple[str, str, str, str]]:
-    """Rows (figure, tb agg, ours, why they differ) for what both compute, plus our extras."""
+    """Rows (figure, tb agg, ours, why they differ) for what both compute, plus our extras.
+
+    Our pass@k / pass^k rows are always there, each with the tasks it averages over; where tb agg
+    leaves a figure out (run counts differ) its column says so.
+    """
 
     def pct(value: float | None) -> str:
         return "—" if value is None else f"{value:.2f}"
 
+    differ = not tb.equal_runs
+    tb_at, tb_plugin = dict(tb.pass_at_k), dict(tb.pass_power_k_plugin)
+    left_out = "not printed by tb agg: run counts differ" if differ else "not printed by tb agg"
+    runs_note = (
+        f"counts differ ({ours.runs_min}–{ours.runs_max} per test): tb agg prints the first test's "
+        "count and leaves pass@k / pass^k out"
+        if differ
+        else ""
+    )
     rows = [
         ("tests", str(tb.num_tests), str(ours.tasks), ""),
+        (
+            "runs per test",
+            str(tb.runs_per_test),
+            f"{ours.runs_min}–{ours.runs_max} (differ)" if differ else str(ours.runs_max),
+            runs_note,
+        ),
         (
             "runs",
             str(tb.total_runs),
@@ -340,19 +359,27 @@ def figures_side_by_side(tb: TbAggFigures, ours: OurFigures) -> list[tuple[str, 
             "same when no row is an error" if ours.infra_errors == 0 else "differs: error rows",
         ),
     ]
-    ours_at = dict(ours.pass_at_k)
     ours_power = dict(ours.pass_power_k)
-    ours_plugin = dict(ours.pass_power_k_plugin)
-    for k, value in tb.pass_at_k:
-        rows.append((f"pass@{k}", pct(value), pct(ours_at.get(k)), ""))
-    for k, value in tb.pass_power_k_plugin:
-        rows.append((f"pass^{k} plug-in (c/n)^k", pct(value), pct(ours_plugin.get(k)), "tb agg's Pass^k"))
+    k_tasks = dict(ours.k_tasks)
+
+    def over(k: int) -> str:
+        return f"ours over {k_tasks[k]} of {ours.tasks} task(s) with ≥ {k} done attempts"
+
+    for k, value in ours.pass_at_k:
+        theirs = tb_at.get(k)
+        rows.append(
+            (f"pass@{k}", pct(theirs), pct(value), over(k) + ("" if theirs is not None else f"; {left_out}"))
+        )
+    for k, value in ours.pass_power_k_plugin:
+        theirs = tb_plugin.get(k)
+        note = "tb agg's Pass^k; " + over(k) + ("" if theirs is not None else f"; {left_out}")
+        rows.append((f"pass^{k} plug-in (c/n)^k", pct(theirs), pct(value), note))
         rows.append(
             (
                 f"pass^{k} unbiased C(c,k)/C(n,k)",
                 "—",
-                pct(ours_power.get(k)),
-                "SPEC §5; not printed by tb agg",
+                pct(ours_power[k]),
+                "SPEC §5; " + over(k) + "; not printed by tb agg",
             )
         )
     rows += [

@@ -112,14 +112,18 @@ def table_counts() -> dict[str, int]:
 
 
 @pytest.fixture
-def real_servers_python() -> str:
-    """The real ThinkingBox servers' interpreter from TB_SERVERS_PYTHON (skip without it; fail on CI).
+def real_servers_python(request) -> str:
+    """The real ThinkingBox servers' interpreter.
 
-    A stand-in until 17-RUNTIME's ``servers_python`` fixture (tests/support/servers_venv.py, which
-    also builds the venv) is on the branch: then use that one instead.
+    17-RUNTIME's session fixture ``servers_python`` (tests/conftest.py, which also builds the
+    venv) when it is there; until then TB_SERVERS_PYTHON, skipping without it (failing on CI).
     """
     import os
 
+    try:
+        return str(request.getfixturevalue("servers_python"))
+    except pytest.FixtureLookupError:
+        pass
     python = os.environ.get("TB_SERVERS_PYTHON", "")
     if not python:
         if os.environ.get("CI", "").lower() == "true":
