@@ -7,7 +7,37 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.thinkingbox.launch import LaunchError, launch_plan, parse_env
 from apps.thinkingbox.services import NothingToImport, tb_dataset_import
-from tb_engine.thinkingbox import ThinkingBoxFormatError
+from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError
+
+MISSING_FILE = "listed test's file is not in the dataset: "
+
+
+def problem_lines(problems: list[ImportProblem]) -> list[str]:
+    """Problems as printed: listed tests of one missing file make one line (with their list lines)."""
+    lines: list[str] = []
+    missing: dict[tuple[str, str], list[ImportProblem]] = {}
+    for problem in problems:
+        if problem.message.startswith(MISSING_FILE):
+            test_file = problem.message.removeprefix(MISSING_FILE).partition(":")[0]
+            key = (problem.file, test_file)
+            if key not in missing:
+                lines.append("")  # placeholder, filled in below so the order is kept
+                missing[key] = []
+            missing[key].append(problem)
+            continue
+        lines.append(str(problem))
+    groups = iter(missing.items())
+    for position, line in enumerate(lines):
+        if line:
+            continue
+        (list_file, test_file), grouped = next(groups)
+        numbers = [p.line for p in grouped if p.line is not None]
+        span = f"{min(numbers)}-{max(numbers)}" if len(numbers) > 1 else str(numbers[0]) if numbers else ""
+        lines[position] = (
+            f"{list_file}:{span}: {test_file} is not in the dataset: "
+            f"its {len(grouped)} listed test(s) are not imported"
+        )
+    return lines
 
 
 class Command(BaseCommand):
@@ -79,8 +109,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Skipped {sum(report.skipped.values())} test(s) not in the test list ({per_file})."
             )
-        for problem in report.problems:
-            self.stdout.write(f"  problem: {problem}")
+        for line in problem_lines(report.problems):
+            self.stdout.write(f"  problem: {line}")
         if report.no_launch:
             left = sum(len(ids) for ids in report.no_launch.values())
             self.stdout.write(
