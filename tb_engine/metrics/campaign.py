@@ -168,7 +168,8 @@ def campaign_metrics(
         result["pass_at_k"][k] = _estimate(values[:, j], lo[j], hi[j], task_ids)
         j = 4 + len(ks_list) + offset
         result["pass_hat_k"][k] = _estimate(values[:, j], lo[j], hi[j], task_ids)
-        plugin = pass_hat_k_plugin(n, c, k) if len(table) else np.zeros(0)
+        # Over the same tasks as the unbiased pass^k beside it (n_t >= k), never over more.
+        plugin = np.where(n >= k, pass_hat_k_plugin(n, c, k), np.nan) if len(table) else np.zeros(0)
         result["pass_hat_k_plugin"][k] = (
             _number(float(np.nanmean(plugin))) if np.any(~np.isnan(plugin)) else None
         )

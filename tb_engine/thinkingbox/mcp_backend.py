@@ -235,6 +235,11 @@ class McpBackend:
     def _unstable(self) -> dict[str, Any]:
         return (self.domain.mcp or {}).get("unstable") or {}
 
+    @property
+    def server(self) -> str:
+        """The scenario's server (its world_state key), which need not be the domain name."""
+        return (self.domain.mcp or {}).get("server") or self.domain.name
+
     def tool_schemas(self) -> list[ToolSchema]:
         return list(self._schemas)
 
@@ -270,7 +275,7 @@ class McpBackend:
 
     def _record_writes(self, index: int, call: ToolCall) -> None:
         answer = self._effects = self._geteffects()
-        states = effects_states(self.domain.name, answer, self._unstable())
+        states = effects_states(self.server, answer, self._unstable())
         before = self._last_state if self._last_state is not None else states.initial
         written = state_writes(before, states.result, self.table_specs())
         for place in written:
@@ -286,16 +291,14 @@ class McpBackend:
 
     def comparison(self) -> EffectsComparison:
         """Our diff beside the server's hash verdict for this attempt."""
-        return compare_effects(self.domain.name, self.effects(), self._unstable())
+        return compare_effects(self.server, self.effects(), self._unstable())
 
     def table_specs(self) -> dict[str, TableSpec]:
         """Specs inferred once, from S0 and SG of the first effects answer, so S0/SR/SG share them."""
         if self._specs is None:
             answer = self.effects()
-            states = effects_states(self.domain.name, answer, self._unstable())
-            self._specs = infer_table_specs(
-                self.domain.name, [states.initial, states.golden], self._unstable()
-            )
+            states = effects_states(self.server, answer, self._unstable())
+            self._specs = infer_table_specs(self.server, [states.initial, states.golden], self._unstable())
         return self._specs
 
     def _snapshot(self, key: str) -> Snapshot:
@@ -303,7 +306,7 @@ class McpBackend:
         state = self.effects()[key]
         new_tables = {name: rows for name, rows in state.items() if name not in specs}
         if new_tables:  # a table that only appeared later: add its spec, leave the others untouched
-            specs.update(infer_table_specs(self.domain.name, [new_tables], self._unstable()))
+            specs.update(infer_table_specs(self.server, [new_tables], self._unstable()))
         return snapshot_of({name: list(rows or []) for name, rows in state.items()}, specs)
 
     def initial_snapshot(self) -> Snapshot:
@@ -327,8 +330,8 @@ class McpBackend:
         comparison = self.comparison()
         return {
             "thinkingbox": {
-                "server": self.domain.name,
-                "effects": {self.domain.name: comparison.evidence()},
+                "server": self.server,
+                "effects": {self.server: comparison.evidence()},
                 "disagree": not comparison.agree,
             }
         }
@@ -350,7 +353,7 @@ def launch_config(domain: DomainSpec) -> McpServerConfig:
     if not isinstance(launch, dict) or not (launch.get("command") or launch.get("url")):
         raise InfraError(
             f"domain {domain.name!r} has no MCP launch config (mcp.launch with a command or a url); "
-            "re-import it with --mcp-command or --mcp-url"
+            "re-import it with --servers servers.yaml, --mcp-command or --mcp-url"
         )
     return McpServerConfig(
         command=str(launch.get("command") or ""),
