@@ -53,6 +53,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="mcp_forkserver.py", description=__doc__.splitlines()[0])
     parser.add_argument("--socket", required=True, help="unix socket path to listen on")
     parser.add_argument("--entry", default="", help="module attribute whose run(transport='stdio') serves")
+    parser.add_argument("--no-warm-up", action="store_true", help="skip learning the lazily imported modules")
     if "-m" not in argv or argv.index("-m") + 1 >= len(argv):
         parser.error("-m MODULE is required")
     at = argv.index("-m")
@@ -85,6 +86,89 @@ def _entry_point(module: Any, name: str) -> Any:
     if name:
         raise SystemExit(f"mcp_forkserver: {module.__name__}.{name} has no run() method")
     return lambda: runpy.run_module(module.__name__, run_name="__main__", alter_sys=True)
+
+
+PROBE_TIMEOUT_S = 30.0
+PROBE_REQUESTS = (
+    (
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "warm-up", "version": "1"},
+        },
+    ),
+    ("tools/list", {}),
+    ("tools/call", {"name": "__reserved__init", "arguments": {"config": {}}}),
+    ("tools/call", {"name": "__reserved__geteffects", "arguments": {}}),
+    ("tools/call", {"name": "__reserved__teardown", "arguments": {}}),
+)
+
+
+def learn_imports(serve: Any) -> list[str]:
+    """Modules a served session imports lazily, learnt from one throwaway child (never from this process).
+
+    The child answers a scripted session (handshake, tool list, and the reserved init/effects/
+    teardown tools on an empty config) and reports which modules it had to import. The parent
+    then imports them itself, so later children start with them loaded: about 70 ms less per
+    attempt for a ThinkingBox server. The parent still never serves or calls a tool.
+    """
+    ours, theirs = socket.socketpair()
+    report_read, report_write = os.pipe()
+    known = set(sys.modules)
+    pid = os.fork()
+    if pid == 0:  # the throwaway child
+        code = 1
+        try:
+            ours.close()
+            os.close(report_read)
+            os.dup2(theirs.fileno(), 0)
+            os.dup2(theirs.fileno(), 1)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            serve()
+            os.write(report_write, json.dumps(sorted(set(sys.modules) - known)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    theirs.close()
+    os.close(report_write)
+    learnt: list[str] = []
+    try:
+        ours.settimeout(PROBE_TIMEOUT_S)
+        reader = ours.makefile("rb")
+        for number, (method, params) in enumerate(PROBE_REQUESTS, start=1):
+            request = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+            ours.sendall((json.dumps(request) + "\n").encode())
+            if not reader.readline():
+                break
+            if method == "initialize":
+                ours.sendall(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        ours.shutdown(socket.SHUT_WR)
+        chunks = []
+        while select.select([report_read], [], [], PROBE_TIMEOUT_S)[0]:
+            chunk = os.read(report_read, 65_536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        learnt = json.loads(b"".join(chunks) or b"[]")
+    except (OSError, ValueError):
+        pass  # no warm-up then: children import what they need themselves
+    finally:
+        ours.close()
+        os.close(report_read)
+        finished, _status = os.waitpid(pid, os.WNOHANG)
+        if finished == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    imported = []
+    for name in learnt:
+        try:
+            importlib.import_module(name)
+            imported.append(name)
+        except BaseException:  # a module that only imports inside a running server stays lazy
+            continue
+    return imported
 
 
 class ForkServer:
@@ -189,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     serve = _entry_point(module, args.entry)
     sys.stdout.flush()
     sys.stderr.flush()
+    if not args.no_warm_up:
+        learn_imports(serve)
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if os.path.exists(args.socket):
