@@ -302,3 +302,23 @@ def celery_worker_process(_celery_worker_session):
     if not _celery_worker_session.alive:
         # A test that killed the worker must not leave the next one without it.
         _celery_worker_session.start()
+
+
+# --- The real ThinkingBox MCP servers (tests/support/servers_venv.py) ---------------------------
+
+
+@pytest.fixture(scope="session")
+def servers_python() -> Path:
+    """The real servers' interpreter: TB_SERVERS_PYTHON, else a cached venv built on first use.
+
+    Skipped with the reason when neither works — but on CI (CI=true) that fails the test instead.
+    """
+    from tests.support.servers_venv import ServersUnavailable, on_ci
+    from tests.support.servers_venv import servers_python as find_servers_python
+
+    try:
+        return find_servers_python()
+    except ServersUnavailable as exc:
+        if on_ci():
+            pytest.fail(f"CI needs the real ThinkingBox servers: {exc}")
+        pytest.skip(f"the real ThinkingBox servers are unavailable: {exc}")

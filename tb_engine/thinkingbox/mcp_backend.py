@@ -181,6 +181,16 @@ class McpSession:
             if tail is not None:
                 tail.handed_over()
 
+    def alive(self) -> bool:
+        """False once the session failed or its server process is gone (True while still starting)."""
+        if not self._ready.done():
+            return True
+        if self.failed or self.process.exited:
+            return False
+        if self.process.start == "spawn":
+            return self.process.returncode() is None
+        return self.process.pid is None or _pid_running(self.process.pid)
+
     @property
     def failed(self) -> bool:
         """True when the session could not be started (its ready future holds the error)."""
@@ -277,6 +287,23 @@ class McpSession:
             pass
 
 
+def _pid_running(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, dead but not yet reaped, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
 def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     merged = {**second.get("backend", {}), **{k: v for k, v in first.get("backend", {}).items() if v}}
     return {"backend": merged}
@@ -309,15 +336,21 @@ class McpServerPool:
     def acquire(self) -> McpSession:
         """A started session (waiting for one if needed); a replacement starts in the background.
 
-        A ready-made session that had failed (e.g. its fork server died before it connected) is
-        replaced once by a fresh one before the failure counts.
+        A ready-made session that failed or whose server process is gone (e.g. its fork server
+        died) is replaced once by a fresh one before a failure counts.
         """
         with self._lock:
             if self._closed:
                 raise InfraError("MCP server pool is closed")
+            stale: list[McpSession] = []
+            if self.fork is not None and self.fork.starts and not self.fork.alive():
+                # The fork server died: its children (the ready sessions) died with it.
+                stale, self._idle = list(self._idle), collections.deque()
             session = self._idle.popleft() if self._idle else self._new_session()
             self._idle.append(self._new_session())  # refill: starts now, off the critical path
-        if session.failed:
+        for dead in stale:
+            self.release(dead)
+        if not session.alive():
             self.release(session)
             session = self._new_session()
         try:
@@ -353,7 +386,17 @@ class McpServerPool:
             self._closing.discard(future)
 
     def backend(self, domain: DomainSpec, task: TaskSpec, **options: Any) -> McpBackend:
-        """A Backend for one attempt of ``task`` on a fresh pooled server."""
+        """A Backend for one attempt of ``task`` on a fresh pooled server.
+
+        A forked child that was gone before init answered (its fork server died in between) is
+        replaced once; any other failure is the attempt's infrastructure error.
+        """
+        session = self.acquire()
+        try:
+            return McpBackend(session, domain=domain, task=task, pool=self, **options)
+        except InfraError:
+            if session.process.start != "fork" or session.alive() or (self.fork and self.fork.alive()):
+                raise
         return McpBackend(self.acquire(), domain=domain, task=task, pool=self, **options)
 
     def close(self) -> None:
@@ -400,7 +443,10 @@ def search_status(domain: DomainSpec, config: dict[str, Any]) -> dict[str, Any] 
     search = (domain.mcp or {}).get("search")
     sources = config.get("sources")
     if search and search.get("url"):
-        return {"available": True, "url": str(search["url"]), "api_key_env": search.get("api_key_env", "")}
+        found = {"available": True, "url": str(search["url"]), "api_key_env": search.get("api_key_env", "")}
+        if search.get("scope"):
+            found["scope"] = search["scope"]
+        return found
     if not sources:
         return None
     config.pop("sources", None)
@@ -709,6 +755,8 @@ def launch_config(domain: DomainSpec) -> McpServerConfig:
 def _search_env(domain: str, search: Any) -> dict[str, str]:
     if not isinstance(search, dict) or not search.get("url"):
         return {}
+    if search.get("error"):
+        raise InfraError(f"domain {domain!r}: {search['error']}")
     from urllib.parse import urlsplit
 
     url = str(search["url"])

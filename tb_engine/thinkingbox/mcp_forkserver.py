@@ -85,7 +85,13 @@ def _entry_point(module: Any, name: str) -> Any:
         return lambda: run(transport="stdio")
     if name:
         raise SystemExit(f"mcp_forkserver: {module.__name__}.{name} has no run() method")
-    return lambda: runpy.run_module(module.__name__, run_name="__main__", alter_sys=True)
+    return lambda: _run_as_main(module.__name__)
+
+
+def _run_as_main(name: str) -> None:
+    """``python -m name`` in this (forked) process: the module body again, as ``__main__``."""
+    sys.modules.pop(name, None)  # else runpy warns that the module was imported before it ran
+    runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
 PROBE_TIMEOUT_S = 30.0
