@@ -6,7 +6,6 @@ attempt. Engine objects that are immutable (built-in suite specs) are cached per
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import threading
 import time
@@ -21,12 +20,12 @@ from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
 from apps.suites.models import Suite
 from apps.suites.selectors import builtin_suite_sources, task_spec_data
-from apps.thinkingbox.selectors import search_service_for
+from apps.thinkingbox.selectors import runnable_mcp_domain
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.pricing import PriceList
 from tb_engine.spec import DomainSpec, TaskSpec
-from tb_engine.spec_json import domain_from_dict, task_from_dict
+from tb_engine.spec_json import task_from_dict
 
 
 class AttemptCancelled(BaseException):
@@ -135,12 +134,7 @@ def runnable_domain(attempt: Attempt) -> DomainSpec:
         # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
         builtin = spec.get("builtin_suite", suite.name)
         return _builtin_suite(builtin, suite.content_hash).domains[domain_row.name]
-    domain = domain_from_dict(spec)
-    if domain.backend == "mcp":
-        # Read per attempt: the setting may change between campaigns, and the key stays in the environment.
-        search = search_service_for(suite_id=suite.pk)
-        domain = dataclasses.replace(domain, mcp={**(domain.mcp or {}), "search": search})
-    return domain
+    return runnable_mcp_domain(suite_id=suite.pk, spec=spec)
 
 
 def agent_config(config: AgentConfig) -> dict[str, Any]:

@@ -95,7 +95,7 @@ def _run_as_main(name: str) -> None:
 
 
 PROBE_TIMEOUT_S = 30.0
-PROBE_REQUESTS = (
+PROBE_REQUESTS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "initialize",
         {

@@ -221,3 +221,31 @@ def test_call_on_a_session_whose_server_was_killed_names_the_process(fork_pool):
     assert str(caught.value).startswith("MCP call get_ticket failed")
     assert caught.value.evidence["backend"]["pid"] == pid
     assert _gone(pid)
+
+
+def test_a_forked_copy_of_this_process_starts_its_own_pools():
+    """Prefork Celery children and env-server workers are forks: they must not use the parent's pools."""
+    from tb_engine.thinkingbox import mcp_backend
+
+    domain = dataclasses.replace(
+        DOMAIN,
+        mcp={**DOMAIN.mcp, "launch": {"command": sys.executable, "args": list(FORK.args), "cwd": str(ROOT)}},
+    )
+    parent_backend = mcp_backend.backend_for_domain(domain, _task())
+    parent_fork_server = next(iter(mcp_backend._pools.values())).fork.pid
+    parent_backend.close()
+    pid = os.fork()
+    if pid == 0:  # the child: a pool of its own, with its own fork server
+        code = 1
+        try:
+            backend = mcp_backend.backend_for_domain(domain, _task())
+            result = AttemptSetup.from_config(domain, backend.task, judge=None).run(backend)
+            backend.close()
+            mine = next(iter(mcp_backend._pools.values())).fork.pid
+            code = 0 if (result.verdict, mine != parent_fork_server) == ("pass", True) else 2
+            mcp_backend.close_pools()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    mcp_backend.close_pools()
+    assert os.waitstatus_to_exitcode(status) == 0
