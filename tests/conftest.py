@@ -167,10 +167,14 @@ def reset_broker_connections() -> None:
 class CeleryWorkerProcess:
     """A real `celery -A thinkingbox_web worker` subprocess that a test can kill and restart."""
 
-    def __init__(self, *, env: dict[str, str], queue: str, log_path: Path):
+    def __init__(
+        self, *, env: dict[str, str], queue: str, log_path: Path, pool: str = "prefork", concurrency: int = 2
+    ):
         self.env = env
         self.queue = queue
         self.log_path = log_path
+        self.pool = pool
+        self.concurrency = concurrency
         self.nodename = f"tbtest-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
         self.process: subprocess.Popen | None = None
 
@@ -188,9 +192,9 @@ class CeleryWorkerProcess:
             "thinkingbox_web",
             "worker",
             "--pool",
-            "prefork",
+            self.pool,
             "--concurrency",
-            "2",
+            str(self.concurrency),
             "--queues",
             self.queue,
             "--hostname",
