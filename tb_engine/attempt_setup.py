@@ -116,9 +116,15 @@ class AttemptSetup:
         except InfraError as exc:  # the backend would not start: infrastructure, never the agent's failure
             return backend_failed_result(self.task, exc, duration_ms=(time.perf_counter() - started) * 1000.0)
         try:
-            return self._run_on(backend, self.agent)
+            result = self._run_on(backend, self.agent)
         finally:
+            closing = time.perf_counter()
             backend.close()
+            closed_ms = (time.perf_counter() - closing) * 1000.0
+        timings = (result.extra.get("backend") or {}).get("timings_ms")
+        if isinstance(timings, dict):  # the backend's own timings (MCP): closing is part of its overhead
+            timings["close"] = round(closed_ms, 2)
+        return result
 
     def _run_on(self, backend: Backend, agent: Agent) -> AttemptResult:
         return run_attempt(

@@ -193,6 +193,8 @@ WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=Tru
 THINKINGBOX_MCP_START = env.get("TB_MCP_START", "fork")
 if THINKINGBOX_MCP_START not in ("fork", "spawn"):
     raise ImproperlyConfigured(f"TB_MCP_START={THINKINGBOX_MCP_START!r}: expected fork or spawn")
+# Worker processes start the imported MCP domains' server pools (and fork servers) when they start.
+THINKINGBOX_MCP_WARM = read_bool(env, "TB_MCP_WARM", default=True)
 # Knowledge-base search (Typesense): a site default for suites without their own setting
 # (manage.py thinkingbox_search). Keys never live in the database: a setting names the variable,
 # and only the variables an admin lists here may be named.

@@ -114,6 +114,32 @@ def _warm_sandboxes(suite) -> None:
             continue
 
 
+def warm_mcp_servers() -> int:
+    """Start the warm pool (and fork server) of every imported MCP domain's launch config in this process.
+
+    So the first attempts of a fresh worker process find server processes ready instead of
+    waiting for a server module's import (about a second and a half). Domains whose launch
+    config cannot be used are skipped: their attempts fail with the reason later.
+    """
+    from apps.suites.models import Domain
+    from tb_engine.thinkingbox.mcp_backend import launch_config, pool_for
+
+    started = set()
+    rows = Domain.objects.filter(backend="mcp").exclude(suite__source=Suite.Source.BUILTIN)
+    for suite_id, spec in rows.values_list("suite_id", "spec"):
+        try:
+            domain = runnable_mcp_domain(suite_id=suite_id, spec=spec)
+            config = launch_config(domain)
+            key = (config.command, config.args, config.url, tuple(sorted((config.env or {}).items())))
+            if key in started:
+                continue
+            pool_for(config, size=((domain.mcp or {}).get("launch") or {}).get("pool_size"))
+            started.add(key)
+        except Exception:  # warming is best effort
+            continue
+    return len(started)
+
+
 @lru_cache(maxsize=4096)
 def _task_spec(task_pk: int, content_hash: str) -> TaskSpec:
     # Keyed by content hash: a re-imported task gets a new entry, never a stale spec.

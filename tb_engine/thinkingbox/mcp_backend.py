@@ -69,7 +69,11 @@ class McpServerConfig:
     ``start``: ``fork`` (a fresh child of a pre-imported parent; only for ``python -m MODULE``
     commands), ``spawn`` (the command itself per attempt), or "" for the ``TB_MCP_START``
     default. ``list_tools``: ``once`` per pool (the ThinkingBox servers register their tools at
-    import, so every fresh process lists the same ones) or ``per_attempt``.
+    import, so every fresh process lists the same ones) or ``per_attempt``. ``teardown``: when to
+    call ``__reserved__teardown`` before the process ends — ``search`` (default: after an init
+    that indexed policy sources into the search service, the one thing the ThinkingBox servers'
+    teardown cleans up, outside the process), ``always`` or ``never``. Without a search service
+    their teardown fails, and logging that traceback cost each server ~60 ms of CPU.
     """
 
     command: str = ""
@@ -82,6 +86,7 @@ class McpServerConfig:
     call_timeout_s: float = 120.0
     start: str = ""
     list_tools: str = "once"
+    teardown: str = "search"
 
     def target(self) -> Any:
         """The SDK's own stdio parameters (or the URL), for driving the server with ``mcp.Client`` directly."""
@@ -145,6 +150,8 @@ class McpSession:
         self._closing: concurrent.futures.Future | None = None
         self.started_at = time.monotonic()
         self.timings_ms: dict[str, float] = {}
+        # __reserved__teardown before the process ends: see McpServerConfig.teardown.
+        self.wants_teardown = config.teardown == "always"
         self._task = loop.submit(self._keep())
 
     async def _keep(self) -> None:
@@ -239,13 +246,27 @@ class McpSession:
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         self.wait_ready()
         try:
-            return self._loop.run(self._client.call_tool(name, arguments), self.config.call_timeout_s)
+            return self._loop.run(self._call_tool(name, arguments), self.config.call_timeout_s)
         except Exception as exc:
             reason = _leaf(exc)
             raise self.infra_error(
                 f"MCP call {name} failed: {type(reason).__name__}: {reason}"
                 + (f" ({self.process.exited})" if self.process.exited else "")
             ) from exc
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """``tools/call`` through the SDK session, without its structured-output check.
+
+        We read a result's text. ``ClientSession.call_tool`` would first list the tools of this
+        session to validate structured content against their output schemas: a second tools/list
+        per attempt (~50 KB for a ThinkingBox server, parsed on both ends) for a check we do not use.
+        """
+        import mcp_types
+
+        request = mcp_types.CallToolRequest(
+            params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
+        )
+        return await self._client.session.send_request(request, mcp_types.CallToolResult)
 
     def list_tools(self) -> list[dict[str, Any]]:
         self.wait_ready()
@@ -272,11 +293,14 @@ class McpSession:
             await asyncio.wait_for(asyncio.shield(ready), self.config.start_timeout_s)
         except BaseException:
             pass
-        if self._ready.done() and self._ready.exception() is None and not self.process.exited:
+        if (
+            self.wants_teardown
+            and self._ready.done()
+            and self._ready.exception() is None
+            and not self.process.exited
+        ):
             try:
-                await asyncio.wait_for(
-                    self._client.call_tool(f"{RESERVED_PREFIX}teardown", {}), TEARDOWN_TIMEOUT_S
-                )
+                await asyncio.wait_for(self._call_tool(f"{RESERVED_PREFIX}teardown", {}), TEARDOWN_TIMEOUT_S)
             except BaseException:
                 pass  # the process is being discarded either way
         if self._stop is not None:
@@ -498,6 +522,8 @@ class McpBackend:
         try:
             self._config = init_config(self.domain, self.task)
             self._search = search_status(self.domain, self._config)
+            if self.session.config.teardown == "search" and self._config.get("sources"):
+                self.session.wants_teardown = True
             started = time.perf_counter()
             self._init(self.session)
             listed = time.perf_counter()
@@ -652,6 +678,7 @@ class McpBackend:
             return
         started = time.perf_counter()
         session = self.pool.acquire()
+        session.wants_teardown = self.session.wants_teardown
         try:
             self._init(session)
             for call in self._calls:
@@ -749,6 +776,7 @@ def launch_config(domain: DomainSpec) -> McpServerConfig:
         url=str(launch.get("url") or ""),
         start=str(launch.get("start") or ""),
         list_tools=str(launch.get("list_tools") or "once"),
+        teardown=str(launch.get("teardown") or "search"),
     )
 
 
@@ -787,6 +815,7 @@ def _pool_key(config: McpServerConfig) -> str:
             config.url,
             config.start_mode(),
             config.list_tools,
+            config.teardown,
         ]
     )
 

@@ -41,6 +41,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -133,7 +134,10 @@ def learn_imports(serve: Any) -> list[str]:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 2)
             serve()
-            os.write(report_write, json.dumps(sorted(set(sys.modules) - known)).encode())
+            # In the order they were imported (sys.modules keeps it): importing, say, the C half of
+            # asyncio before its package leaves the two halves disagreeing about the current task.
+            learnt_here = [name for name in list(sys.modules) if name not in known]
+            os.write(report_write, json.dumps(learnt_here).encode())
             code = 0
         finally:
             os._exit(code)
@@ -281,6 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.flush()
     if not args.no_warm_up:
         learn_imports(serve)
+    if threading.active_count() > 1:  # only the forking thread survives a fork: say so where it can be read
+        print(
+            f"mcp_forkserver: {threading.active_count()} threads after importing {args.module}; "
+            "children may inherit locks held by the others",
+            file=sys.stderr,
+            flush=True,
+        )
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if os.path.exists(args.socket):
