@@ -21,16 +21,17 @@ Configurations are JSON-able mappings, as the Django side stores them:
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tb_engine.backend import Backend, SqliteBackend
-from tb_engine.interfaces import Agent, Judge, UserSimulator
+from tb_engine.interfaces import Agent, InfraError, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
 from tb_engine.pricing import AttemptCost, PriceList, attempt_cost
 from tb_engine.results import AttemptResult
-from tb_engine.runner import Limits, Steps, attempt_steps, run_attempt
+from tb_engine.runner import Limits, Steps, attempt_steps, backend_failed_result, run_attempt
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.users.scripted import ScriptedUser
 
@@ -109,11 +110,21 @@ class AttemptSetup:
             raise ValueError(f"task {self.task.id}: this setup has no agent; drive steps() instead")
         if backend is not None:
             return self._run_on(backend, self.agent)
-        backend = self.open_backend()
+        started = time.perf_counter()
         try:
-            return self._run_on(backend, self.agent)
+            backend = self.open_backend()
+        except InfraError as exc:  # the backend would not start: infrastructure, never the agent's failure
+            return backend_failed_result(self.task, exc, duration_ms=(time.perf_counter() - started) * 1000.0)
+        try:
+            result = self._run_on(backend, self.agent)
         finally:
+            closing = time.perf_counter()
             backend.close()
+            closed_ms = (time.perf_counter() - closing) * 1000.0
+        timings = (result.extra.get("backend") or {}).get("timings_ms")
+        if isinstance(timings, dict):  # the backend's own timings (MCP): closing is part of its overhead
+            timings["close"] = round(closed_ms, 2)
+        return result
 
     def _run_on(self, backend: Backend, agent: Agent) -> AttemptResult:
         return run_attempt(

@@ -6,6 +6,8 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from thinkingbox_web.env import (
     database_config,
     filesystem_broker_options,
@@ -185,6 +187,23 @@ ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
 # Threads-pool workers open every pool thread's database connection at start (one per thread).
 WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
+
+# --- ThinkingBox MCP servers (tb_engine.thinkingbox; docs/thinkingbox.md "Runtime"). How a fresh
+# server process starts per attempt: fork (from a parent that imported the server module once) or
+# spawn; the engine reads TB_MCP_START itself, it is checked here so a typo stops the process early.
+THINKINGBOX_MCP_START = env.get("TB_MCP_START", "fork")
+if THINKINGBOX_MCP_START not in ("fork", "spawn"):
+    raise ImproperlyConfigured(f"TB_MCP_START={THINKINGBOX_MCP_START!r}: expected fork or spawn")
+# Worker processes start the imported MCP domains' server pools (and fork servers) when they start.
+THINKINGBOX_MCP_WARM = read_bool(env, "TB_MCP_WARM", default=True)
+# Knowledge-base search (Typesense): a site default for suites without their own setting
+# (manage.py thinkingbox_search). Keys never live in the database: a setting names the variable,
+# and only the variables an admin lists here may be named.
+THINKINGBOX_SEARCH_URL = env.get("TB_SEARCH_URL", "")
+THINKINGBOX_SEARCH_KEY_ENV = env.get(
+    "TB_SEARCH_KEY_ENV", "TYPESENSE_API_KEY" if THINKINGBOX_SEARCH_URL else ""
+)
+THINKINGBOX_SEARCH_KEY_ENVS = read_list(env, "TB_SEARCH_KEY_ENVS", ["TYPESENSE_API_KEY"])
 
 # --- Logging: one console stream, level from LOG_LEVEL.
 LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
