@@ -182,6 +182,10 @@ ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS"
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
+# Response headers recorded per attempt with the response's model and system_fingerprint, so a
+# provider-side change shows between runs (drift watch). Only headers that name a version belong
+# here; per-request ones (x-request-id, processing time) would look like a change on every call.
+PROVIDER_HEADERS = read_list(env, "TB_PROVIDER_HEADERS", default=["openai-version"])
 # Threads-pool workers open every pool thread's database connection at start (one per thread).
 WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
 
