@@ -185,7 +185,9 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
         return config
     spec = config["spec"]
     if spec != "openai":
-        return make_agent(scheduled_persona(spec, config.get("parameters") or {}), task=task, domain=domain, seed=seed)
+        return make_agent(
+            scheduled_persona(spec, config.get("parameters") or {}), task=task, domain=domain, seed=seed
+        )
     from tb_engine.agents.openai_agent import OpenAIAgent
 
     return OpenAIAgent.from_dict({"endpoint": agent_endpoint(config), "name": config.get("name", "openai")})

@@ -171,7 +171,18 @@ CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "core.record_heartbeat", "schedule": timedelta(minutes=1)},
     # Re-queues attempts of dead workers and re-sends messages lost with them.
     "attempts-sweep": {"task": "worker.sweep", "schedule": timedelta(seconds=30)},
+    # Drift watches: evaluate finished runs, probe endpoints, start due runs (apps.drift.services).
+    "drift-tick": {
+        "task": "drift.tick",
+        "schedule": timedelta(seconds=read_int(env, "TB_DRIFT_TICK_SECONDS", 60)),
+    },
 }
+# --- Drift watch alerts: one JSON POST per alert (signed with the secret when set), and the site's
+# public address for links in it.
+DRIFT_WEBHOOK_URL = env.get("TB_DRIFT_WEBHOOK_URL", "")
+DRIFT_WEBHOOK_SECRET = env.get("TB_DRIFT_WEBHOOK_SECRET", "")
+DRIFT_WEBHOOK_TIMEOUT_SECONDS = read_int(env, "TB_DRIFT_WEBHOOK_TIMEOUT_SECONDS", 5)
+PUBLIC_URL = env.get("TB_PUBLIC_URL", "")
 
 # --- Attempt execution (apps/campaigns services, run by apps/worker): leases, retries of
 # infrastructure errors, dispatch.

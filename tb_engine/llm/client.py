@@ -76,7 +76,11 @@ class ProviderIdentity:
     headers: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "system_fingerprint": self.system_fingerprint, "headers": dict(self.headers)}
+        return {
+            "model": self.model,
+            "system_fingerprint": self.system_fingerprint,
+            "headers": dict(self.headers),
+        }
 
     @classmethod
     def of_response(

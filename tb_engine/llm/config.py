@@ -150,7 +150,9 @@ class EndpointConfig:
         headers = values.get("provider_headers")
         if headers is not None:
             if isinstance(headers, str) or not all(isinstance(h, str) for h in headers):
-                raise LLMConfigError(f"{label} endpoint config: provider_headers: must be a list of header names")
+                raise LLMConfigError(
+                    f"{label} endpoint config: provider_headers: must be a list of header names"
+                )
             values["provider_headers"] = tuple(headers)
         for name in ("extra_headers", "extra_body"):
             if values.get(name) is None:

@@ -280,8 +280,11 @@ def union_values(
     tables: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, int]], *, metric: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """(union task ids sorted, union tasks x campaigns values) from (task_ids, n, c, N) per campaign."""
-    ids = np.unique(np.concatenate([np.asarray(t[0], dtype=object) for t in tables])) if tables else []
-    union = np.asarray(ids, dtype=object)
+    union = (
+        np.unique(np.concatenate([np.asarray(t[0], dtype=object) for t in tables]))
+        if tables
+        else np.zeros(0, dtype=object)
+    )
     values = np.full((len(union), len(tables)), np.nan)
     position = {task: i for i, task in enumerate(union)}
     for column, (task_ids, n, c, n_attempts) in enumerate(tables):

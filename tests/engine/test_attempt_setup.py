@@ -184,6 +184,9 @@ def test_simulated_persona_switches_silently_at_the_configured_moment(retail_dom
     assert scheduled_persona("sim:steady", {}, now=after) == "sim:steady"
     assert scheduled_persona("golden", parameters, now=after) == "golden"
     task = retail_task("ticket_hold_carrier_exception")
-    config = {"spec": "sim:steady", "parameters": {"switch_at": "2000-01-01T00:00:00", "switch_to": "careless"}}
+    config = {
+        "spec": "sim:steady",
+        "parameters": {"switch_at": "2000-01-01T00:00:00", "switch_to": "careless"},
+    }
     agent = build_agent(config, task=task, domain=retail_domain, seed=1)
     assert agent.persona.name == "careless"  # naive times are read as UTC; 2000 has passed

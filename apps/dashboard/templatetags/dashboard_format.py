@@ -43,6 +43,12 @@ def share_points(value) -> str:
 
 
 @register.filter
+def share_pp(value) -> str:
+    """A size (not a signed change) of shares in points -> '4.2 pp' (noise floors, standard errors)."""
+    return DASH if _missing(value) else f"{float(value) * 100:.1f} pp"
+
+
+@register.filter
 def money(value) -> str:
     """USD with enough digits for per-attempt cents; '—' for undefined (e.g. no dependable task)."""
     if _missing(value):
@@ -109,3 +115,15 @@ def rate_class(cell) -> str:
         return "r4"
     rate = cell.rate
     return "r0" if rate == 0 else ("r1" if rate < 0.34 else ("r2" if rate < 0.67 else "r3"))
+
+
+@register.filter
+def metric_noise(scope_metrics, key: str):
+    """The MetricNoise of `key` among a scope's metrics (None when the figure cannot be estimated)."""
+    return next((m for m in scope_metrics or () if m.metric == key), None)
+
+
+@register.filter
+def delta_of(compared, metric: str):
+    """A drift comparison's delta of one watched figure (pass_at_1 or all_n)."""
+    return getattr(compared, metric, None) if compared is not None else None

@@ -306,9 +306,7 @@ def test_attempt_result_carries_the_provider_report_of_an_endpoint_agent(
 ):
     from tb_engine.attempt_setup import AttemptSetup
 
-    scripted_server.generic = __import__(
-        "tests.support.scripted_openai_server", fromlist=["GenericMode"]
-    ).GenericMode(tool_calls=1)
+    scripted_server.generic = GenericMode(tool_calls=1)
     scripted_server.system_fingerprint = "fp_live"
     task = retail_task("ticket_hold_carrier_exception")
     agent = {
