@@ -1,14 +1,37 @@
-"""How a gate report is shown: a plain-text table (the command) and JUnit XML (what CI systems read)."""
+"""A gate report and how it is shown: a plain-text table (the command) and JUnit XML (what CI systems read)."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from apps.gates.selectors import GateReport
 from tb_engine.metrics.gate import RuleResult
 
+if TYPE_CHECKING:
+    from apps.campaigns.models import Campaign
+
 SUITE_NAME = "thinkingbox-gate"
+
+
+@dataclass(frozen=True)
+class GateReport:
+    campaign: Campaign
+    baseline: Campaign | None
+    domain: str
+    tasks: int  # tasks of the campaign in the slice
+    shared_tasks: int | None  # tasks both campaigns ran (with a baseline)
+    rules: tuple[RuleResult, ...]
+    seconds: float  # time spent evaluating
+
+    @property
+    def passed(self) -> bool:
+        return all(rule.passed for rule in self.rules)
+
+    @property
+    def failures(self) -> int:
+        return sum(1 for rule in self.rules if not rule.passed)
 
 
 def _share(value: float | None) -> str:

@@ -8,32 +8,14 @@ from the figures app, so the gate reads exactly what the pages and the API show.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from apps.campaigns.models import Campaign
 from apps.figures import selectors as figures
+from apps.gates.report import GateReport, junit_xml, text_table
 from tb_engine.metrics.gate import GateInputError, RuleResult, evaluate
 
-__all__ = ["GateInputError", "GateReport", "RuleResult", "gate_report"]
-
-
-@dataclass(frozen=True)
-class GateReport:
-    campaign: Campaign
-    baseline: Campaign | None
-    domain: str
-    tasks: int  # tasks of the campaign in the slice
-    shared_tasks: int | None  # tasks both campaigns ran (with a baseline)
-    rules: tuple[RuleResult, ...]
-    seconds: float  # time spent evaluating
-
-    @property
-    def passed(self) -> bool:
-        return all(rule.passed for rule in self.rules)
-
-    @property
-    def failures(self) -> int:
-        return sum(1 for rule in self.rules if not rule.passed)
+__all__ = ["GateInputError", "GateReport", "RuleResult", "gate_report", "junit_xml", "text_table"]
 
 
 def gate_report(

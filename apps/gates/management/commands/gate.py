@@ -8,8 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.campaigns.models import Campaign
-from apps.gates.report import junit_xml, text_table
-from apps.gates.selectors import GateInputError, gate_report
+from apps.gates.selectors import GateInputError, gate_report, junit_xml, text_table
 
 EXIT_FAILED = 1
 EXIT_UNUSABLE = 2
