@@ -13,7 +13,8 @@ DASH = "—"
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    # "" is what a template hands over for a key that is not there (e.g. a run not evaluated yet).
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
 
 
 @register.filter
