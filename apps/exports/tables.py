@@ -71,10 +71,6 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         descending=descending,
     )
     columns = [
-        Column("rank", f"rank by {figures.METRIC_LABELS[rank_by]} (= tied within the noise floor)"),
-        Column("band", "band", "int"),
-        Column("delta_to_band_leader", "Δ to band leader", "share"),
-        Column("mdd_to_band_leader", "noise floor to band leader (MDD)", "share"),
         Column("campaign", "campaign"),
         Column("simulation", "simulation", "bool"),
         Column("n_attempts", "N", "int"),
@@ -82,7 +78,6 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         Column("pass_at_1", "pass@1", "share"),
         Column("pass_at_1_lo", "pass@1 lo", "share"),
         Column("pass_at_1_hi", "pass@1 hi", "share"),
-        Column("pass_at_1_se", "pass@1 SE", "share"),
         Column("pass_at_5", "pass@5", "share"),
         Column("pass_at_10", "pass@10", "share"),
         Column("pass_at_n", "pass@N", "share"),
@@ -91,7 +86,6 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         Column("pass_at_n_observed", "pass@N observed", "share"),
         Column("all_n_count", "all-N tasks", "int"),
         Column("all_n", "all-N share", "share"),
-        Column("all_n_se", "all-N SE", "share"),
         Column("gap_pp", "gap (pp)", "points"),
         Column("mean_tokens", "tokens per attempt", "float"),
         Column("cost_per_attempt", "$ per attempt", "money"),
@@ -100,6 +94,13 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         Column("infra_errors", "infra errors", "int"),
         Column("incomplete_tasks", "incomplete tasks", "int"),
         EXCLUDED_COLUMN,
+        # The noise floor (SPEC §9), last so existing column positions stay where they were.
+        Column("rank", f"rank by {figures.METRIC_LABELS[rank_by]} (= tied within the noise floor)"),
+        Column("band", "band", "int"),
+        Column("delta_to_band_leader", "Δ to band leader", "share"),
+        Column("mdd_to_band_leader", "noise floor to band leader (MDD)", "share"),
+        Column("pass_at_1_se", "pass@1 SE", "share"),
+        Column("all_n_se", "all-N SE", "share"),
     ]
     out = []
     for row in rows:
