@@ -174,7 +174,18 @@ CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "core.record_heartbeat", "schedule": timedelta(minutes=1)},
     # Re-queues attempts of dead workers and re-sends messages lost with them.
     "attempts-sweep": {"task": "worker.sweep", "schedule": timedelta(seconds=30)},
+    # Drift watches: evaluate finished runs, probe endpoints, start due runs (apps.drift.services).
+    "drift-tick": {
+        "task": "drift.tick",
+        "schedule": timedelta(seconds=read_int(env, "TB_DRIFT_TICK_SECONDS", 60)),
+    },
 }
+# --- Drift watch alerts: one JSON POST per alert (signed with the secret when set), and the site's
+# public address for links in it.
+DRIFT_WEBHOOK_URL = env.get("TB_DRIFT_WEBHOOK_URL", "")
+DRIFT_WEBHOOK_SECRET = env.get("TB_DRIFT_WEBHOOK_SECRET", "")
+DRIFT_WEBHOOK_TIMEOUT_SECONDS = read_int(env, "TB_DRIFT_WEBHOOK_TIMEOUT_SECONDS", 5)
+PUBLIC_URL = env.get("TB_PUBLIC_URL", "")
 
 # --- Attempt execution (apps/campaigns services, run by apps/worker): leases, retries of
 # infrastructure errors, dispatch.
@@ -185,6 +196,10 @@ ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS"
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
+# Response headers recorded per attempt with the response's model and system_fingerprint, so a
+# provider-side change shows between runs (drift watch). Only headers that name a version belong
+# here; per-request ones (x-request-id, processing time) would look like a change on every call.
+PROVIDER_HEADERS = read_list(env, "TB_PROVIDER_HEADERS", default=["openai-version"])
 # Threads-pool workers open every pool thread's database connection at start (one per thread).
 WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
 

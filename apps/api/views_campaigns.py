@@ -16,7 +16,14 @@ from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress, campaigns_visible_to
-from apps.campaigns.services import campaign_cancel, campaign_create, campaign_resume, campaign_start
+from apps.campaigns.services import (
+    NotReplicable,
+    campaign_cancel,
+    campaign_create,
+    campaign_replicate,
+    campaign_resume,
+    campaign_start,
+)
 from apps.core.access import teams_for
 from apps.core.roles import Role
 from apps.suites.models import Suite
@@ -37,6 +44,12 @@ class CampaignOutput(serializers.ModelSerializer):
     )
     suite = serializers.IntegerField(source="suite_id", read_only=True)
     price_sheet = serializers.IntegerField(source="price_sheet_id", read_only=True, allow_null=True)
+    replicate_of = serializers.IntegerField(
+        source="replicate_of_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The first campaign of this campaign's replicate set (null: not a replicate).",
+    )
     task_count = serializers.IntegerField(read_only=True)
     user_simulator = serializers.DictField(read_only=True)
     judge = serializers.DictField(read_only=True)
@@ -63,6 +76,7 @@ class CampaignOutput(serializers.ModelSerializer):
             "user_simulator",
             "judge",
             "price_sheet",
+            "replicate_of",
             "created_at",
             "started_at",
             "finished_at",
@@ -300,3 +314,52 @@ class CampaignResumeView(_CampaignAction):
     @_action_schema("Resume a campaign (operator): re-queue cancelled and infra-error attempts")
     def post(self, request, pk: int):
         return super().post(request, pk)
+
+
+class ReplicateInput(serializers.Serializer):
+    seed = serializers.IntegerField(
+        required=False,
+        min_value=-(2**63),
+        max_value=2**63 - 1,
+        help_text="Default: one above the set's highest.",
+    )
+    name = serializers.CharField(
+        max_length=200, required=False, help_text="Default: '<first> · replicate <k>'."
+    )
+    launch = serializers.BooleanField(default=True, help_text="Start at once.")
+
+
+class CampaignReplicateView(ApiView):
+    roles = {"POST": Role.OPERATOR}
+
+    @api_schema(
+        summary="Re-run a campaign's configuration as a replicate with a new seed (operator)",
+        description="Same agent, tasks, N, user simulator, judge and price sheet; the new campaign's "
+        "replicate_of is the set's first campaign. Replicate sets show the observed run-to-run spread "
+        "beside the noise floor (GET /api/metrics/replicates/).",
+        tags=TAGS,
+        request=ReplicateInput,
+        responses={201: CampaignOutput},
+        errors=(400, 401, 403, 404, 409),
+    )
+    def post(self, request, pk: int):
+        campaign = get_campaign_for_user(request.user, pk)
+        data = self.validated_body(ReplicateInput)
+        if campaign.is_active:
+            raise Conflict("cannot replicate a running campaign: wait until it finishes")
+        try:
+            replicate = campaign_replicate(
+                campaign=campaign,
+                owner=request.user,
+                seed=data.get("seed"),
+                name=data.get("name", ""),
+                start=data["launch"],
+            )
+        except NotReplicable as exc:
+            raise Conflict(str(exc)) from exc
+        except ValueError as exc:
+            raise serializers.ValidationError({"seed": [str(exc)]}) from exc
+        return Response(
+            CampaignOutput(get_campaign_for_user(request.user, replicate.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )

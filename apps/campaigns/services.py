@@ -40,6 +40,7 @@ __all__ = [
     "RUN_ATTEMPT_TASK",
     "SWEEP_TASK",
     "AttemptOutcome",
+    "NotReplicable",
     "attempt_claim",
     "attempt_claim_prepare",
     "attempt_heartbeat",
@@ -50,10 +51,12 @@ __all__ = [
     "campaign_dispatch",
     "campaign_finish_if_complete",
     "campaign_import",
+    "campaign_replicate",
     "campaign_resume",
     "campaign_start",
     "campaign_window",
     "campaigns_wait",
+    "replicate_root",
     "worker_identity",
 ]
 
@@ -113,6 +116,60 @@ def campaign_create(
         )
         campaign.tasks.set(selected)
     return campaign
+
+
+class NotReplicable(ValueError):
+    """The campaign cannot be re-run here (its results were imported from elsewhere)."""
+
+
+def replicate_root(campaign: Campaign) -> Campaign:
+    """The first campaign of the campaign's replicate set (the campaign itself when it starts one)."""
+    return campaign.replicate_of or campaign
+
+
+def campaign_replicate(
+    *, campaign: Campaign, owner, seed: int | None = None, name: str = "", start: bool = True
+) -> Campaign:
+    """Re-run the campaign's configuration as a replicate: same agent, tasks, N, user simulator, judge
+    and price sheet, a new seed (default: one above the set's highest).
+
+    Side effects: one Campaign row with the same task selection, ``replicate_of`` the set's first
+    campaign; started (attempts queued and dispatched) unless ``start`` is False. Raises
+    NotReplicable for imported results and ValueError for a seed the set already used.
+    """
+    root = replicate_root(campaign)
+    if (root.user_simulator or {}).get("kind") == "imported":
+        raise NotReplicable(f"campaign {root.name!r} holds imported results; there is nothing here to re-run")
+    members = [root, *root.replicates.all()]
+    seeds = {member.seed for member in members}
+    seed = max(seeds) + 1 if seed is None else seed
+    if seed in seeds:
+        raise ValueError(f"seed {seed} is already used in the replicate set of {root.name!r}")
+    taken = set(Campaign.objects.filter(team=root.team).values_list("name", flat=True))
+    if not name:
+        number = len(members) + 1
+        name = f"{root.name} · replicate {number}"
+        while name in taken:
+            number += 1
+            name = f"{root.name} · replicate {number}"
+    replicate = campaign_create(
+        name=name,
+        team=root.team,
+        owner=owner,
+        agent=root.agent,
+        suite=root.suite,
+        tasks=list(root.tasks.all()),
+        n_attempts=root.n_attempts,
+        seed=seed,
+        user_simulator=root.user_simulator,
+        judge=root.judge,
+        price_sheet=root.price_sheet,
+    )
+    replicate.replicate_of = root
+    replicate.save(update_fields=["replicate_of"])
+    if start:
+        campaign_start(campaign=replicate)
+    return replicate
 
 
 @transaction.atomic

@@ -45,6 +45,11 @@ class HeartbeatAgent:
         self._every_s = every_s if every_s is not None else getattr(settings, "ATTEMPT_HEARTBEAT_SECONDS", 2)
         self._last = time.monotonic()
 
+    def provider_report(self) -> list[dict[str, Any]]:
+        """What the wrapped agent's endpoint said about the model that answered (empty for local agents)."""
+        report = getattr(self._agent, "provider_report", None)
+        return report() if callable(report) else []
+
     def step(self, view: AgentView) -> AgentStep:
         now = time.monotonic()
         if now - self._last >= self._every_s:
@@ -173,6 +178,7 @@ def agent_config(config: AgentConfig) -> dict[str, Any]:
         "api_key_env": config.api_key_env,
         "parameters": config.parameters,
         "max_concurrency": config.max_concurrency,
+        "provider_headers": list(settings.PROVIDER_HEADERS),
     }
 
 
