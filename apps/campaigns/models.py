@@ -35,6 +35,11 @@ class Campaign(models.Model):
     suite_version = models.CharField(max_length=50)
     suite_hash = models.CharField(max_length=64)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    # An adaptive campaign (apps.adaptive) runs a fraction of the N x tasks attempts, chosen as
+    # results come in, and its full figures are *estimated* (SPEC §9). Its options are the
+    # engine's AdaptiveConfig plus the calibration to use (None: the suite's latest for the team).
+    adaptive = models.BooleanField(default=False)
+    adaptive_options = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

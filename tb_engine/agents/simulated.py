@@ -219,7 +219,9 @@ FAMILY: dict[str, Persona] = {
         _family_member("average", "middling everywhere.", SkillProfile(0.3)),
         _family_member("novice", "weak everywhere.", SkillProfile(-1.0)),
         *(
-            _family_member(f"{short}-expert", _DOMAIN_EXPERT.format(domain), SkillProfile(-0.3, {domain: 2.5}))
+            _family_member(
+                f"{short}-expert", _DOMAIN_EXPERT.format(domain), SkillProfile(-0.3, {domain: 2.5})
+            )
             for short, domain in (
                 ("retail", "retail"),
                 ("travel", "travel"),

@@ -166,7 +166,9 @@ def plan(
     in_flight = int(pending.sum())
 
     def finished(reason: str) -> Plan:
-        return Plan({}, reason if in_flight == 0 else None, ability, se_pass, se_all, categories, used, budget)
+        return Plan(
+            {}, reason if in_flight == 0 else None, ability, se_pass, se_all, categories, used, budget
+        )
 
     if max(se_pass, se_all) <= config.target_se:
         return finished("target_se")
@@ -228,7 +230,9 @@ def value_of_attempt(
     clean = passes == done
     step = np.maximum(r - 1, 0)
     v1 = _beta_binomial_var(r, alpha, beta)
-    v1_after = pi * _beta_binomial_var(step, alpha + 1, beta) + (1 - pi) * _beta_binomial_var(step, alpha, beta + 1)
+    v1_after = pi * _beta_binomial_var(step, alpha + 1, beta) + (1 - pi) * _beta_binomial_var(
+        step, alpha, beta + 1
+    )
     q = np.where(clean, _all_pass(r, alpha, beta), 0.0)
     q_after = np.where(clean, _all_pass(step, alpha + 1, beta), 0.0)
     v2 = q * (1 - q)

@@ -22,8 +22,9 @@ so the model is written out here and optimised by SciPy.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,10 @@ A_MEAN, A_SD = 1.0, 1.0
 B_SD = 3.0
 LOG_S_MEAN, LOG_S_SD = math.log(0.5), 1.0
 PRIOR_WIDENING = 2.0  # a new campaign may lie beyond the calibrated ones: its prior sd is doubled
+LOADING_SD = 0.5  # latent factor loadings ~ N(0, 0.5^2), factors ~ N(0, 1)
+LATENT_FACTORS = (
+    0  # tried by default when > 0; 2 factors lost on BIC on the 500-task bench (docs/adaptive.md)
+)
 LOG_K_SD = 0.5  # log consistency ~ N(0, 0.5^2): pins the product k_j a_t's scale on the tasks' side
 SINGLE = "all tasks"
 # Relative objective change at which L-BFGS-B stops: ~0.01 log-likelihood units at this size,
@@ -68,8 +73,8 @@ class Calibration:
     abilities: np.ndarray  # (campaigns, dimensions)
     consistency: np.ndarray  # k_j, (campaigns,)
     residual_sds: np.ndarray  # s_j, (campaigns,)
-    ability_mean: np.ndarray  # prior for a new campaign, (dimensions,)
-    ability_cov: np.ndarray  # (dimensions, dimensions)
+    ability_mean: np.ndarray  # prior for a new campaign, (dimensions + factors,)
+    ability_cov: np.ndarray  # (dimensions + factors, dimensions + factors)
     log_consistency_prior: tuple[float, float]  # (mean, sd) of log k for a new campaign
     log_residual_prior: tuple[float, float]  # (mean, sd) of log s for a new campaign
     log_likelihood: float
@@ -78,7 +83,13 @@ class Calibration:
     bic: float
     dimension_note: str
     seconds: float = 0.0
-    alternatives: dict[str, float] = field(default_factory=dict)  # dimension choice -> BIC
+    alternatives: dict[str, float] = field(default_factory=dict)  # model choice -> BIC
+    loadings: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (tasks, factors)
+    factors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (campaigns, factors)
+
+    @property
+    def n_factors(self) -> int:
+        return int(self.loadings.shape[1]) if self.loadings.ndim == 2 and self.loadings.size else 0
 
     @property
     def n_tasks(self) -> int:
@@ -118,12 +129,14 @@ class Calibration:
             "dimension_note": self.dimension_note,
             "seconds": float(self.seconds),
             "alternatives": {k: float(v) for k, v in self.alternatives.items()},
+            "loadings": [[float(x) for x in row] for row in self.loadings],
+            "factors": [[float(x) for x in row] for row in self.factors],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibration:
         """Inverse of ``to_dict``."""
-        dims = len(data["dimensions"])
+        dims = len(data["ability_mean"])
         return cls(
             task_ids=tuple(data["task_ids"]),
             task_domains=tuple(data["task_domains"]),
@@ -135,10 +148,13 @@ class Calibration:
             difficulty_se=np.asarray(data["difficulty_se"], dtype=np.float64),
             residual_sd=float(data["residual_sd"]),
             campaigns=tuple(data["campaigns"]),
-            abilities=np.asarray(data["abilities"], dtype=np.float64).reshape(-1, dims),
+            abilities=np.asarray(data["abilities"], dtype=np.float64).reshape(-1, len(data["dimensions"])),
             consistency=np.asarray(data["consistency"], dtype=np.float64),
             residual_sds=np.asarray(data["residual_sds"], dtype=np.float64),
-            log_consistency_prior=(float(data["log_consistency_prior"][0]), float(data["log_consistency_prior"][1])),
+            log_consistency_prior=(
+                float(data["log_consistency_prior"][0]),
+                float(data["log_consistency_prior"][1]),
+            ),
             log_residual_prior=(float(data["log_residual_prior"][0]), float(data["log_residual_prior"][1])),
             ability_mean=np.asarray(data["ability_mean"], dtype=np.float64),
             ability_cov=np.asarray(data["ability_cov"], dtype=np.float64).reshape(dims, dims),
@@ -149,7 +165,15 @@ class Calibration:
             dimension_note=str(data["dimension_note"]),
             seconds=float(data.get("seconds", 0.0)),
             alternatives=dict(data.get("alternatives", {})),
+            loadings=_matrix(data.get("loadings"), len(data["task_ids"])),
+            factors=_matrix(data.get("factors"), len(data["campaigns"])),
         )
+
+
+def _matrix(rows: Any, height: int) -> np.ndarray:
+    if not rows or not rows[0]:
+        return np.zeros((0, 0))
+    return np.asarray(rows, dtype=np.float64).reshape(height, -1)
 
 
 @dataclass(frozen=True)
@@ -192,9 +216,33 @@ def _cells(frame: pd.DataFrame) -> _Cells:
     )
 
 
-def _initial(cells: _Cells, dims: int, task_dimension: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class _Layout:
+    """Where each parameter block sits in the optimiser's vector."""
+
+    J: int
+    T: int
+    D: int
+    K: int  # latent factors beyond the named dimensions
+
+    @property
+    def size(self) -> int:
+        return self.J * self.D + 2 * self.T + 2 * self.J + self.T * self.K + self.J * self.K
+
+    def unpack(self, x: np.ndarray):
+        J, T, D, K = self.J, self.T, self.D, self.K
+        at = 0
+        blocks = []
+        for width in (J * D, T, T, J, J, T * K, J * K):
+            blocks.append(x[at : at + width])
+            at += width
+        theta, a, b, log_k, log_s, loadings, factors = blocks
+        return theta, a, b, log_k, log_s, loadings.reshape(T, K), factors.reshape(J, K)
+
+
+def _initial(cells: _Cells, layout: _Layout) -> np.ndarray:
     """Abilities from campaign pass rates, difficulties from task pass rates, a = 1, s = 0.5."""
-    J, T = len(cells.campaigns), len(cells.task_ids)
+    J, T, D, K = layout.J, layout.T, layout.D, layout.K
 
     def logit_rate(index: np.ndarray, size: int) -> np.ndarray:
         passes = np.bincount(index, weights=cells.c, minlength=size)
@@ -204,37 +252,35 @@ def _initial(cells: _Cells, dims: int, task_dimension: np.ndarray) -> np.ndarray
 
     campaign_logit = logit_rate(cells.campaign, J)
     spread = campaign_logit.std() or 1.0
-    theta = np.repeat(((campaign_logit - campaign_logit.mean()) / spread)[:, None], dims, axis=1)
+    theta = np.repeat(((campaign_logit - campaign_logit.mean()) / spread)[:, None], D, axis=1)
     b = -logit_rate(cells.task, T)
     a = np.ones(T)
-    return np.concatenate([theta.ravel(), a, b, np.zeros(J), np.full(J, LOG_S_MEAN)])
+    # Factors start small and not at zero (zero is a saddle point of the product).
+    rng = np.random.default_rng(0)
+    loadings = 0.1 * rng.standard_normal(T * K)
+    factors = 0.1 * rng.standard_normal(J * K)
+    return np.concatenate([theta.ravel(), a, b, np.zeros(J), np.full(J, LOG_S_MEAN), loadings, factors])
 
 
-def _unpack(x: np.ndarray, J: int, T: int, dims: int):
-    n_theta = J * dims
-    theta = x[:n_theta]
-    a = x[n_theta : n_theta + T]
-    b = x[n_theta + T : n_theta + 2 * T]
-    log_k = x[n_theta + 2 * T : n_theta + 2 * T + J]
-    log_s = x[n_theta + 2 * T + J :]
-    return theta, a, b, log_k, log_s
+def _linear(cells: _Cells, layout: _Layout, task_dimension: np.ndarray, x: np.ndarray):
+    theta, a, b, log_k, log_s, loadings, factors = layout.unpack(x)
+    slot = cells.campaign * layout.D + task_dimension[cells.task]
+    k_cell = np.exp(log_k)[cells.campaign]
+    centred = theta[slot] - b[cells.task]
+    latent = (loadings[cells.task] * factors[cells.campaign]).sum(axis=1) if layout.K else 0.0
+    inner = a[cells.task] * centred + latent
+    return k_cell * inner, k_cell, centred, slot, np.exp(log_s)[cells.campaign]
 
 
 def _fit(
-    cells: _Cells, task_dimension: np.ndarray, dims: int, start: np.ndarray | None = None
+    cells: _Cells, task_dimension: np.ndarray, layout: _Layout, start: np.ndarray | None = None
 ) -> tuple[np.ndarray, float, bool]:
-    J, T = len(cells.campaigns), len(cells.task_ids)
-    cell_dim = task_dimension[cells.task]
-    theta_slot = cells.campaign * dims + cell_dim
-    n_theta = J * dims
+    J, T, D, K = layout.J, layout.T, layout.D, layout.K
 
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
-        theta, a, b, log_k, log_s = _unpack(x, J, T, dims)
-        k_cell = np.exp(log_k)[cells.campaign]
-        s_cell = np.exp(log_s)[cells.campaign]
-        a_cell, b_cell = a[cells.task], b[cells.task]
-        centred = theta[theta_slot] - b_cell
-        eta = k_cell * a_cell * centred
+        theta, a, b, log_k, log_s, loadings, factors = layout.unpack(x)
+        eta, k_cell, centred, slot, s_cell = _linear(cells, layout, task_dimension, x)
+        a_cell = a[cells.task]
         terms = cell_terms(eta, s_cell, cells.n, cells.c, QUADRATURE, second=False)
         value = -terms.log_lik.sum()
         value += 0.5 * (theta @ theta) / THETA_SD**2
@@ -242,23 +288,43 @@ def _fit(
         value += 0.5 * (log_k @ log_k) / LOG_K_SD**2
         value += 0.5 * ((log_s - LOG_S_MEAN) ** 2).sum() / LOG_S_SD**2
         g = terms.d_eta
-        grad_theta = -np.bincount(theta_slot, weights=g * k_cell * a_cell, minlength=n_theta) + theta / THETA_SD**2
-        grad_a = -np.bincount(cells.task, weights=g * k_cell * centred, minlength=T) + (a - A_MEAN) / A_SD**2
-        grad_b = np.bincount(cells.task, weights=g * k_cell * a_cell, minlength=T) + b / B_SD**2
-        grad_k = -np.bincount(cells.campaign, weights=g * eta, minlength=J) + log_k / LOG_K_SD**2
-        grad_s = (
+        gk = g * k_cell
+        grad = [
+            -np.bincount(slot, weights=gk * a_cell, minlength=J * D) + theta / THETA_SD**2,
+            -np.bincount(cells.task, weights=gk * centred, minlength=T) + (a - A_MEAN) / A_SD**2,
+            np.bincount(cells.task, weights=gk * a_cell, minlength=T) + b / B_SD**2,
+            -np.bincount(cells.campaign, weights=g * eta, minlength=J) + log_k / LOG_K_SD**2,
             -np.bincount(cells.campaign, weights=terms.d_s * s_cell, minlength=J)
-            + (log_s - LOG_S_MEAN) / LOG_S_SD**2
-        )
-        return float(value), np.concatenate([grad_theta, grad_a, grad_b, grad_k, grad_s])
+            + (log_s - LOG_S_MEAN) / LOG_S_SD**2,
+        ]
+        if K:
+            value += 0.5 * (loadings * loadings).sum() / LOADING_SD**2 + 0.5 * (factors * factors).sum()
+            grad_loadings = np.stack(
+                [
+                    -np.bincount(cells.task, weights=gk * factors[cells.campaign, f], minlength=T)
+                    for f in range(K)
+                ],
+                axis=1,
+            )
+            grad_factors = np.stack(
+                [
+                    -np.bincount(cells.campaign, weights=gk * loadings[cells.task, f], minlength=J)
+                    for f in range(K)
+                ],
+                axis=1,
+            )
+            grad.append((grad_loadings + loadings / LOADING_SD**2).ravel())
+            grad.append((grad_factors + factors).ravel())
+        return float(value), np.concatenate(grad)
 
-    x0 = _initial(cells, dims, task_dimension) if start is None else start
+    x0 = _initial(cells, layout) if start is None else start
     bounds = (
-        [(-8.0, 8.0)] * n_theta
+        [(-8.0, 8.0)] * (J * D)
         + [(-6.0, 8.0)] * T
         + [(-12.0, 12.0)] * T
         + [(-2.5, 2.5)] * J
         + [(math.log(0.02), 1.5)] * J
+        + [(-5.0, 5.0)] * (T * K + J * K)
     )
     result = minimize(
         objective,
@@ -272,15 +338,14 @@ def _fit(
 
 
 def _item_standard_errors(
-    cells: _Cells, x: np.ndarray, task_dimension: np.ndarray, dims: int
+    cells: _Cells, x: np.ndarray, task_dimension: np.ndarray, layout: _Layout
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-task SE of (a, b) from the 2x2 observed information with abilities and s held at the fit."""
-    J, T = len(cells.campaigns), len(cells.task_ids)
-    theta, a, b, log_k, log_s = _unpack(x, J, T, dims)
-    k_cell = np.exp(log_k)[cells.campaign]
-    centred = theta[cells.campaign * dims + task_dimension[cells.task]] - b[cells.task]
+    """Per-task SE of (a, b) from the 2x2 observed information with everything else held at the fit."""
+    T = layout.T
+    _, a, _, _, _, _, _ = layout.unpack(x)
+    eta, k_cell, centred, _, s_cell = _linear(cells, layout, task_dimension, x)
     a_cell = a[cells.task]
-    terms = cell_terms(k_cell * a_cell * centred, np.exp(log_s)[cells.campaign], cells.n, cells.c, QUADRATURE)
+    terms = cell_terms(eta, s_cell, cells.n, cells.c, QUADRATURE)
     w = -terms.d2_eta  # observed information in eta (>= 0 up to quadrature error)
     g = terms.d_eta
     # eta = k a (theta - b): d/da = k centred, d/db = -k a; d2 eta / da db = -k.
@@ -305,7 +370,9 @@ def _ability_prior(abilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     variances = np.clip(np.diag(sample), 0.1, None)
     sd = np.sqrt(variances)
     if D > 1:
-        correlation = sample / np.outer(np.sqrt(np.clip(np.diag(sample), 1e-12, None)), np.sqrt(np.clip(np.diag(sample), 1e-12, None)))
+        correlation = sample / np.outer(
+            np.sqrt(np.clip(np.diag(sample), 1e-12, None)), np.sqrt(np.clip(np.diag(sample), 1e-12, None))
+        )
         off = correlation[~np.eye(D, dtype=bool)]
         target = np.full((D, D), float(np.clip(off.mean(), 0.0, 0.95)))
         np.fill_diagonal(target, 1.0)
@@ -325,7 +392,9 @@ def _spread_prior(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), max(sd * math.sqrt(1.0 + 1.0 / max(values.size, 1)), 0.15) * PRIOR_WIDENING
 
 
-def _fit_dimensions(cells: _Cells, by_domain: bool, single: Calibration | None = None) -> Calibration:
+def _fit_dimensions(
+    cells: _Cells, by_domain: bool, factors: int = 0, warm: Calibration | None = None
+) -> Calibration:
     if by_domain:
         dimensions = tuple(sorted(set(cells.task_domains)))
         lookup = {name: i for i, name in enumerate(dimensions)}
@@ -333,35 +402,35 @@ def _fit_dimensions(cells: _Cells, by_domain: bool, single: Calibration | None =
     else:
         dimensions = (SINGLE,)
         task_dimension = np.zeros(len(cells.task_ids), dtype=np.int64)
-    dims = len(dimensions)
+    J, T, D = len(cells.campaigns), len(cells.task_ids), len(dimensions)
+    layout = _Layout(J=J, T=T, D=D, K=factors)
     start = None
-    if single is not None:  # the single-ability fit, its ability copied to every domain
-        theta0 = np.repeat(single.abilities, dims, axis=1).ravel()
+    if warm is not None:  # a simpler fit: its abilities copied to every dimension, small factors
+        theta0 = (
+            np.repeat(warm.abilities[:, :1], D, axis=1) if warm.abilities.shape[1] != D else warm.abilities
+        )
+        fresh = _initial(cells, layout)
+        _, _, _, _, _, loadings0, factors0 = layout.unpack(fresh)
         start = np.concatenate(
             [
-                theta0,
-                single.discrimination,
-                single.difficulty,
-                np.log(single.consistency),
-                np.log(single.residual_sds),
+                theta0.ravel(),
+                warm.discrimination,
+                warm.difficulty,
+                np.log(warm.consistency),
+                np.log(warm.residual_sds),
+                loadings0.ravel(),
+                factors0.ravel(),
             ]
         )
-    x, log_posterior, _ = _fit(cells, task_dimension, dims, start)
-    J, T = len(cells.campaigns), len(cells.task_ids)
-    theta_flat, a, b, log_k, log_s = _unpack(x, J, T, dims)
-    theta = theta_flat.reshape(J, dims)
-    cell_eta = (
-        np.exp(log_k)[cells.campaign]
-        * a[cells.task]
-        * (theta_flat[cells.campaign * dims + task_dimension[cells.task]] - b[cells.task])
-    )
-    log_lik = float(
-        cell_terms(cell_eta, np.exp(log_s)[cells.campaign], cells.n, cells.c, QUADRATURE).log_lik.sum()
-    )
-    k = J * dims + 2 * T + 2 * J
+    x, _, _ = _fit(cells, task_dimension, layout, start)
+    theta_flat, a, b, log_k, log_s, loadings, latent = layout.unpack(x)
+    theta = theta_flat.reshape(J, D)
+    eta, _, _, _, s_cell = _linear(cells, layout, task_dimension, x)
+    log_lik = float(cell_terms(eta, s_cell, cells.n, cells.c, QUADRATURE).log_lik.sum())
+    k = layout.size
     bic = -2.0 * log_lik + k * math.log(max(len(cells.n), 1))
-    se_a, se_b = _item_standard_errors(cells, x, task_dimension, dims)
-    mean, cov = _ability_prior(theta)
+    se_a, se_b = _item_standard_errors(cells, x, task_dimension, layout)
+    mean, cov = _ability_prior(np.concatenate([theta, latent], axis=1))
     return Calibration(
         task_ids=cells.task_ids,
         task_domains=cells.task_domains,
@@ -385,6 +454,8 @@ def _fit_dimensions(cells: _Cells, by_domain: bool, single: Calibration | None =
         n_cells=len(cells.n),
         bic=bic,
         dimension_note="",
+        loadings=loadings,
+        factors=latent,
     )
 
 
@@ -403,10 +474,18 @@ def domains_supported(cells: pd.DataFrame) -> tuple[bool, str]:
     return True, f"{domains.ngroups} domains, each with ≥ {MIN_TASKS_PER_DOMAIN} tasks"
 
 
-def calibrate(cells: pd.DataFrame, *, dimensions: str = "auto") -> Calibration:
-    """Fit the model on cells (columns campaign, task_id, domain, n, c); dimensions auto | single | domain."""
-    import time
+def _label(cal: Calibration) -> str:
+    named = "one per domain" if len(cal.dimensions) > 1 else "one ability"
+    return f"{named} + {cal.n_factors} latent factor(s)" if cal.n_factors else named
 
+
+def calibrate(cells: pd.DataFrame, *, dimensions: str = "auto", factors: int | None = None) -> Calibration:
+    """Fit the model on cells (columns campaign, task_id, domain, n, c).
+
+    ``dimensions``: auto | single | domain. ``factors``: latent factors beyond the named
+    dimensions (None: try LATENT_FACTORS on the better of single / per-domain and keep it if
+    its BIC is lower).
+    """
     started = time.perf_counter()
     if dimensions not in ("auto", "single", "domain"):
         raise CalibrationError(f"dimensions: must be auto, single or domain, got {dimensions!r}")
@@ -415,27 +494,33 @@ def calibrate(cells: pd.DataFrame, *, dimensions: str = "auto") -> Calibration:
     if dimensions == "domain" and not supported:
         raise CalibrationError(f"dimensions: one per domain is not supported by the data ({why})")
     candidates: list[Calibration] = []
+    first = factors or 0
     if dimensions in ("auto", "single"):
-        candidates.append(_fit_dimensions(parsed, by_domain=False))
+        candidates.append(_fit_dimensions(parsed, by_domain=False, factors=first))
     if dimensions == "domain" or (dimensions == "auto" and supported):
-        candidates.append(_fit_dimensions(parsed, by_domain=True, single=candidates[0] if candidates else None))
+        candidates.append(
+            _fit_dimensions(parsed, by_domain=True, factors=first, warm=candidates[0] if candidates else None)
+        )
     best = min(candidates, key=lambda cal: cal.bic)
-    alternatives = {", ".join(cal.dimensions) if len(cal.dimensions) > 1 else SINGLE: cal.bic for cal in candidates}
-    if len(best.dimensions) > 1:
-        note = f"one ability per domain ({why}); BIC {best.bic:.0f} against {min(alternatives.values()) if len(candidates) == 1 else candidates[0].bic:.0f} for a single one"
-    elif dimensions == "single":
-        note = "a single ability (asked for)"
-    elif supported:
-        note = f"a single ability: its BIC {best.bic:.0f} beats one per domain ({candidates[-1].bic:.0f})"
+    if factors is None and LATENT_FACTORS and len(parsed.campaigns) > LATENT_FACTORS + 2:
+        candidates.append(
+            _fit_dimensions(parsed, by_domain=len(best.dimensions) > 1, factors=LATENT_FACTORS, warm=best)
+        )
+        best = min(candidates, key=lambda cal: cal.bic)
+    alternatives = {_label(cal): cal.bic for cal in candidates}
+    ranked = ", ".join(
+        f"{label} {bic:.0f}" for label, bic in sorted(alternatives.items(), key=lambda kv: kv[1])
+    )
+    if len(best.dimensions) == 1 and dimensions == "auto" and not supported:
+        why_named = f"one per domain is not supported ({why})"
+    elif len(best.dimensions) > 1:
+        why_named = why
     else:
-        note = f"a single ability: one per domain is not supported ({why})"
-    return _replace(best, dimension_note=note, alternatives=alternatives, seconds=time.perf_counter() - started)
-
-
-def _replace(cal: Calibration, **changes: Any) -> Calibration:
-    from dataclasses import replace
-
-    return replace(cal, **changes)
+        why_named = "asked for" if dimensions == "single" else "lower BIC than one per domain"
+    note = f"{_label(best)} ({why_named}); BIC: {ranked}"
+    return replace(
+        best, dimension_note=note, alternatives=alternatives, seconds=time.perf_counter() - started
+    )
 
 
 def cells_frame(rows: Sequence[tuple[str, str, str, int, int]]) -> pd.DataFrame:

@@ -35,17 +35,16 @@ LEVEL = 0.95
 
 @dataclass(frozen=True)
 class Ability:
-    """Posterior of one campaign's parameters: abilities (one per dimension), log consistency, log spread.
+    """Posterior of one campaign's parameters: (theta_1..theta_D, factor_1..factor_K, log k, log s).
 
-    ``mean`` and ``cov`` are over the vector (theta_1..theta_D, log k, log s).
+    ``dims`` abilities along the calibration's named dimensions, then its latent factors, the
+    log consistency and the log spread of the random effect.
     """
 
     mean: np.ndarray
     cov: np.ndarray
-
-    @property
-    def dims(self) -> int:
-        return self.mean.size - 2
+    dims: int
+    n_factors: int = 0
 
     @property
     def theta(self) -> np.ndarray:
@@ -64,52 +63,56 @@ class Ability:
 
 
 def _prior(cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
-    D = len(cal.dimensions)
+    P = cal.ability_mean.size  # named dimensions + latent factors
     mean = np.concatenate([cal.ability_mean, [cal.log_consistency_prior[0], cal.log_residual_prior[0]]])
-    cov = np.zeros((D + 2, D + 2))
-    cov[:D, :D] = cal.ability_cov
-    cov[D, D] = cal.log_consistency_prior[1] ** 2
-    cov[D + 1, D + 1] = cal.log_residual_prior[1] ** 2
+    cov = np.zeros((P + 2, P + 2))
+    cov[:P, :P] = cal.ability_cov
+    cov[P, P] = cal.log_consistency_prior[1] ** 2
+    cov[P + 1, P + 1] = cal.log_residual_prior[1] ** 2
     return mean, cov
 
 
 def ability_posterior(
     cal: Calibration, done: np.ndarray, passes: np.ndarray, *, start: np.ndarray | None = None
 ) -> Ability:
-    """MAP (ability, log consistency, log spread) and its Laplace covariance from per-task (done, passes).
+    """MAP campaign parameters (see ``Ability``) and their Laplace covariance from per-task (done, passes).
 
     ``start`` (a previous estimate) only speeds the search up.
     """
+    D, K = len(cal.dimensions), cal.n_factors
     seen = np.flatnonzero(done > 0)
     prior_mean, prior_cov = _prior(cal)
     if seen.size == 0:
-        return Ability(mean=prior_mean, cov=prior_cov)
+        return Ability(mean=prior_mean, cov=prior_cov, dims=D, n_factors=K)
     precision = np.linalg.inv(prior_cov)
     a, b = cal.discrimination[seen], cal.difficulty[seen]
+    loadings = cal.loadings[seen] if K else np.zeros((seen.size, 0))
     dim = cal.task_dimension[seen]
     n, c = done[seen].astype(np.float64), passes[seen].astype(np.float64)
-    D = len(cal.dimensions)
+    P = D + K + 2
 
     def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
-        k, spread = math.exp(x[D]), math.exp(x[D + 1])
-        eta = k * a * (x[dim] - b)
+        k, spread = math.exp(x[D + K]), math.exp(x[D + K + 1])
+        inner = a * (x[dim] - b) + loadings @ x[D : D + K]
+        eta = k * inner
         t = cell_terms(eta, spread, n, c, QUADRATURE, second=False)
         offset = x - prior_mean
         value = -t.log_lik.sum() + 0.5 * offset @ precision @ offset
-        grad = np.empty(D + 2)
+        grad = np.empty(P)
         grad[:D] = -np.bincount(dim, weights=k * a * t.d_eta, minlength=D)
-        grad[D] = -(eta * t.d_eta).sum()
-        grad[D + 1] = -(t.d_s.sum() * spread)
+        grad[D : D + K] = -(k * t.d_eta) @ loadings
+        grad[D + K] = -(eta * t.d_eta).sum()
+        grad[D + K + 1] = -(t.d_s.sum() * spread)
         return float(value), grad + precision @ offset
 
     x0 = prior_mean.copy() if start is None else np.asarray(start, dtype=np.float64).copy()
     result = minimize(value_and_grad, x0, jac=True, method="BFGS", options={"gtol": 1e-5})
     mean = result.x
     # Laplace covariance: the Hessian by forward differences of the exact gradient.
-    hessian = np.empty((D + 2, D + 2))
+    hessian = np.empty((P, P))
     step = 1e-5
     at = value_and_grad(mean)[1]
-    for i in range(D + 2):
+    for i in range(P):
         moved = mean.copy()
         moved[i] += step
         hessian[i] = (value_and_grad(moved)[1] - at) / step
@@ -119,15 +122,18 @@ def ability_posterior(
         np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
         cov = prior_cov
-    return Ability(mean=mean, cov=cov)
+    return Ability(mean=mean, cov=cov, dims=D, n_factors=K)
 
 
 def task_linear(cal: Calibration, params: np.ndarray) -> np.ndarray:
-    """k a_t (theta_{d(t)} - b_t) for one parameter vector (D + 2,) or many (draws, D + 2)."""
-    D = len(cal.dimensions)
+    """k (a_t (theta_{d(t)} - b_t) + loadings_t . factors) for one parameter vector or many (draws, P)."""
+    D, K = len(cal.dimensions), cal.n_factors
     theta = params[..., :D]
-    k = np.exp(params[..., D])[..., None]
-    return k * cal.discrimination * (theta[..., cal.task_dimension] - cal.difficulty)
+    k = np.exp(params[..., D + K])[..., None]
+    inner = cal.discrimination * (theta[..., cal.task_dimension] - cal.difficulty)
+    if K:
+        inner = inner + params[..., D : D + K] @ cal.loadings.T
+    return k * inner
 
 
 def _spread(params: np.ndarray) -> np.ndarray:
@@ -154,7 +160,11 @@ def beta_prior(cal: Calibration, ability: Ability) -> tuple[np.ndarray, np.ndarr
 
 def _node_weights(eta: np.ndarray, s: Any, done: np.ndarray, passes: np.ndarray) -> np.ndarray:
     """(..., tasks, nodes) posterior weights of the random effect given each task's own attempts."""
-    eta_k = eta[..., None] + np.asarray(s)[..., None, None] * QUADRATURE.z if np.ndim(s) else eta[..., None] + s * QUADRATURE.z
+    eta_k = (
+        eta[..., None] + np.asarray(s)[..., None, None] * QUADRATURE.z
+        if np.ndim(s)
+        else eta[..., None] + s * QUADRATURE.z
+    )
     log_terms = QUADRATURE.log_w + passes[:, None] * eta_k - done[:, None] * np.logaddexp(0.0, eta_k)
     log_terms -= log_terms.max(axis=-1, keepdims=True)
     weights = np.exp(log_terms)
@@ -258,7 +268,9 @@ def estimate_figures(
         spread = _spread(theta)[:, None, None]
         weights = _node_weights(eta, _spread(theta), done, passes)
         p = 1.0 / (1.0 + np.exp(-(eta[..., None] + spread * QUADRATURE.z)))
-        pass_expect[start : start + chunk] = (passes + left * (weights * p).sum(-1)).sum(-1) / (T * n_attempts)
+        pass_expect[start : start + chunk] = (passes + left * (weights * p).sum(-1)).sum(-1) / (
+            T * n_attempts
+        )
         all_expect[start : start + chunk] = (clean * (weights * p ** left[:, None]).sum(-1)).sum(-1) / T
         # One predictive draw per ability draw: a node per task, then the attempts not run.
         cumulative = np.cumsum(weights, axis=-1)
