@@ -89,7 +89,7 @@ class Calibration:
 
     @property
     def n_factors(self) -> int:
-        return int(self.loadings.shape[1]) if self.loadings.ndim == 2 and self.loadings.size else 0
+        return int(self.loadings.shape[1]) if self.loadings.ndim == 2 else 0
 
     @property
     def n_tasks(self) -> int:
@@ -129,8 +129,8 @@ class Calibration:
             "dimension_note": self.dimension_note,
             "seconds": float(self.seconds),
             "alternatives": {k: float(v) for k, v in self.alternatives.items()},
-            "loadings": [[float(x) for x in row] for row in self.loadings],
-            "factors": [[float(x) for x in row] for row in self.factors],
+            "loadings": [[float(x) for x in row] for row in self.loadings] if self.n_factors else [],
+            "factors": [[float(x) for x in row] for row in self.factors] if self.n_factors else [],
         }
 
     @classmethod
@@ -172,7 +172,7 @@ class Calibration:
 
 def _matrix(rows: Any, height: int) -> np.ndarray:
     if not rows or not rows[0]:
-        return np.zeros((0, 0))
+        return np.zeros((height, 0))
     return np.asarray(rows, dtype=np.float64).reshape(height, -1)
 
 

@@ -12,7 +12,7 @@ the campaign's (theta, k, s) from their posterior, then e per task, then X gives
 predictive distribution of the full
 campaign's pass@1, all-N share (tasks with N of N) and cost per dependable task; the point
 figures are the draws' conditional expectations (no sampling noise), the 95% intervals the
-draws' percentiles. Costs: a task's full cost is N times its mean agent cost per attempt run
+draws' percentiles, widened by the tasks' calibration standard errors (delta method). Costs: a task's full cost is N times its mean agent cost per attempt run
 (for tasks not run, the mean over the run attempts of its domain), so only the all-N count is
 uncertain in cost per dependable task.
 """
@@ -20,7 +20,7 @@ uncertain in cost per dependable task.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -281,6 +281,11 @@ def estimate_figures(
         full = passes + extra
         pass_draws[start : start + chunk] = full.sum(-1) / (T * n_attempts)
         all_draws[start : start + chunk] = ((full == n_attempts) & clean).sum(-1) / T
+    # The tasks' (a, b) are estimates too: their calibration standard errors, carried through
+    # each task's expectation by the delta method, widen the draws (the point figures stay).
+    sd_pass, sd_all = _item_uncertainty(cal, ability, done, passes, n_attempts)
+    pass_draws = pass_draws + sd_pass * rng.standard_normal(draws)
+    all_draws = np.clip(all_draws + sd_all * rng.standard_normal(draws), 0.0, 1.0)
     tail = (1 - LEVEL) / 2 * 100
     run = int(done.sum())
     planned = T * n_attempts
@@ -319,6 +324,24 @@ def estimate_figures(
             cal, np.asarray(cost_per_attempt, dtype=np.float64), n_attempts, all_expect, all_draws
         )
     return result
+
+
+def _item_uncertainty(
+    cal: Calibration, ability: Ability, done: np.ndarray, passes: np.ndarray, n_attempts: int
+) -> tuple[float, float]:
+    """SD of estimated pass@1 and all-N share from the tasks' (a, b) standard errors (delta method)."""
+    T = cal.n_tasks
+    base = expectations(cal, ability.mean, done, passes, n_attempts)
+    step = 1e-3
+    var_pass = np.zeros(T)
+    var_all = np.zeros(T)
+    for name, se in (("difficulty", cal.difficulty_se), ("discrimination", cal.discrimination_se)):
+        shifted = replace(cal, **{name: getattr(cal, name) + step})
+        moved = expectations(shifted, ability.mean, done, passes, n_attempts)
+        se = np.nan_to_num(se, nan=0.0, posinf=0.0)
+        var_pass += ((moved.full_passes - base.full_passes) / step * se) ** 2
+        var_all += ((moved.all_n - base.all_n) / step * se) ** 2
+    return math.sqrt(var_pass.sum()) / (T * n_attempts), math.sqrt(var_all.sum()) / T
 
 
 def _cost_per_dependable(
