@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -27,7 +28,7 @@ from thinkingbox_web.celery import app as celery_app
 @require_role(Role.VIEWER)
 def suite_list(request):
     """Every suite with the newest calibration of each of the user's teams."""
-    suites = list(Suite.objects.order_by("name"))
+    suites = list(Suite.objects.annotate(task_count=Count("tasks")).order_by("name"))
     latest: dict[int, list] = {}
     seen = set()
     for calibration in calibrations_visible_to(request.user):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.campaigns.conftest import drain, make_campaign, starter_suite  # noqa: F401 (fixtures)
-from tests.figures.conftest import _fresh_cache, run_campaign  # noqa: F401 (fixtures)
+from tests.figures.conftest import _fresh_cache, run_campaign, summaries_campaign  # noqa: F401 (fixtures)
 
 FAMILY = ("family-ace", "family-novice", "family-metronome", "family-coin-flipper", "family-uneven")
 TASKS = 15
