@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from tb_engine.agents.simulated import PERSONAS, intends_success
-from tb_engine.spec import SuiteSpec
+from tb_engine.spec import SuiteSpec, TaskSpec
 
 
 def synthetic_suite(n_tasks: int = 500, *, base: SuiteSpec | None = None) -> SuiteSpec:
@@ -34,7 +34,7 @@ def synthetic_suite(n_tasks: int = 500, *, base: SuiteSpec | None = None) -> Sui
     }
     by_domain = {domain: tasks for domain, tasks in by_domain.items() if tasks}
     order = list(by_domain)
-    tasks = {}
+    tasks: dict[str, TaskSpec] = {}
     counters = dict.fromkeys(order, 0)
     i = 0
     while len(tasks) < n_tasks:
