@@ -12,7 +12,7 @@ class AdaptiveConfig(AppConfig):
     def ready(self) -> None:
         # Registered in every process: campaigns sends adaptive.dispatch by name, and eager mode
         # (tests, run_task) runs it inline only where it is registered.
-        from apps.adaptive import tasks  # noqa: F401
+        from apps.adaptive import demo, tasks  # noqa: F401  (demo step; Celery tasks)
         from apps.core.navigation import register_nav_item
 
         register_nav_item("adaptive", url_name="adaptive:suites", label="Calibration")
