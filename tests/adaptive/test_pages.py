@@ -228,3 +228,16 @@ def test_launch_page_starts_an_adaptive_campaign(client, alice, starter_suite, t
     assert (campaign.adaptive_options["budget_share"], campaign.adaptive_options["target_se"]) == (0.25, 0.01)
     assert campaign.attempts.count() == 0  # no calibration: the dispatcher cancelled it, nothing ran
     assert campaign.status == Campaign.Status.RUNNING or campaign.status == Campaign.Status.CANCELLED
+
+
+def test_leaderboard_marks_an_adaptive_campaigns_observed_figures(client, bob, make_campaign):
+    from apps.campaigns.models import TaskSummary
+
+    campaign = make_campaign("sim:family-ace", tasks=1, n=4, adaptive={})
+    TaskSummary.objects.create(campaign=campaign, task=campaign.tasks.get(), n_done=2, n_pass=2)
+    full = make_campaign("golden", tasks=1, n=4)
+    TaskSummary.objects.create(campaign=full, task=full.tasks.get(), n_done=4, n_pass=4)
+    client.force_login(bob)
+    html = client.get("/leaderboard/").content.decode()
+    assert html.count("adaptive · see estimated figures") == 1
+    assert f'href="/adaptive/campaigns/{campaign.pk}/"' in html
