@@ -132,14 +132,15 @@ def calibration_create(
 
 
 @lru_cache(maxsize=32)
-def _engine_calibration(pk: int) -> EngineCalibration:
-    """Calibration rows never change: parse each once per process."""
+def _engine_calibration(pk: int, created_at: str) -> EngineCalibration:
+    """Calibration rows never change: parse each once per process (keyed by id and creation time,
+    so a reused id — a test database rolled back — is never served the old row)."""
     return EngineCalibration.from_dict(Calibration.objects.values_list("model", flat=True).get(pk=pk))
 
 
 def engine_calibration(calibration: Calibration) -> EngineCalibration:
     """The engine object of a stored calibration."""
-    return _engine_calibration(calibration.pk)
+    return _engine_calibration(calibration.pk, calibration.created_at.isoformat())
 
 
 def _resolve_calibration(campaign: Campaign) -> Calibration | None:
@@ -175,7 +176,7 @@ def adaptive_dispatch(*, campaign_id: int) -> str:
         # Pinned once, conditionally, so a concurrent first run cannot pin another one.
         AdaptiveState.objects.filter(pk=state.pk, calibration__isnull=True).update(calibration=chosen)
         state.refresh_from_db()
-    cal = _engine_calibration(state.calibration_id)
+    cal = engine_calibration(state.calibration)
     config = AdaptiveConfig.from_dict({**campaign.adaptive_options, "n_attempts": campaign.n_attempts})
     index = cal.task_index()
     task_ids = dict(campaign.tasks.values_list("id", "task_id"))
