@@ -73,7 +73,10 @@ class AdaptiveConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdaptiveConfig:
+        """The config of ``data``; without an explicit min_attempts, the default capped at N."""
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if "min_attempts" not in known and "n_attempts" in known:
+            known["min_attempts"] = max(1, min(cls.min_attempts, int(known["n_attempts"])))
         config = cls(**known)
         config.check()
         return config

@@ -145,7 +145,13 @@ def leave_one_out(
         started = time.perf_counter()
         cal = calibrate(others, dimensions=dimensions)
         seconds.append(time.perf_counter() - started)
-        held_config = AdaptiveConfig.from_dict({**base.to_dict(), "n_attempts": held.n_attempts})
+        held_config = AdaptiveConfig.from_dict(
+            {
+                **base.to_dict(),
+                "n_attempts": held.n_attempts,
+                "min_attempts": max(1, min(base.min_attempts, held.n_attempts)),
+            }
+        )
         rows.append(_replay_one(cal, held, held_config, seed, draws))
     err1 = [abs(r["estimated_pass_at_1"] - r["observed_pass_at_1"]) for r in rows]
     err_all = [abs(r["estimated_all_n"] - r["observed_all_n"]) for r in rows]

@@ -128,3 +128,27 @@ def test_cells_frame_builds_the_calibration_input():
     frame = cells_frame([("c1", "t1", "d", 4, 2)])
     assert frame.to_dict("records") == [{"campaign": "c1", "task_id": "t1", "domain": "d", "n": 4, "c": 2}]
     assert isinstance(frame, pd.DataFrame)
+
+
+def test_adaptive_config_caps_the_default_min_attempts_at_n():
+    assert AdaptiveConfig.from_dict({"n_attempts": 1}).min_attempts == 1
+    assert AdaptiveConfig.from_dict({"n_attempts": 20}).min_attempts == 3
+
+
+def test_leave_one_out_runs_on_campaigns_with_a_single_attempt_per_task():
+    from tb_engine.irt import CampaignOutcomes, leave_one_out
+
+    rng = np.random.default_rng(9)
+    campaigns = [
+        CampaignOutcomes(
+            name=f"c{j}",
+            task_ids=tuple(f"t{t:02d}" for t in range(10)),
+            domains=("d",) * 10,
+            outcomes=(rng.random((10, 1)) < 0.2 + 0.15 * j) * 1.0,
+            n_attempts=1,
+        )
+        for j in range(4)
+    ]
+    result = leave_one_out(campaigns, draws=50)
+    assert [row["campaign"] for row in result.rows] == ["c0", "c1", "c2", "c3"]
+    assert result.config["min_attempts"] == 3
