@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from tb_engine.irt.calibration import Calibration
-from tb_engine.irt.model import QUADRATURE, cell_terms, node_probabilities
+from tb_engine.irt.model import QUADRATURE, cell_terms, node_probabilities, sigmoid
 
 DRAWS = 1000
 LEVEL = 0.95
@@ -150,7 +150,7 @@ def beta_prior(cal: Calibration, ability: Ability) -> tuple[np.ndarray, np.ndarr
     centre = task_linear(cal, ability.mean)
     slope = ability.consistency * cal.discrimination
     spread = np.sqrt(ability.spread**2 + slope**2 * ability.theta_variance_per_task(cal))
-    p = 1.0 / (1.0 + np.exp(-(centre[:, None] + spread[:, None] * QUADRATURE.z[None, :])))
+    p = sigmoid(centre[:, None] + spread[:, None] * QUADRATURE.z[None, :])
     w = np.exp(QUADRATURE.log_w)
     mean = np.clip(p @ w, 1e-6, 1 - 1e-6)
     variance = np.clip(((p - mean[:, None]) ** 2) @ w, 1e-12, None)
@@ -267,7 +267,7 @@ def estimate_figures(
         eta = task_linear(cal, theta)  # (chunk, tasks)
         spread = _spread(theta)[:, None, None]
         weights = _node_weights(eta, _spread(theta), done, passes)
-        p = 1.0 / (1.0 + np.exp(-(eta[..., None] + spread * QUADRATURE.z)))
+        p = sigmoid(eta[..., None] + spread * QUADRATURE.z)
         pass_expect[start : start + chunk] = (passes + left * (weights * p).sum(-1)).sum(-1) / (
             T * n_attempts
         )
