@@ -11,6 +11,7 @@ from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from apps.adaptive.selectors import calibrations_visible_to
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
@@ -53,6 +54,10 @@ class CampaignOutput(serializers.ModelSerializer):
     task_count = serializers.IntegerField(read_only=True)
     user_simulator = serializers.DictField(read_only=True)
     judge = serializers.DictField(read_only=True)
+    adaptive = serializers.BooleanField(
+        read_only=True, help_text="An adaptive campaign: its full figures are estimated, never observed."
+    )
+    adaptive_options = serializers.DictField(read_only=True)
 
     class Meta:
         model = Campaign
@@ -77,6 +82,8 @@ class CampaignOutput(serializers.ModelSerializer):
             "judge",
             "price_sheet",
             "replicate_of",
+            "adaptive",
+            "adaptive_options",
             "created_at",
             "started_at",
             "finished_at",
@@ -90,6 +97,18 @@ class CampaignFilter(serializers.Serializer):
     suite = id_field(required=False)
     page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class AdaptiveInput(serializers.Serializer):
+    calibration = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Calibration id of the suite; default the latest for the team.",
+    )
+    budget_share = serializers.FloatField(required=False, min_value=0.01, max_value=1.0)
+    target_se = serializers.FloatField(required=False, min_value=0.0, max_value=0.5)
+    min_attempts = serializers.IntegerField(required=False, min_value=1, max_value=200)
+    batch_tasks = serializers.IntegerField(required=False, min_value=1, max_value=1000)
 
 
 class CampaignInput(serializers.Serializer):
@@ -111,6 +130,11 @@ class CampaignInput(serializers.Serializer):
     launch = serializers.BooleanField(
         default=False, help_text="Start at once (same as POST …/launch/ afterwards)."
     )
+    adaptive = AdaptiveInput(
+        required=False,
+        allow_null=True,
+        help_text="Make it an adaptive campaign: a fraction of the attempts, figures estimated (docs/adaptive.md).",
+    )
 
     def validate_team(self, value: int):
         team = teams_for(self.context["request"].user).filter(pk=value).first()
@@ -131,6 +155,15 @@ class CampaignInput(serializers.Serializer):
                     {"task_ids": [f"not in suite {data['suite'].name}: {', '.join(unknown[:10])}"]}
                 )
         data["tasks"] = list(tasks)
+        adaptive = data.get("adaptive")
+        if adaptive is not None and adaptive.get("calibration") is not None:
+            known = calibrations_visible_to(self.context["request"].user, suite=data["suite"]).filter(
+                pk=adaptive["calibration"], team=data["team"]
+            )
+            if not known.exists():
+                raise serializers.ValidationError(
+                    {"adaptive": {"calibration": ["not a calibration of this suite for the team"]}}
+                )
         return data
 
 
@@ -184,9 +217,15 @@ class CampaignListView(ApiView):
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
                 price_sheet=data.get("price_sheet"),
+                adaptive=dict(data["adaptive"]) if data.get("adaptive") is not None else None,
             )
-        except ValueError as exc:  # e.g. no gradable task selected
-            raise serializers.ValidationError({"task_ids": [str(exc)]}) from exc
+        except ValueError as exc:  # e.g. no gradable task selected, an adaptive option out of range
+            field = (
+                "adaptive"
+                if str(exc).startswith(("adaptive", "budget", "target", "min_attempts"))
+                else "task_ids"
+            )
+            raise serializers.ValidationError({field: [str(exc)]}) from exc
         if data["launch"]:
             campaign_start(campaign=campaign)
         return Response(

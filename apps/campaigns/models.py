@@ -40,6 +40,11 @@ class Campaign(models.Model):
     replicate_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replicates"
     )
+    # An adaptive campaign (apps.adaptive) runs a fraction of the N x tasks attempts, chosen as
+    # results come in, and its full figures are *estimated* (SPEC §9). Its options are the
+    # engine's AdaptiveConfig plus the calibration to use (None: the suite's latest for the team).
+    adaptive = models.BooleanField(default=False)
+    adaptive_options = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -89,6 +89,7 @@ def campaign_launch(request):
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
                 price_sheet=data["price_sheet"],
+                adaptive=form.adaptive_options(),
             )
         except ValueError as exc:
             form.add_error(None, str(exc))
