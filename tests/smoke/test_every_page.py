@@ -196,6 +196,38 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "api:export_procurement": [("file", "/api/exports/procurement/" + _q(campaign=[steady, careless]))],
         "api:export_attempts": [("file", "/api/exports/attempts/" + _q(campaign=careless))],
         "api:unknown": [("page", "/api/no-such-endpoint/")],
+        "api:campaign_replicate": [("page", f"/api/campaigns/{steady}/replicate/")],
+        "api:noise": [("page", "/api/metrics/noise/" + _q(campaign=[steady, careless]))],
+        "api:replicates": [("page", "/api/metrics/replicates/")],
+        "api:planner": [("page", "/api/planner/" + _q(campaigns=steady, target_pp=5))],
+        "api:gates": [("page", "/api/gates/")],
+        "api:watches": [("page", "/api/watches/")],
+        "api:watch": [("page", f"/api/watches/{data.watch.pk}/")],
+        "api:watch_runs": [("page", f"/api/watches/{data.watch.pk}/runs/")],
+        "api:watch_run_now": [("page", f"/api/watches/{data.watch.pk}/run/")],
+        "api:run_acknowledge": [("page", f"/api/watch-runs/{data.watch_run.pk}/acknowledge/")],
+        "api:run_baseline": [("page", f"/api/watch-runs/{data.watch_run.pk}/baseline/")],
+        "campaigns:replicate": [("action", f"/campaigns/{steady}/replicate/")],
+        "dashboard:noise": [("page", "/noise/"), ("page", "/noise/" + _q(domain="retail"))],
+        "dashboard:planner": [
+            ("page", "/planner/"),
+            ("page", "/planner/" + _q(campaigns=steady, mode="drift", target_pp=5)),
+        ],
+        "drift:list": [("page", "/drift/")],
+        "drift:create": [("page", "/drift/new/")],
+        "drift:detail": [("page", f"/drift/{data.watch.pk}/")],
+        "drift:run_now": [("action", f"/drift/{data.watch.pk}/run/")],
+        "drift:toggle": [("action", f"/drift/{data.watch.pk}/toggle/")],
+        "drift:acknowledge": [("action", f"/drift/runs/{data.watch_run.pk}/acknowledge/")],
+        "drift:baseline": [("action", f"/drift/runs/{data.watch_run.pk}/baseline/")],
+        # Last of the drift actions, so the others still find the watch.
+        "drift:delete": [("action", f"/drift/{data.watch.pk}/delete/")],
+        "adaptive:suites": [("page", "/adaptive/")],
+        "adaptive:suite": [("page", f"/adaptive/suites/{data.suite.pk}/")],
+        "adaptive:campaign": [
+            ("page", f"/adaptive/campaigns/{c['adaptive'].pk}/"),
+            ("page", f"/adaptive/campaigns/{careless}/"),
+        ],
     }
     samples: dict[str, list[tuple[str, str]]] = {}
     for route, name, entry in walk(get_resolver().url_patterns):
