@@ -189,11 +189,13 @@ def gap(request):
                 "pass_at_n": row.figures.pass_at_n_observed.value,
                 "all_n": row.figures.all_n.value,
                 "gap": row.figures.gap_pp.value,
+                "colour": row.campaign.colour,
                 "campaign": row.campaign,
             }
         )
         curves[row.campaign] = figures.pass_hat_curves(tables, row.campaign)
-    scatter = charts.gap_scatter(pd.DataFrame(points, columns=["name", "pass_at_n", "all_n"]))
+    scatter = charts.gap_scatter(pd.DataFrame(points, columns=["name", "pass_at_n", "all_n", "colour"]))
+    colours = {campaign.name: campaign.colour for campaign in curves}
     overall = [
         {"series": campaign.name, "k": k, "value": value}
         for campaign, by in curves.items()
@@ -213,7 +215,9 @@ def gap(request):
                 "id": f"chart-passk-{position}",
                 "chart": chart(
                     charts.pass_hat_k_figure(
-                        pd.DataFrame(rows, columns=["series", "k", "value"]), title=f"pass^k · {name}"
+                        pd.DataFrame(rows, columns=["series", "k", "value"]),
+                        title=f"pass^k · {name}",
+                        colours=colours,
                     )
                 ),
             }
@@ -221,7 +225,9 @@ def gap(request):
     context = {
         "points": points,
         "scatter": chart(scatter),
-        "overall": chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
+        "overall": chart(
+            charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]), colours=colours)
+        ),
         "per_domain": per_domain,
         "all_campaigns": figures.figure_campaigns(request.user),
         "selected": {c.pk for c in campaigns},
