@@ -34,6 +34,9 @@ class CampaignLaunchForm(forms.Form):
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
+        # One team: preselect it, so launching takes one choice fewer.
+        if teams is not None and not self.is_bound and len(teams) == 1:
+            self.fields["team"].initial = teams[0].pk
         self.fields["budget_share"].required = False
         self.fields["target_se"].required = False
 

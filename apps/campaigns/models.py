@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.agents.models import AgentConfig, PriceSheet
+from apps.core.charts import campaign_colour
 from apps.suites.models import Suite, Task
 
 
@@ -58,6 +59,16 @@ class Campaign(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.RUNNING
+
+    @property
+    def colour(self) -> str:
+        """The campaign's colour on every chart and swatch (apps.core.charts.campaign_colour)."""
+        return campaign_colour(self.pk)
+
+    @property
+    def is_harness_check(self) -> bool:
+        """A golden-replay campaign checks the harness and the tasks; it is never ranked against models."""
+        return self.agent.kind == "golden"
 
 
 class Attempt(models.Model):

@@ -13,7 +13,14 @@ from django_htmx.http import HttpResponseStopPolling
 
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import campaign_progress, campaign_recent_errors, campaigns_visible_to
+from apps.campaigns.selectors import (
+    campaign_list_rows,
+    campaign_progress,
+    campaign_recent_errors,
+    campaign_worker_activity,
+    campaigns_visible_to,
+    workers_alive,
+)
 from apps.campaigns.services import (
     NotReplicable,
     campaign_cancel,
@@ -35,12 +42,19 @@ def _get_campaign_for_user(request, pk: int) -> Campaign:
 
 @login_required
 def campaign_list(request):
-    campaigns = list(campaigns_visible_to(request.user)[:200])
-    return render(
-        request,
-        "campaigns/list.html",
-        {"campaigns": campaigns, "can_launch": user_has_role(request.user, "operator")},
-    )
+    """The operations view: every campaign with progress, status, ETA and inline Cancel / Resume."""
+    rows = campaign_list_rows(user=request.user)
+    context = {
+        "rows": rows,
+        "workers_alive": workers_alive(),
+        "can_launch": user_has_role(request.user, "operator"),
+        "can_operate": user_has_role(request.user, "operator"),
+        "teams": teams_for(request.user),
+        "any_active": any(row.campaign.is_active for row in rows),
+    }
+    if request.htmx:
+        return render(request, "campaigns/list.html#campaign-rows", context)
+    return render(request, "campaigns/list.html", context)
 
 
 @login_required
@@ -57,6 +71,8 @@ def campaign_detail(request, pk: int):
         "progress": campaign_progress(campaign=campaign),
         "errors": campaign_recent_errors(campaign=campaign),
         "can_operate": user_has_role(request.user, "operator"),
+        "workers_alive": workers_alive(),
+        "worker_activity": campaign_worker_activity(campaign=campaign),
     }
     if request.htmx:
         if not campaign.is_active and request.GET.get("poll"):
@@ -96,7 +112,16 @@ def campaign_launch(request):
         else:
             campaign_start(campaign=campaign)
             return HttpResponseRedirect(reverse("campaigns:detail", args=[campaign.pk]))
-    return render(request, "campaigns/launch.html", {"form": form})
+    return render(request, "campaigns/launch.html", {"form": form, "workers_alive": workers_alive()})
+
+
+def _back(request, pk: int) -> str:
+    """Where an inline Cancel / Resume returns: the campaign list when it came from there."""
+    return (
+        reverse("campaigns:list")
+        if request.POST.get("next") == "list"
+        else reverse("campaigns:detail", args=[pk])
+    )
 
 
 @require_POST
@@ -104,7 +129,7 @@ def campaign_launch(request):
 def campaign_cancel_view(request, pk: int):
     campaign = _get_campaign_for_user(request, pk)
     campaign_cancel(campaign=campaign)
-    return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
+    return HttpResponseRedirect(_back(request, pk))
 
 
 @require_POST
@@ -112,7 +137,7 @@ def campaign_cancel_view(request, pk: int):
 def campaign_resume_view(request, pk: int):
     campaign = _get_campaign_for_user(request, pk)
     campaign_resume(campaign=campaign)
-    return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
+    return HttpResponseRedirect(_back(request, pk))
 
 
 @require_POST

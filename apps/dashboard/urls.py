@@ -7,6 +7,7 @@ app_name = "dashboard"
 urlpatterns = [
     path("leaderboard/", views.leaderboard, name="leaderboard"),
     path("leaderboard/scores/", views.external_score_add, name="external_score_add"),
+    path("glossary/", views.glossary, name="glossary"),
     path("gap/", views.gap, name="gap"),
     path("cost/", views.cost, name="cost"),
     path("domains/", views.domains, name="domains"),

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
-from apps.core.access import get_visible_or_404, require_role, user_has_role
+from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
 from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns, filter_options
 from apps.suites.models import Task
@@ -58,6 +58,9 @@ def queue(request):
             "scopes": SCOPES,
             "statuses": AttemptReview.Status.choices,
             "assignees": _assignees(campaigns),
+            "no_campaigns": not campaigns,
+            "teams": teams_for(request.user),
+            "can_launch": user_has_role(request.user, Role.OPERATOR),
         }
     )
     return render(request, "triage/queue.html", context)

@@ -120,6 +120,7 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
             ("page", "/leaderboard/" + _q(domain="retail", sort="name", healthy="exclude")),
         ],
         "dashboard:external_score_add": [("action", "/leaderboard/scores/")],
+        "dashboard:glossary": [("page", "/glossary/")],
         "dashboard:gap": [("page", "/gap/"), ("page", "/gap/" + _q(c=[golden, careless]))],
         "dashboard:cost": [("page", "/cost/")],
         "dashboard:domains": [("page", "/domains/"), ("page", "/domains/" + _q(a=steady, b=careless))],
