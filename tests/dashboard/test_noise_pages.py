@@ -27,7 +27,7 @@ def three_campaigns(summaries_campaign, tasks):
     b = summaries_campaign(
         {t: (4, (4 if i % 2 == 0 else 2) - (i == 1)) for i, t in enumerate(tasks)}, name="B strong", n=4
     )
-    c = summaries_campaign({t: (4, 0) for t in tasks}, name="C weak", n=4)
+    c = summaries_campaign(dict.fromkeys(tasks, (4, 0)), name="C weak", n=4)
     return a, b, c
 
 
