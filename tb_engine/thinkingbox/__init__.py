@@ -12,16 +12,17 @@ from tb_engine.thinkingbox.dataset import (
     parse_test_file,
     read_test_list,
 )
-from tb_engine.thinkingbox.effects import UNSTABLE_FIELDS, EffectsComparison, compare_effects, effects_states
+from tb_engine.thinkingbox.declarations import ServerDeclarations, server_declarations
+from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, effects_states
 from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
 from tb_engine.thinkingbox.results import TbRecord, parse_tb_results, parse_tb_row
 
 __all__ = [
     "EffectsComparison",
     "ImportProblem",
+    "ServerDeclarations",
     "TbRecord",
     "ThinkingBoxFormatError",
-    "UNSTABLE_FIELDS",
     "compare_effects",
     "effects_states",
     "format_tb_agg_summary",
@@ -33,5 +34,6 @@ __all__ = [
     "parse_tb_results",
     "parse_tb_row",
     "read_test_list",
+    "server_declarations",
     "tb_agg_figures",
 ]
