@@ -183,6 +183,7 @@ def golden_writes(domain: DomainSpec, task: TaskSpec) -> GoldenWrites:
         backend.result_snapshot()  # the final state: MCP backends attribute the last call's writes here
         places = backend.writes()
         specs = backend.table_specs()
+        schemas = {tool.name: tool.parameters for tool in backend.tool_schemas()}
     finally:
         backend.close()
     written: dict[int, set[tuple[str, str | None]]] = {}
@@ -199,6 +200,7 @@ def golden_writes(domain: DomainSpec, task: TaskSpec) -> GoldenWrites:
         written={i: tuple(sorted(w, key=lambda p: (p[0], p[1] or ""))) for i, w in written.items()},
         unstable={name: frozenset(spec.unstable) for name, spec in specs.items()},
         errors=tuple(errors),
+        schemas=schemas,
     )
     with _writes_lock:
         _writes_cache[key] = result

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns import attempt_sql
+from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.outcomes import AttemptOutcome
 from apps.campaigns.summaries import summaries_create, summary_refresh
@@ -40,6 +41,8 @@ __all__ = [
     "RUN_ATTEMPT_TASK",
     "SWEEP_TASK",
     "AttemptOutcome",
+    "EvaluatorConfigError",
+    "evaluator_configs",
     "attempt_claim",
     "attempt_claim_prepare",
     "attempt_heartbeat",
@@ -87,10 +90,13 @@ def campaign_create(
 ) -> Campaign:
     """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
 
+    ``user_simulator`` / ``judge`` (default scripted / keyword) are checked and stored in their
+    normal form (apps.campaigns.evaluators); a bad one raises EvaluatorConfigError (a ValueError).
     Side effects: one Campaign row and its task selection. Invalid tasks are never selected.
     """
     if n_attempts < 1:
         raise ValueError("n_attempts must be at least 1")
+    user_simulator, judge = evaluator_configs(user=user_simulator, judge=judge)
     selected = list(tasks) if tasks is not None else list(suite.tasks.all())
     selected = [t for t in selected if t.is_gradable]
     if not selected:
@@ -104,8 +110,8 @@ def campaign_create(
             suite=suite,
             n_attempts=n_attempts,
             seed=seed,
-            user_simulator=user_simulator or {"kind": "scripted"},
-            judge=judge or {"kind": "keyword"},
+            user_simulator=user_simulator,
+            judge=judge,
             price_sheet=price_sheet,
             harness_version=HARNESS_VERSION,
             suite_version=suite.version,

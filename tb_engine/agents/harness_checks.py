@@ -52,6 +52,9 @@ class GoldenWrites:
     written: dict[int, tuple[tuple[str, str | None], ...]] = field(default_factory=dict)
     unstable: dict[str, frozenset[str]] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # tool errors of the golden replay itself (an invalid task)
+    schemas: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # tool -> JSON schema, as the agent sees it
 
 
 @dataclass(frozen=True)
@@ -125,14 +128,44 @@ def _where(path: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in path)
 
 
+def enum_values(schema: Any, name: str) -> list[Any]:
+    """Every ``enum`` value the JSON schema allows for a property called ``name``, at any depth."""
+    found: list[Any] = []
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict) and name in value:
+                found += _enums_below(value[name])
+            found += enum_values(value, name)
+    elif isinstance(schema, list):
+        for item in schema:
+            found += enum_values(item, name)
+    return list(dict.fromkeys(found))
+
+
+def _enums_below(schema: Any) -> list[Any]:
+    if isinstance(schema, dict):
+        own = list(schema.get("enum") or [])
+        return own + [v for key, child in schema.items() if key != "enum" for v in _enums_below(child)]
+    if isinstance(schema, list):
+        return [v for child in schema for v in _enums_below(child)]
+    return []
+
+
+def _changed_text(value: str, allowed: list[Any]) -> str:
+    """Another allowed value of an enumerated field, else the text visibly changed."""
+    others = [v for v in allowed if isinstance(v, str) and v != value]
+    return others[0] if others else f"{value} (changed)"
+
+
 def changed_argument(
-    call: GoldenCall, written_fields: set[str], unstable: set[str]
+    call: GoldenCall, written_fields: set[str], unstable: set[str], schema: dict[str, Any] | None = None
 ) -> tuple[GoldenCall, str] | None:
     """``call`` with one argument changed so the state it writes differs (None: nothing to change).
 
     Preference: a number, boolean or text the call writes into a hashed field; then any other
-    such value that is not a key or selector (ids, table names, filters); numbers +1, booleans
-    flipped, text marked changed.
+    such value that is not a key or selector (ids, table names, filters). Numbers +1, booleans
+    flipped, enumerated text (per the tool's schema) set to another allowed value, other text
+    marked changed — so the call still succeeds and writes a wrong value.
     """
     candidates = [
         (path, value)
@@ -159,7 +192,7 @@ def changed_argument(
     elif isinstance(value, (int, float)):
         new = value + 1
     else:
-        new = f"{value} (changed)"
+        new = _changed_text(str(value), enum_values(schema or {}, _name(path)))
     return GoldenCall(
         call.tool, _replaced(call.arguments, path, new)
     ), f"{call.tool} {_where(path)}: {value!r} -> {new!r}"
@@ -183,7 +216,8 @@ def plan_for(kind: str, task: TaskSpec, writes: GoldenWrites) -> Plan:
             unstable = set().union(
                 *(writes.unstable.get(t, frozenset()) for t, _ in writes.written.get(index, ()))
             )
-            changed = changed_argument(golden[index], written_fields, unstable)
+            schema = writes.schemas.get(golden[index].tool)
+            changed = changed_argument(golden[index], written_fields, unstable, schema)
             if changed is not None:
                 call, note = changed
                 return Plan(golden[:index] + (call,) + golden[index + 1 :], note=f"call {index}: {note}")

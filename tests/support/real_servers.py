@@ -90,7 +90,7 @@ def real_domain(domain: str, python: str) -> DomainSpec:
     return replace(spec, mcp=mcp)
 
 
-def test_files(domain: str) -> list[Path]:
+def task_files(domain: str) -> list[Path]:
     """The ThinkingBox test-case files of ``domain``: shared ones, or ours for the held-back domains."""
     folder = (DATASET / "test_case" if domain in SHARED_DOMAINS else OWN_TEST_CASES) / domain
     return sorted(folder.glob("*.py"))
