@@ -134,6 +134,19 @@ class CampaignInput(serializers.Serializer):
         default=False, help_text="Start at once (same as POST …/launch/ afterwards)."
     )
 
+    def to_internal_value(self, data):
+        missing = {}
+        if isinstance(data, dict) and "agent" not in data and "agent_spec" not in data:
+            missing["agent"] = ["This field is required (or give agent_spec)."]
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            raise serializers.ValidationError({**detail, **missing}) from exc
+        if missing:
+            raise serializers.ValidationError(missing)
+        return value
+
     def validate_team(self, value: int):
         team = teams_for(self.context["request"].user).filter(pk=value).first()
         if team is None:

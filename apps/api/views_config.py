@@ -127,8 +127,10 @@ class AgentInput(serializers.Serializer):
 
     def validate(self, data: dict) -> dict:
         merged = {**self._current(), **data}
+        if merged.get("kind") == AgentConfig.Kind.SIMULATED and not merged.get("persona"):
+            raise serializers.ValidationError({"persona": ["required for simulated agents"]})
         if merged.get("kind") == AgentConfig.Kind.SIMULATED and merged.get("persona") not in PERSONAS:
-            raise serializers.ValidationError({"persona": ["required for simulated agents: a known persona"]})
+            raise serializers.ValidationError({"persona": ["not a simulated persona"]})
         if merged.get("kind") == AgentConfig.Kind.CHECK and merged.get("persona") not in CHECKS:
             raise serializers.ValidationError(
                 {"persona": [f"required for harness checks: one of {', '.join(CHECKS)}"]}

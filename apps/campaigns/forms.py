@@ -51,7 +51,9 @@ class CampaignLaunchForm(forms.Form):
         initial="scripted",
     )
     user_model = forms.CharField(max_length=200, required=False, label="User simulator model")
-    user_base_url = forms.URLField(max_length=500, required=False, label="User simulator endpoint (base URL)")
+    user_base_url = forms.URLField(
+        max_length=500, required=False, assume_scheme="https", label="User simulator endpoint (base URL)"
+    )
     user_api_key_env = forms.CharField(
         max_length=100,
         required=False,
@@ -74,7 +76,9 @@ class CampaignLaunchForm(forms.Form):
         initial="keyword",
     )
     judge_model = forms.CharField(max_length=200, required=False, label="Judge model")
-    judge_base_url = forms.URLField(max_length=500, required=False, label="Judge endpoint (base URL)")
+    judge_base_url = forms.URLField(
+        max_length=500, required=False, assume_scheme="https", label="Judge endpoint (base URL)"
+    )
     judge_api_key_env = forms.CharField(
         max_length=100,
         required=False,

@@ -17,6 +17,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 
 DDL = ("CREATE", "ALTER", "DROP")
+# The migrations of the move itself (later migrations may add columns; they are not the move).
+MOVE = [("agents", "0001_initial"), ("campaigns", "0003_agents_own_agent_configs_and_price_sheets")]
 
 
 def _rows_before_the_move(old_apps) -> dict:
@@ -82,7 +84,7 @@ def _migrate_an_old_database_forward() -> None:
         executor = MigrationExecutor(connection)
 
         with CaptureQueriesContext(connection) as queries:
-            executor.migrate(latest)
+            executor.migrate(MOVE)
 
         schema_statements = [
             q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(DDL)

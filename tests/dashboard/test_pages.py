@@ -17,14 +17,14 @@ T1, T2, T3 = (
 PAGES = ("/leaderboard/", "/gap/", "/cost/", "/domains/", "/tasks/", "/compare/")
 
 
-def test_leaderboard_golden_campaign_shows_exact_figures_and_simulation_label(client, bob, run_campaign):
+def test_leaderboard_golden_campaign_shows_exact_figures_and_harness_check_label(client, bob, run_campaign):
     run_campaign("golden", tasks=3, n=2, name="Golden self-check")
     client.force_login(bob)
 
     html = client.get("/leaderboard/").content.decode()
 
     assert "Golden self-check" in html
-    assert "simulation, not a model" in html
+    assert "harness check, not a model" in html  # the golden replay tests the grader, not a model
     assert html.count("100.0%") >= 3  # pass@1, pass@N observed and all-N share all 100%
     row = html[html.index('data-campaign="') :]
     assert '3 <span class="ci">100.0%' in row  # all-N: 3 tasks dependable
