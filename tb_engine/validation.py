@@ -175,8 +175,8 @@ def validate_task(
             status: ValidationStatus = "invalid" if result.extra.get("invalid_task") else "unknown"
             return TaskValidation(task.id, status, (f"{record.kind}: {record.error}",), tuple(runs), note)
     if first.tool_errors or not first.state_pass:
-        problems = tuple(f"golden agent fails: {p}" for p in golden_problems(golden_results[0]))
-        return TaskValidation(task.id, "invalid", problems, tuple(runs), note)
+        failures = tuple(f"golden agent fails: {p}" for p in golden_problems(golden_results[0]))
+        return TaskValidation(task.id, "invalid", failures, tuple(runs), note)
     if (first.effects, first.result_hash, first.state_pass) != (
         second.effects,
         second.result_hash,

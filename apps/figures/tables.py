@@ -23,8 +23,9 @@ from apps.campaigns.models import Campaign, TaskSummary
 
 CACHE_SECONDS = 6 * 3600
 # Bumped whenever the shape of a cached value changes, so old entries are never misread
-# (2: typed results instead of dicts; 3: unjudged attempts in the frames and coverage).
-CACHE_VERSION = 3
+# (2: typed results instead of dicts; 3: comparisons carry their noise floor; 4: unjudged
+# attempts in the frames and coverage).
+CACHE_VERSION = 4
 
 TOKEN_COLUMNS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens")
 STAMP_SUMS = (

@@ -21,6 +21,7 @@ NAV_LABELS = [
     "Campaigns",
     "Training",
     "Suites",
+    "Drift",
 ]
 
 
@@ -61,7 +62,7 @@ def test_register_nav_item_points_entry_at_existing_url(monkeypatch):
         "url": "/system/workers/",
         "active": True,
     }
-    assert [item.key for item in navigation.nav_items()][-1] == "suites"
+    assert [item.key for item in navigation.nav_items()][-1] == "drift"
 
 
 def test_register_nav_item_new_key_goes_last(monkeypatch):

@@ -62,6 +62,16 @@ class Command(BaseCommand):
                 help=f"LLM {what}: NAME of the environment variable holding the key (never the key)",
             )
             parser.add_argument(f"--{role}-prompt-file", default="", help=f"LLM {what}: prompt text file")
+        parser.add_argument(
+            "--adaptive",
+            action="store_true",
+            help="adaptive campaign: the suite's latest calibration picks tasks and repeats; figures estimated",
+        )
+        parser.add_argument("--calibration", type=int, help="calibration id for --adaptive (default: latest)")
+        parser.add_argument(
+            "--budget-share", type=float, help="--adaptive: attempt budget as a share of N x tasks"
+        )
+        parser.add_argument("--target-se", type=float, help="--adaptive: stop at this standard error")
 
     def handle(self, *args, **options):
         try:
@@ -87,8 +97,33 @@ class Command(BaseCommand):
             )
         except EvaluatorConfigError as exc:
             raise CommandError(str(exc)) from None
-        campaign = campaign_create(
-            name=options["name"] or f"{agent.name} × {suite.name} (N={options['repeat']})",
+        adaptive = None
+        if options["adaptive"]:
+            adaptive = {"calibration": options["calibration"]}
+            if options["budget_share"] is not None:
+                adaptive["budget_share"] = options["budget_share"]
+            if options["target_se"] is not None:
+                adaptive["target_se"] = options["target_se"]
+        elif options["calibration"] or options["budget_share"] or options["target_se"]:
+            raise CommandError("--calibration, --budget-share and --target-se need --adaptive")
+        kind = "adaptive, " if adaptive is not None else ""
+        try:
+            campaign = self._create(options, suite, tasks, owner, agent, adaptive, kind, user, judge)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        created = campaign_start(campaign=campaign)
+        if adaptive is not None:
+            self.stdout.write(
+                f"campaign {campaign.pk} started (adaptive): attempts are chosen as results come in; "
+                f"estimated figures on /adaptive/campaigns/{campaign.pk}/"
+            )
+        else:
+            self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
+        self._wait(options, campaign)
+
+    def _create(self, options, suite, tasks, owner, agent, adaptive, kind, user, judge):
+        return campaign_create(
+            name=options["name"] or f"{agent.name} × {suite.name} ({kind}N={options['repeat']})",
             team=team_default_for(user=owner),
             owner=owner,
             agent=agent,
@@ -99,9 +134,10 @@ class Command(BaseCommand):
             user_simulator=user,
             judge=judge,
             price_sheet=price_sheet_default(),
+            adaptive=adaptive,
         )
-        created = campaign_start(campaign=campaign)
-        self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
+
+    def _wait(self, options, campaign):
         if not options["wait"]:
             return
         worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('campaigns', '0003_agents_own_agent_configs_and_price_sheets'),
+        ('campaigns', '0005_merge_replicates_and_adaptive'),
     ]
 
     operations = [
