@@ -199,7 +199,7 @@ def test_launch_page_offers_harness_checks_and_stores_the_chosen_judge(
     assert f"judge: LLM judge-model at {scripted_server.base_url}" in detail
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the campaign is dispatched on commit
 def test_run_campaign_takes_the_judge_and_counts_unjudged(scripted_server, starter_suite, alice):
     alice.is_superuser = True
     alice.save()

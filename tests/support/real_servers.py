@@ -2,14 +2,13 @@
 
 The servers' venv is named by ``TB_SERVERS_PYTHON`` (a python with the shared
 ``tb_business_ops_servers_202606`` package installed *editable from a temporary copy*: a regular
-install leaves its JSON seed data behind). Without it the tests that need the servers skip with
-the reason, except on CI (``CI=true``), where they fail. (17-RUNTIME's shared fixture supersedes
-this lookup when it lands; the domain helpers stay.)
+install leaves its JSON seed data behind); without it, the venv tests.support.servers_venv
+builds (or has cached). When neither works the tests that need the servers skip with the
+reason, except on CI (``CI=true``), where they fail.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import replace
 from functools import lru_cache
@@ -58,11 +57,18 @@ def _usable(python: str) -> str:
 
 
 def servers_python() -> str:
-    """The servers' interpreter, or skip (fail on CI) with the reason."""
-    python = os.environ.get("TB_SERVERS_PYTHON", "")
-    reason = "TB_SERVERS_PYTHON is not set" if not python else _usable(python)
+    """The servers' interpreter (tests.support.servers_venv: TB_SERVERS_PYTHON, else the cached venv),
+    checked for the seed data; skip (fail on CI) with the reason."""
+    from tests.support.servers_venv import ServersUnavailable, on_ci
+    from tests.support.servers_venv import servers_python as find_servers_python
+
+    try:
+        python = str(find_servers_python())
+        reason = _usable(python)
+    except ServersUnavailable as exc:
+        reason = str(exc)
     if reason:
-        if os.environ.get("CI") == "true":
+        if on_ci():
             pytest.fail(f"the real ThinkingBox servers are required on CI: {reason}")
         pytest.skip(reason)
     return python
