@@ -189,6 +189,8 @@ def golden_writes(domain: DomainSpec, task: TaskSpec) -> GoldenWrites:
         if key in _writes_cache:
             _writes_cache.move_to_end(key)
             return _writes_cache[key]
+    if domain.backend == "mcp":  # the state after every state-changing call, not only on failure
+        domain = dataclasses.replace(domain, mcp={**(domain.mcp or {}), "attribute_writes": "per_call"})
     backend = open_backend(domain, task)
     try:
         initial = backend.initial_snapshot()

@@ -130,7 +130,7 @@ def test_validate_suite_on_an_imported_suite_uses_the_real_server_and_flags_the_
         ]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the campaign is dispatched on commit
 def test_rubric_tasks_campaign_passes_with_llm_judge_and_is_unjudged_with_keyword_judge(
     tmp_path, scripted_server, alice
 ):
