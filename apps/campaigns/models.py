@@ -82,6 +82,9 @@ class Attempt(models.Model):
     class Verdict(models.TextChoices):
         PASS = "pass", "Pass"
         FAIL = "fail", "Fail"
+        # A rubric the judge could not answer and nothing else failed (SPEC §2): excluded from
+        # every success metric like an infra error, counted as missing coverage.
+        UNJUDGED = "unjudged", "Unjudged"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="attempts")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="attempts")
@@ -143,9 +146,10 @@ class TaskSummary(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="summaries")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="summaries")
-    n_done = models.PositiveIntegerField(default=0)
+    n_done = models.PositiveIntegerField(default=0, help_text="Done and judged (unjudged ones are coverage).")
     n_pass = models.PositiveIntegerField(default=0)
     n_infra_error = models.PositiveIntegerField(default=0)
+    n_unjudged = models.PositiveIntegerField(default=0)
     n_cancelled = models.PositiveIntegerField(default=0)
     n_clean_looking = models.PositiveIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)

@@ -35,8 +35,13 @@ class CampaignProgress:
     infra_error: int
     cancelled: int
     passed: int
+    unjudged: int  # done, but a rubric could not be judged: excluded from the pass rate (SPEC §2)
     throughput_per_min: float  # attempts finished over the last minute
     eta_seconds: float | None
+
+    @property
+    def judged(self) -> int:
+        return self.done - self.unjudged
 
     @property
     def finished(self) -> int:
@@ -50,7 +55,7 @@ class CampaignProgress:
 
     @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.done if self.done else None
+        return self.passed / self.judged if self.judged else None
 
     @property
     def percent(self) -> float:
@@ -67,6 +72,7 @@ def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
         infra_error=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
         cancelled=Count("id", filter=Q(status=Attempt.Status.CANCELLED)),
         passed=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.PASS)),
+        unjudged=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.UNJUDGED)),
     )
     window = timedelta(seconds=60)
     # Throughput counts attempts that ran to an end; cancelling a queue is no work done.

@@ -11,6 +11,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from apps.agents.models import AgentConfig
+from apps.agents.services import UnknownAgent, agent_config_for
+from apps.campaigns.evaluators import describe
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
@@ -63,6 +66,10 @@ def campaign_detail(request, pk: int):
     root = campaign.replicate_of or campaign
     context = {
         "campaign": campaign,
+        "evaluators": {
+            "user": describe(campaign.user_simulator, default="scripted"),
+            "judge": describe(campaign.judge, default="keyword"),
+        },
         "replicate_set": list(
             campaigns_visible_to(request.user)
             .filter(Q(pk=root.pk) | Q(replicate_of=root))
@@ -84,6 +91,17 @@ def campaign_detail(request, pk: int):
     return render(request, "campaigns/detail.html", context)
 
 
+def _chosen_agent(value: str) -> AgentConfig:
+    """The launch form's agent: a stored configuration (pk:<id>) or a built-in spec created on first use."""
+    if value.startswith("pk:") and value[3:].isdigit():
+        agent = AgentConfig.objects.filter(pk=int(value[3:])).first()
+        if agent is not None:
+            return agent
+    elif value.startswith("spec:"):
+        return agent_config_for(value[5:])
+    raise UnknownAgent(f"unknown agent choice {value!r}")
+
+
 @require_role("operator")
 def campaign_launch(request):
     teams = teams_for(request.user)
@@ -99,11 +117,13 @@ def campaign_launch(request):
                 name=data["name"],
                 team=data["team"],
                 owner=request.user,
-                agent=data["agent"],
+                agent=_chosen_agent(data["agent"]),
                 suite=data["suite"],
                 tasks=list(tasks),
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
+                user_simulator=data["user_simulator"],
+                judge=data["judge"],
                 price_sheet=data["price_sheet"],
                 adaptive=form.adaptive_options(),
             )

@@ -209,11 +209,14 @@ def summary(request):
 @require_GET
 @require_role(Role.VIEWER)
 def health(request):
-    """Tasks with open health issues (grader bug, task ambiguous) in the user's campaigns."""
+    """Tasks with open health issues in the user's campaigns, validation findings (invalid, non-discriminating,
+    verdict disagreements, with every run's verdicts and both diffs), and attempts whose verdicts disagree."""
     campaigns = figure_campaigns(request.user)
     task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
     context = {
         "issues": selectors.open_health_issues(task_pks=task_pks),
+        "findings": selectors.validation_findings(),
+        "disagreements": selectors.verdict_disagreements(campaigns=campaigns),
         "can_edit": user_has_role(request.user, Role.TRIAGER),
     }
     return render(request, "triage/health.html", context)
