@@ -110,6 +110,10 @@ def campaign_list_rows(*, user, limit: int = 200) -> list[CampaignListRow]:
             "attempts",
             filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.PASS),
         ),
+        n_unjudged=Count(
+            "attempts",
+            filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.UNJUDGED),
+        ),
         n_recent=Count("attempts", filter=ended & Q(attempts__finished_at__gte=since)),
     )[:limit]
     rows = []
@@ -124,6 +128,7 @@ def campaign_list_rows(*, user, limit: int = 200) -> list[CampaignListRow]:
             infra_error=campaign.n_infra,
             cancelled=campaign.n_cancelled,
             passed=campaign.n_passed,
+            unjudged=campaign.n_unjudged,
             throughput_per_min=float(campaign.n_recent),
             eta_seconds=remaining / rate if rate > 0 and campaign.is_active else None,
         )
