@@ -178,9 +178,10 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
     if spec != "openai":
         return make_agent(spec, task=task, domain=domain, seed=seed)
     from tb_engine.agents.openai_agent import OpenAIAgent
+    from tb_engine.agents.openai_parameters import split_parameters
 
-    parameters = config.get("parameters") or {}
-    endpoint = {key: value for key, value in parameters.items() if key != "end_marker"}
+    # Agent options (end_marker, max_attempt_tokens, …) go to the agent, the rest to its endpoint.
+    endpoint, options = split_parameters(dict(config.get("parameters") or {}))
     endpoint.update(
         model=config.get("model", ""),
         base_url=config.get("base_url") or endpoint.get("base_url"),
@@ -189,7 +190,7 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
     )
     if config.get("max_concurrency") is not None:
         endpoint.setdefault("max_concurrency", config["max_concurrency"])
-    return OpenAIAgent.from_dict({"endpoint": endpoint, "name": config.get("name", "openai")})
+    return OpenAIAgent.from_dict({"endpoint": endpoint, **options, "name": config.get("name", "openai")})
 
 
 def build_user(config: UserConfig) -> UserSimulator:

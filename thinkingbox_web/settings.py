@@ -183,6 +183,10 @@ ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS"
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
+# Environment variables an agent (or user simulator, judge) may name as its API key: the worker
+# sends that variable's value to the endpoint the operator picked. Comma-separated names or
+# shell patterns; the worker's own settings (database, broker, Django) are refused regardless.
+API_KEY_ENV_ALLOWED = read_list(env, "TB_API_KEY_ENV_ALLOWED", default=["TB_KEY_*"])
 # Threads-pool workers open every pool thread's database connection at start (one per thread).
 WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
 

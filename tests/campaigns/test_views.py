@@ -18,7 +18,9 @@ def test_campaign_detail_page_renders_progress(client, make_campaign, bob):
 
 
 @pytest.mark.django_db
-def test_campaign_detail_poll_of_a_finished_campaign_renders_the_fragment_and_stops(client, make_campaign, bob):
+def test_campaign_detail_poll_of_a_finished_campaign_renders_the_fragment_and_stops(
+    client, make_campaign, bob
+):
     campaign = make_campaign("golden", tasks=1, n=1)
     client.force_login(bob)
 
