@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from datetime import date
+from datetime import date, datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -81,10 +81,32 @@ def agent_config_problems(
     parameters = {} if parameters is None else parameters
     if kind == AgentConfig.Kind.OPENAI:
         problems.update(parameter_problems(parameters))
+    elif kind == AgentConfig.Kind.SIMULATED and isinstance(parameters, dict):
+        problems.update(schedule_problems(parameters))
     elif parameters:
         problems["parameters"] = (
             f"agents of kind {kind!r} take no parameters, got {', '.join(sorted(map(str, parameters)))}"
         )
+    return problems
+
+
+def schedule_problems(parameters: dict) -> dict[str, str]:
+    """A simulated agent's only parameters: a persona switch (switch_at ISO 8601, switch_to a persona)."""
+    problems: dict[str, str] = {}
+    for key in sorted(set(parameters) - {"switch_at", "switch_to"}):
+        problems[f"parameters.{key}"] = "unknown parameter; simulated agents take switch_at and switch_to"
+    switch_at, switch_to = parameters.get("switch_at"), parameters.get("switch_to")
+    if switch_at is not None:
+        try:
+            datetime.fromisoformat(str(switch_at))
+        except ValueError:
+            problems["parameters.switch_at"] = f"must be an ISO 8601 date-time, got {switch_at!r}"
+    if switch_to is not None and switch_to not in PERSONAS:
+        problems["parameters.switch_to"] = (
+            f"unknown persona {switch_to!r}; known: {', '.join(sorted(PERSONAS))}"
+        )
+    if (switch_at is None) != (switch_to is None):
+        problems.setdefault("parameters", "switch_at and switch_to go together")
     return problems
 
 

@@ -30,6 +30,7 @@ class AttemptOutcome:
     duration_ms: float = 0.0
     result: dict[str, Any] = field(default_factory=dict)
     error_detail: str = ""
+    provider: list[dict[str, Any]] = field(default_factory=list)  # identities the endpoint reported
 
     @classmethod
     def infra_error(cls, message: str) -> AttemptOutcome:
@@ -57,6 +58,7 @@ class AttemptOutcome:
             duration_ms=result.duration_ms,
             result=result.to_dict(),
             error_detail=result.error,
+            provider=list(result.extra.get("provider") or []),
         )
 
     def as_fields(self) -> dict[str, Any]:
@@ -79,4 +81,5 @@ class AttemptOutcome:
             "duration_ms": self.duration_ms,
             "result": self.result,
             "error_detail": self.error_detail,
+            "provider": self.provider,
         }

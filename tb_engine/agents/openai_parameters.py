@@ -40,6 +40,7 @@ ENDPOINT_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "extra_body": ((dict,), "a mapping"),
     "max_concurrency": ((int,), "an integer"),
     "retry": ((dict,), "a mapping"),
+    "provider_headers": ((list,), "a list of header names"),
 }
 
 

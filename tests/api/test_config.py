@@ -137,13 +137,29 @@ def test_agent_parameters_its_kind_cannot_run_are_a_400_naming_the_field(api_for
     assert (edited.status_code, list(error_of(edited)["details"])) == (400, [field])
 
 
-def test_simulated_agent_takes_no_parameters(api_for, alice):
-    body = {"name": "sim", "kind": "sim", "persona": "steady", "parameters": {"end_marker": "x"}}
+def test_simulated_agent_takes_only_a_persona_switch(api_for, alice):
+    client = api_for(alice)
+    base = {"kind": "sim", "persona": "steady"}
 
-    response = api_for(alice).post("/api/agents/", body, format="json")
+    wrong = client.post(
+        "/api/agents/", {**base, "name": "a", "parameters": {"end_marker": "x"}}, format="json"
+    )
+    switch = {"switch_at": "2999-01-01T00:00:00+00:00", "switch_to": "cautious"}
+    right = client.post("/api/agents/", {**base, "name": "b", "parameters": switch}, format="json")
+    typo = client.post(
+        "/api/agents/", {**base, "name": "c", "parameters": {**switch, "switch_to": "stedy"}}, format="json"
+    )
 
-    assert error_of(response)["details"] == {
-        "parameters": ["agents of kind 'sim' take no parameters, got end_marker"]
+    assert error_of(wrong)["details"] == {
+        "parameters.end_marker": ["unknown parameter; simulated agents take switch_at and switch_to"]
+    }
+    assert right.status_code == 201
+    assert list(error_of(typo)["details"]) == ["parameters.switch_to"]
+    golden = client.post(
+        "/api/agents/", {"name": "g", "kind": "golden", "parameters": {"x": 1}}, format="json"
+    )
+    assert error_of(golden)["details"] == {
+        "parameters": ["agents of kind 'golden' take no parameters, got x"]
     }
 
 
