@@ -333,3 +333,23 @@ def test_taxonomy_page_lets_triagers_add_labels_and_refuses_viewers(client, bob,
     assert refused == 403
     assert response.status_code == 302
     assert Label.objects.get(name="looped").shortcut == 9
+
+
+@pytest.mark.parametrize(
+    ("next_url", "expected"),
+    [
+        ("https://elsewhere.example/phish", "/triage/health/"),
+        ("//elsewhere.example/phish", "/triage/health/"),
+        ("javascript:alert(1)", "/triage/health/"),
+        ("/triage/queue/?verdict=fail", "/triage/queue/?verdict=fail"),
+    ],
+)
+def test_health_resolve_redirects_only_on_this_site(client, trish, flagged, next_url, expected):
+    from apps.triage.models import TaskHealthIssue
+
+    issue = TaskHealthIssue.objects.get()
+    client.force_login(trish)
+
+    response = client.post(f"/triage/health/{issue.pk}/resolve/", {"resolution": "fixed", "next": next_url})
+
+    assert (response.status_code, response["Location"]) == (302, expected)
