@@ -2,6 +2,7 @@
 """Bootstrap and run ThinkingBox Web with nothing but Python >= 3.11 (standard library only).
 
     python3 run.py demo [demo options]   set up .venv, migrate, create the demo, serve on 127.0.0.1:8000
+                                          with debug off (--debug: Django's debug pages)
     python3 run.py test [pytest options] set up .venv, run the whole suite on SQLite, then the
                                           integration subset on PostgreSQL + Redis + a live worker
                                           (both with the real ThinkingBox servers' venv, built once)
@@ -93,6 +94,11 @@ def check_call(command: list[str], **kwargs) -> None:
 
 
 def command_demo(python: str, args: list[str]) -> int:
+    """The demo serves with debug off (plain error pages, static files through WhiteNoise); `--debug`
+    keeps Django's debug pages for development."""
+    debug = "--debug" in args
+    args = [arg for arg in args if arg != "--debug"]
+    os.environ.update({"TB_DEMO": "1", "DEBUG": "1" if debug else "0"})
     check_call([python, "manage.py", "migrate", "--noinput"])
     try:
         return subprocess.run([python, "manage.py", "demo", *args], cwd=ROOT).returncode
