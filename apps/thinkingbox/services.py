@@ -26,6 +26,7 @@ from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_tb_results, read_dataset
 from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
+from tb_engine.yaml_bounded import load_yaml
 
 CUSTOM_CHECK_DETAIL = "custom check — not supported"
 IMPORTED_AGENT_MARKER = (
@@ -150,9 +151,7 @@ class ResultsImport:
 def _agent_names(path: Path) -> list[str]:
     """``metadata.agent`` of every row (rows were already validated by parse_tb_results)."""
     if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        rows = [yaml.safe_load(path.read_text(encoding="utf-8"))]
+        rows = [load_yaml(path.read_text(encoding="utf-8"))]
     else:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [str((row.get("metadata") or {}).get("agent") or "unknown") for row in rows]
