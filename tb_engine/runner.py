@@ -171,7 +171,9 @@ def dialogue_steps(
     clock = clock or _Clock()
     transcript = Transcript() if transcript is None else transcript
     messages = transcript.messages
-    unbilled = Usage()  # usage of unusable outputs since the last usable step (the agent bills it with the next)
+    unbilled = (
+        Usage()
+    )  # usage of unusable outputs since the last usable step (the agent bills it with the next)
     opening = user.reply(_user_view(task, messages))
     transcript.user_usage = transcript.user_usage + opening.usage
     messages.append(Message("user", opening.text or task.query, turn=0, at_ms=clock.ms()))

@@ -143,6 +143,9 @@ class CampaignInput(serializers.Serializer):
         return team
 
     def validate(self, data: dict) -> dict:
+        suite_team = data["suite"].team_id
+        if suite_team is not None and suite_team != data["team"].pk:
+            raise serializers.ValidationError({"suite": ["not a suite of this team"]})
         tasks = data["suite"].tasks.all()
         if data.get("domains"):
             tasks = tasks.filter(domain__name__in=data["domains"])

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.db.models import Q
 
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.core.models import Team
@@ -34,6 +35,10 @@ class CampaignLaunchForm(forms.Form):
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
+        # Shared suites and the teams' own (a suite made from imported results is one team's).
+        self.fields["suite"].queryset = Suite.objects.filter(
+            Q(team__isnull=True) | Q(team__in=self.fields["team"].queryset)
+        )
         self.fields["budget_share"].required = False
         self.fields["target_se"].required = False
 

@@ -12,7 +12,7 @@ from tb_engine.spec_json import domain_to_dict, task_to_dict
 
 @transaction.atomic
 def suite_store(
-    *, spec: SuiteSpec, source: str = Suite.Source.BUILTIN, validations: dict | None = None
+    *, spec: SuiteSpec, source: str = Suite.Source.BUILTIN, validations: dict | None = None, team=None
 ) -> Suite:
     """Create or update a suite from an engine SuiteSpec, in one transaction.
 
@@ -29,6 +29,7 @@ def suite_store(
             "source": source,
             "content_hash": spec.content_hash(),
             "evaluation_only": spec.evaluation_only,
+            "team": team,
         },
     )
     domains = {}
