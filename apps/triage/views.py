@@ -211,7 +211,7 @@ def health(request):
     campaigns = figure_campaigns(request.user)
     task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
     context = {
-        "issues": selectors.open_health_issues(task_pks=task_pks),
+        "issues": selectors.open_health_issues(task_pks=task_pks, campaigns=campaigns),
         "can_edit": user_has_role(request.user, Role.TRIAGER),
     }
     return render(request, "triage/health.html", context)

@@ -353,3 +353,24 @@ def test_health_resolve_redirects_only_on_this_site(client, trish, flagged, next
     response = client.post(f"/triage/health/{issue.pk}/resolve/", {"resolution": "fixed", "next": next_url})
 
     assert (response.status_code, response["Location"]) == (302, expected)
+
+
+def test_health_page_shows_who_and_which_attempt_only_to_the_attempts_team(
+    client, bob, erin, flagged, attempts_campaign, team_b
+):
+    from apps.campaigns.models import Campaign
+    from apps.triage.models import TaskHealthIssue
+
+    other = attempts_campaign([(T1, 0, "fail", [], True)], name="Gamma")
+    Campaign.objects.filter(pk=other.pk).update(team=team_b)
+    issue = TaskHealthIssue.objects.get()
+
+    client.force_login(erin)
+    outsider = client.get("/triage/health/").content.decode()
+    client.force_login(bob)
+    member = client.get("/triage/health/").content.decode()
+
+    assert T1 in outsider  # Team B runs the task: it sees the issue
+    assert (f"attempt {issue.attempt_id}" in outsider, "trish" in outsider) == (False, False)
+    assert "by another team" in outsider
+    assert (f"attempt {issue.attempt_id}" in member, "by trish" in member) == (True, True)
