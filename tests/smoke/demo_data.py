@@ -38,6 +38,8 @@ class DemoData:
     agent: object = None
     price_sheet: object = None
     suite: object = None
+    watch: object = None
+    watch_run: object = None
 
 
 def _two_tasks_per_domain(suite) -> list[str]:
@@ -140,4 +142,41 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     record_worker_heartbeat(hostname="smoke-worker@localhost")
     Token.objects.get_or_create(user=alice)
     data.agent = careless.agent
+    # Rows for every admin page: a real calibration of Team A's finished campaigns, the state of an
+    # adaptive dispatcher and a search-service setting of the imported suite.
+    from apps.adaptive.models import AdaptiveState
+    from apps.adaptive.services import calibration_create
+    from apps.thinkingbox.models import SearchService
+
+    calibration = calibration_create(suite=starter_suite, team=team_a, user=alice, validate=False)
+    AdaptiveState.objects.create(
+        campaign=data.campaigns["draft"], calibration=calibration, stop_reason="budget"
+    )
+    SearchService.objects.create(suite=data.campaigns["tb"].suite, url="http://127.0.0.1:9")
+    from django.utils import timezone
+
+    from apps.drift.models import WatchRun
+    from apps.drift.services import watch_create
+
+    steady = data.campaigns["sim:steady"]
+    watch = watch_create(
+        name="Steady drift watch",
+        team=team_a,
+        owner=alice,
+        agent=steady.agent,
+        suite=starter_suite,
+        tasks=list(steady.tasks.all()),
+        n_attempts=steady.n_attempts,
+        interval_minutes=60,
+        baseline=steady,
+        webhook=False,
+    )
+    data.watch = watch
+    data.watch_run = WatchRun.objects.create(
+        watch=watch,
+        campaign=data.campaigns["cancelled"],
+        number=1,
+        trigger="schedule",
+        started_at=timezone.now(),
+    )
     return data
