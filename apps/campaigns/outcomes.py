@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from apps.campaigns.models import Attempt
+from apps.core.text import without_nul
 from tb_engine.results import AttemptResult
 from tb_engine.transcript import Usage
 
@@ -62,11 +63,12 @@ class AttemptOutcome:
         )
 
     def as_fields(self) -> dict[str, Any]:
+        """The row's columns; text with NUL characters (PostgreSQL refuses them) shown as ␀."""
         return {
             "status": self.status,
             "termination": self.termination,
             "verdict": self.verdict,
-            "categories": self.categories,
+            "categories": without_nul(self.categories),
             "clean_looking": self.clean_looking,
             "task_hash": self.task_hash,
             "input_tokens": self.agent_usage.input_tokens,
@@ -79,7 +81,7 @@ class AttemptOutcome:
             "tool_calls": self.tool_calls,
             "diff_items": self.diff_items,
             "duration_ms": self.duration_ms,
-            "result": self.result,
-            "error_detail": self.error_detail,
-            "provider": self.provider,
+            "result": without_nul(self.result),
+            "error_detail": without_nul(self.error_detail),
+            "provider": without_nul(self.provider),
         }

@@ -11,6 +11,7 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from apps.exports.formulas import csv_text
 from apps.exports.tables import Column, Table
 
 NUMBER_FORMATS = {
@@ -40,7 +41,7 @@ def table_csv(table: Table, *, about: list[tuple[str, str]] = ()) -> str:
     writer = csv.writer(buffer)
     writer.writerow([column.title for column in table.columns])
     for row in table.values():
-        writer.writerow(["" if value is None else _plain(value) for value in row])
+        writer.writerow(["" if value is None else csv_text(_plain(value)) for value in row])
     return buffer.getvalue()
 
 
@@ -51,6 +52,9 @@ def write_sheet(sheet: Worksheet, columns: list[Column], rows: list[list]) -> No
         cell.font = Font(bold=True)
     for row in rows:
         sheet.append([_plain(value) for value in row])
+        for cell in sheet[sheet.max_row]:
+            if cell.data_type == "f":  # openpyxl reads text starting with '=' as a formula: keep it text
+                cell.data_type = "s"
     for position, column in enumerate(columns, start=1):
         fmt = NUMBER_FORMATS.get(column.kind)
         letter = get_column_letter(position)
