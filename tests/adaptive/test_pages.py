@@ -215,8 +215,10 @@ def test_launch_page_starts_an_adaptive_campaign(client, alice, starter_suite, t
         {
             "name": "adaptive ace",
             "team": team_a.pk,
-            "agent": agent.pk,
+            "agent": f"pk:{agent.pk}",
             "suite": starter_suite.pk,
+            "user_kind": "scripted",
+            "judge_kind": "keyword",
             "n_attempts": 20,
             "seed": 0,
             "adaptive": "on",
