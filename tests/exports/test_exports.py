@@ -322,3 +322,16 @@ def _sheet_xml(content: bytes) -> bytes:
         return b"".join(
             archive.read(name) for name in archive.namelist() if name.startswith("xl/worksheets/")
         )
+
+
+def test_about_blocks_keep_hostile_campaign_names_inert(client, bob, hostile_campaigns):
+    client.force_login(bob)
+
+    workbook = client.get("/exports/tables/leaderboard.xlsx?sort=name&dir=asc").content
+    text = client.get("/exports/tables/leaderboard.csv?sort=name&dir=asc").content.decode()
+
+    about = load_workbook(io.BytesIO(workbook))["About"]
+    assert "f" not in {cell.data_type for row in about.iter_rows() for cell in row}
+    about_lines = [line for line in text.splitlines() if line.startswith("#")]
+    pieces = [piece.lstrip() for line in about_lines for piece in line.split(",")[1:]]
+    assert [piece for piece in pieces if piece.startswith(("=", "+", "-", "@"))] == []
