@@ -51,6 +51,37 @@ def services(stack: list) -> tuple[str, str]:
     return database_url, broker_url
 
 
+def django_on_services(stack: list, scratch: Path):
+    """Services (throwaway unless given), Django set up and migrated on them, a bench owner and team.
+
+    Returns ``(env, owner, team)``: ``env`` is what every worker process of the bench gets.
+    """
+    database_url, broker_url = services(stack)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "CELERY_BROKER_URL": broker_url,
+        "DEBUG": "1",
+        "TB_DATA_DIR": str(scratch),
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+    }
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from apps.core.models import Team
+
+    call_command("migrate", verbosity=0)
+    owner, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_superuser": True})
+    team, _ = Team.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
+    return env, owner, team
+
+
 def start_worker(env: dict, log: Path, *, pool: str, concurrency: int) -> subprocess.Popen:
     # A unique node name per process: several workers run on this one host.
     command = [
@@ -342,30 +373,7 @@ def main() -> None:
     stack: list = []
     scratch = Path(tempfile.mkdtemp(prefix="tb-bench-"))
     try:
-        database_url, broker_url = services(stack)
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "CELERY_BROKER_URL": broker_url,
-            "DEBUG": "1",
-            "TB_DATA_DIR": str(scratch),
-            "LOG_LEVEL": "WARNING",
-            "PYTHONPATH": str(ROOT),
-        }
-        os.environ.update(env)
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
-        from django.contrib.auth import get_user_model
-
-        from apps.core.models import Team
-
-        owner, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_superuser": True})
-        team, _ = Team.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
+        env, owner, team = django_on_services(stack, scratch)
         golden = None if args.skip_golden else part_golden(args, env, owner, team, scratch)
         scaling = part_llm(args, env, owner, team, scratch)
     finally:

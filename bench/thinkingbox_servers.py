@@ -36,7 +36,6 @@ cached venv is built first.)
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -49,9 +48,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from campaign_throughput import (  # noqa: E402  (services and worker helpers shared with that bench)
+    django_on_services,
     node_name,
     percentile,
-    services,
     start_worker,
     stop,
     wait_done,
@@ -193,31 +192,10 @@ def main() -> None:
     stack: list = []
     scratch = Path(tempfile.mkdtemp(prefix="tb-bench-servers-"))
     try:
-        database_url, broker_url = services(stack)
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "CELERY_BROKER_URL": broker_url,
-            "DEBUG": "1",
-            "TB_DATA_DIR": str(scratch),
-            "LOG_LEVEL": "WARNING",
-            "PYTHONPATH": str(ROOT),
-        }
-        os.environ.update(env)
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
-        import django
-
-        django.setup()
-        from django.contrib.auth import get_user_model
-        from django.core.management import call_command
-
+        env, owner, team = django_on_services(stack, scratch)
         from apps.agents.services import agent_config_for
         from apps.campaigns.services import campaign_create
-        from apps.core.models import Team
 
-        call_command("migrate", verbosity=0)
-        owner, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_superuser": True})
-        team, _ = Team.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
         suite = import_suite(python, shared_dataset(scratch / "dataset"), args.pool_size)
         tasks = list(suite.tasks.order_by("task_id"))
         golden = agent_config_for("golden")

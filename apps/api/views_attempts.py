@@ -20,12 +20,8 @@ TAGS = ["attempts"]
 # SPEC §3: the classes of diff items plus the two non-state failure kinds.
 DIFF_KINDS = ("missing_effect", "extra_effect", "wrong_value")
 CATEGORIES = ("missing_effect", "extra_effect", "wrong_value", "rubric_failed", "check_failed")
-LIST_FIELDS = (
-    "id",
-    "campaign_id",
-    "task_id",
-    "task__task_id",
-    "task__domain__name",
+# The attempt's own columns, shared by the list query (values()) and the serializer.
+ATTEMPT_COLUMNS = (
     "index",
     "status",
     "termination",
@@ -48,6 +44,7 @@ LIST_FIELDS = (
     "started_at",
     "finished_at",
 )
+LIST_FIELDS = ("id", "campaign_id", "task_id", "task__task_id", "task__domain__name", *ATTEMPT_COLUMNS)
 
 
 class AttemptOutput(serializers.ModelSerializer):
@@ -65,34 +62,7 @@ class AttemptOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Attempt
-        fields = [
-            "id",
-            "campaign",
-            "task",
-            "task_id",
-            "domain",
-            "index",
-            "status",
-            "termination",
-            "verdict",
-            "categories",
-            "clean_looking",
-            "task_hash",
-            "input_tokens",
-            "cached_input_tokens",
-            "output_tokens",
-            "reasoning_tokens",
-            "eval_tokens",
-            "agent_cost",
-            "eval_cost",
-            "tool_calls",
-            "diff_items",
-            "duration_ms",
-            "retries",
-            "error_detail",
-            "started_at",
-            "finished_at",
-        ]
+        fields = ["id", "campaign", "task", "task_id", "domain", *ATTEMPT_COLUMNS]
 
 
 class DiffItemOutput(serializers.Serializer):
