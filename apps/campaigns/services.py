@@ -29,6 +29,7 @@ from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns import attempt_sql
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.outcomes import AttemptOutcome
+from apps.campaigns.signatures import BackfillReport, backfill_signatures
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
 from tb_engine.results import AttemptResult
@@ -40,10 +41,12 @@ __all__ = [
     "RUN_ATTEMPT_TASK",
     "SWEEP_TASK",
     "AttemptOutcome",
+    "BackfillReport",
     "attempt_claim",
     "attempt_claim_prepare",
     "attempt_heartbeat",
     "attempt_record",
+    "attempts_backfill_signatures",
     "attempts_sweep",
     "campaign_cancel",
     "campaign_create",
@@ -500,6 +503,17 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
             summary_refresh(campaign_id=campaign.pk)
         campaign_finish_if_complete(campaign_id=campaign.pk)
     return len(stale_ids)
+
+
+def attempts_backfill_signatures(
+    *, campaign_ids: list[int] | None = None, recompute: bool = False
+) -> BackfillReport:
+    """Give every stored failed attempt its SPEC §8 signature (all of them again with ``recompute``).
+
+    Side effects: Attempt.signature / signature_items of the attempts whose signature changed;
+    the touched campaigns' TaskSummary.updated_at (pages cached by summary stamp recompute).
+    """
+    return backfill_signatures(campaign_ids=campaign_ids, recompute=recompute)
 
 
 def _dead_on_this_host(worker: str, host: str) -> bool:
