@@ -141,8 +141,12 @@ def _sync_task_health(*, attempt: Attempt, actor) -> None:
     used = set(
         Label.objects.filter(flags_task_health=True, reviews__attempt__task=task).values_list("pk", flat=True)
     )
+    # Only issues opened by labels follow the labels; an exclusion from the suspect queue stays.
     open_issues = {
-        issue.label_id: issue for issue in TaskHealthIssue.objects.filter(task=task, resolved_at__isnull=True)
+        issue.label_id: issue
+        for issue in TaskHealthIssue.objects.filter(
+            task=task, resolved_at__isnull=True, source=TaskHealthIssue.Source.LABEL
+        )
     }
     for label_pk in used - set(open_issues):
         issue = TaskHealthIssue.objects.create(task=task, label_id=label_pk, attempt=attempt, opened_by=actor)
@@ -182,7 +186,7 @@ def health_issue_resolve(*, issue: TaskHealthIssue, actor, resolution: str = "")
         task=issue.task,
         actor=actor,
         field="task_health",
-        before=f"open: {issue.label.name}",
+        before=f"open: {issue.title}",
         after=f"resolved: {issue.resolution}",
     )
     return issue
