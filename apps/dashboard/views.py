@@ -22,7 +22,7 @@ from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.selectors import external_scores
 from apps.figures import selectors as figures
 from apps.suites.models import Task
-from apps.triage.selectors import task_health_scope
+from apps.triage.selectors import judge_note_rows, task_health_scope
 from tb_engine.metrics import spearman
 
 TASKS_PER_PAGE = 50
@@ -76,6 +76,7 @@ def leaderboard(request):
         "correlations": correlations,
         "score_form": ExternalScoreForm(campaigns=campaigns),
         "can_edit": user_has_role(request.user, Role.OPERATOR),
+        "judge_note_rows": judge_note_rows(campaigns=[row.campaign for row in rows]),
     }
     return _render(request, "dashboard/leaderboard.html", "leaderboard-table", context)
 
@@ -155,6 +156,7 @@ def gap(request):
         "per_domain": per_domain,
         "all_campaigns": figures.figure_campaigns(request.user),
         "selected": {c.pk for c in campaigns},
+        "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
     }
     return _render(request, "dashboard/gap.html", "gap-body", context)
@@ -202,6 +204,7 @@ def cost(request):
         "token_chart": chart(charts.token_bars(table)),
         "sheets": list(sheets.values()),
         "whatif_form": WhatIfPriceForm(campaigns=campaigns),
+        "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
     }
     return render(request, "dashboard/cost.html", context)
@@ -257,6 +260,7 @@ def domains(request):
         "a": a,
         "b": b,
         "deltas": deltas,
+        "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
     }
     return _render(request, "dashboard/domains.html", "domain-deltas", context)
@@ -349,5 +353,13 @@ def compare(request):
             result = figures.comparison(tables, a, b)
         except ValueError as exc:
             error = str(exc)
-    context = {"campaigns": campaigns, "a": a, "b": b, "result": result, "error": error, **health.context()}
+    context = {
+        "campaigns": campaigns,
+        "a": a,
+        "b": b,
+        "result": result,
+        "error": error,
+        "judge_note_rows": judge_note_rows(campaigns=[c for c in (a, b) if c]) if result else [],
+        **health.context(),
+    }
     return _render(request, "dashboard/compare.html", "compare-body", context)

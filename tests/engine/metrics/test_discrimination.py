@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,9 +49,29 @@ def test_better_campaigns_failing_a_task_more_is_negative():
         tasks = {f"good{i}": (20, round(20 * skill)) for i in range(5)}
         tasks["inverted"] = (20, round(20 * (1 - skill)))
         rates[f"c{position}"] = tasks
-    by_task = {row.task: row.r for row in item_rest_correlations(_table(rates))}
-    assert by_task["inverted"] < 0
-    assert all(by_task[f"good{i}"] > 0 for i in range(5))
+    rows = {row.task: row for row in item_rest_correlations(_table(rates))}
+    assert rows["inverted"].r < 0
+    assert all(rows[f"good{i}"].r > 0 for i in range(5))
+    # Four campaigns in exactly the opposite order: one of the 4! = 24 pairings is that extreme.
+    assert rows["inverted"].p_value == pytest.approx(1 / 24)
+    assert rows["good0"].p_value == 1.0
+
+
+def test_permutation_p_value_is_a_hand_count_and_drawn_beyond_seven_campaigns():
+    # Rates (.9, .5, .1) against rest (.3, .55, .85): of the 6 pairings only the observed one has r <= r_obs.
+    table = _table(
+        {
+            "A": {"t1": (10, 2), "t2": (10, 4), "t3": (10, 9)},
+            "B": {"t1": (10, 5), "t2": (10, 6), "t3": (10, 5)},
+            "C": {"t1": (10, 8), "t2": (10, 9), "t3": (10, 1)},
+        }
+    )
+    by_task = {row.task: row for row in item_rest_correlations(table)}
+    assert by_task["t3"].p_value == pytest.approx(1 / 6)
+    many = {f"c{k}": {"t": (10, 10 - k), "u": (10, k), "v": (10, k)} for k in range(10)}
+    rows = {row.task: row for row in item_rest_correlations(_table(many))}
+    assert rows["t"].r < -0.99 and rows["t"].p_value < 0.01  # 2,000 drawn permutations, fixed seed
+    assert item_rest_correlations(_table(many))[0].p_value == rows["t"].p_value
 
 
 def test_too_few_campaigns_or_constant_rates_give_no_correlation():
