@@ -20,7 +20,8 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cache, cached_property, lru_cache
+from typing import Any, NamedTuple
 
 ROW = "(row)"  # field-or-row for a whole-row item (a row present in one state and absent in another)
 NO_TOOL = "-"  # no tool call of the attempt wrote the cell or row
@@ -34,12 +35,12 @@ SIGNATURE_VERSION = 1
 _SHORT = 40
 
 
-@dataclass(frozen=True, order=True)
-class Element:
+class Element(NamedTuple):
     """One element of a signature: (class, table, field-or-row, tool) for a diff item.
 
     For a failed check: (``check_failed``, check kind, what it checks without row keys, ``-``);
     for a failed (or unjudged) rubric: (``rubric_failed``/``rubric_unjudged``, ``""``, question, ``-``).
+    A plain tuple underneath: hashing and sorting thousands of them per second is cheap.
     """
 
     kind: str
@@ -48,7 +49,7 @@ class Element:
     tool: str = NO_TOOL
 
     def as_list(self) -> list[str]:
-        return [self.kind, self.table, self.target, self.tool]
+        return list(self)
 
     @property
     def category(self) -> str:
@@ -64,7 +65,7 @@ class Signature:
     phrases: tuple[str, ...]  # per element, with this attempt's values
     generic: tuple[str, ...]  # per element, without values
 
-    @property
+    @cached_property
     def digest(self) -> str:
         return digest_of(self.elements)
 
@@ -97,7 +98,7 @@ def describe(phrases: Iterable[str]) -> str:
 def digest_of(elements: Iterable[Element]) -> str:
     """The stable id of a set of elements: 32 hex digits of SHA-256 over their sorted JSON."""
     ordered = sorted(set(elements))
-    blob = json.dumps([e.as_list() for e in ordered], separators=(",", ":"), ensure_ascii=False)
+    blob = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False)  # tuples encode as lists
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -225,42 +226,51 @@ def _diff_element(item: Mapping[str, Any], tools: Mapping[int, str]) -> Element:
 
 
 def _diff_phrases(element: Element, item: Mapping[str, Any]) -> tuple[str, str]:
-    thing = noun(element.table)
-    via = f" via {element.tool}" if element.tool != NO_TOOL else ""
     initial, result, golden = item.get("initial"), item.get("result"), item.get("golden")
     if element.target == ROW:
-        phrase = _row_phrase(element.kind, thing, initial, result, golden) + via
-        return phrase, phrase
-    field = element.target.replace("_", " ")
-    where = f"{thing} {field}"
+        return _row_phrases(element, initial is None, result is None, golden is None)
+    return _cell_phrases(element, short(initial), short(result), short(golden))
+
+
+@lru_cache(maxsize=4096)
+def _row_phrases(element: Element, no_initial: bool, no_result: bool, no_golden: bool) -> tuple[str, str]:
+    via = f" via {element.tool}" if element.tool != NO_TOOL else ""
+    phrase = _row_phrase(element.kind, noun(element.table), no_initial, no_result, no_golden) + via
+    return phrase, phrase
+
+
+@lru_cache(maxsize=65536)
+def _cell_phrases(element: Element, initial: str, result: str, golden: str) -> tuple[str, str]:
+    """Both phrases of a cell item (cached: a backfill meets the same mistake many times)."""
+    via = f" via {element.tool}" if element.tool != NO_TOOL else ""
+    where = f"{noun(element.table)} {element.target.replace('_', ' ')}"
     if element.kind == "missing_effect":
         return (
-            f"left {where} {short(initial)} where golden has {short(golden)}",
+            f"left {where} {initial} where golden has {golden}",
             f"left {where} unchanged where golden changes it",
         )
     if element.kind == "extra_effect":
         return (
-            f"changed {where} from {short(initial)} to {short(result)}{via}, which golden leaves alone",
+            f"changed {where} from {initial} to {result}{via}, which golden leaves alone",
             f"changed {where}{via}, which golden leaves alone",
         )
     return (
-        f"set {where} to {short(result)}{via} where golden has {short(golden)}",
+        f"set {where} to {result}{via} where golden has {golden}",
         f"set {where}{via} to a value other than golden's",
     )
 
 
-def _row_phrase(kind: str, thing: str, initial: Any, result: Any, golden: Any) -> str:
+def _row_phrase(kind: str, thing: str, no_initial: bool, no_result: bool, no_golden: bool) -> str:
     if kind == "missing_effect":
-        return (
-            f"no {thing} where golden creates one" if initial is None else f"kept the {thing} golden deletes"
-        )
+        return f"no {thing} where golden creates one" if no_initial else f"kept the {thing} golden deletes"
     if kind == "extra_effect":
-        return f"created an extra {thing}" if initial is None else f"deleted a {thing} golden keeps"
-    if result is None:
+        return f"created an extra {thing}" if no_initial else f"deleted a {thing} golden keeps"
+    if no_result:
         return f"deleted the {thing} golden changes"
-    return f"left a {thing} where golden has none" if golden is None else f"left the {thing} unlike golden's"
+    return f"left a {thing} where golden has none" if no_golden else f"left the {thing} unlike golden's"
 
 
+@cache
 def noun(table: str) -> str:
     """A table name as a singular noun for phrases: ``access_grants`` -> "access grant"."""
     words = table.replace("_", " ").strip()

@@ -126,7 +126,7 @@ class ClusterListView(ApiView):
         filters = _queue_filters(self.validated_query(ClusterFilter))
         index = cluster_index(user=request.user, filters=filters)
         return self.paginate(
-            list(index.clusters),
+            index,
             ClusterOutput,
             transform=lambda page: cluster_rows(user=request.user, filters=filters, index=index, page=page),
         )

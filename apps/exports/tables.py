@@ -331,7 +331,7 @@ def clusters_table(user, query: QueryDict) -> Table:
     filters = QueueFilters.from_query(query).without_signature()
     index = cluster_index(user=user, filters=filters)
     rows = []
-    chunks = [index.clusters[at : at + 500] for at in range(0, len(index.clusters), 500)]
+    chunks = [index[at : at + 500] for at in range(0, len(index), 500)]
     for row in (
         r for chunk in chunks for r in cluster_rows(user=user, filters=filters, index=index, page=chunk)
     ):

@@ -15,14 +15,18 @@ are cached the same way; review progress is always read fresh.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Min, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum, TextField
+from django.db.models.functions import Cast
 
-from apps.campaigns.models import Attempt, TaskSummary
+from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
@@ -30,7 +34,7 @@ from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 
 PER_PAGE = 50
 CACHE_SECONDS = 6 * 3600
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _CHUNK = 2000  # ids per IN (...) list: far below SQLite's variable limit
 _REVIEW_FILTERS = ("label", "assignee", "status")
 
@@ -46,51 +50,108 @@ class Cluster:
     campaigns: int
     models: int  # distinct agent configurations
     examples: tuple[int, ...]  # first and last attempt id (one when the cluster has one attempt)
-    variants: int  # distinct stored element phrases: 1 means every attempt shares the example's values
-    items: tuple[tuple[str, ...], ...]  # the example's stored signature items
+    items: tuple[tuple[str, ...], ...]  # the first example's stored signature items
     related: tuple[str, ...] = ()
+    # Distinct stored phrase sets among its attempts (1: every attempt shares the example's values);
+    # None until counted for a page.
+    variants: int | None = None
 
     @property
     def unsigned(self) -> bool:
         """Attempts stored before signatures existed (manage.py backfill_signatures signs them)."""
         return self.signature == ""
 
-    @property
-    def elements(self) -> tuple[Element, ...]:
-        return Signature.from_items(self.items).elements
+    @cached_property
+    def signature_object(self) -> Signature:
+        return Signature.from_items(self.items)
 
     @property
+    def elements(self) -> tuple[Element, ...]:
+        return self.signature_object.elements
+
+    @cached_property
     def description(self) -> str:
         """Plain words: with the example's values when every attempt shares them, else without values."""
         if self.unsigned:
             return "not signed yet: these attempts were stored before failure signatures (run backfill_signatures)"
-        signature = Signature.from_items(self.items)
-        return describe(signature.phrases if self.variants == 1 else signature.generic)
+        return self.example_description if self.variants == 1 else self.generic_description
 
-    @property
+    @cached_property
+    def generic_description(self) -> str:
+        return describe(self.signature_object.generic)
+
+    @cached_property
     def example_description(self) -> str:
         """The first example's own values (shown when the cluster's attempts differ in them)."""
-        return describe(Signature.from_items(self.items).phrases)
+        return describe(self.signature_object.phrases)
 
-    @property
+    @cached_property
     def categories(self) -> list[str]:
         return sorted({element.category for element in self.elements})
 
 
+# A cluster in the cached index, as plain values (fast to (un)pickle for thousands of clusters):
+# (signature, size, clean, tasks, campaigns, models, first id, last id, items as JSON text, related).
+_Row = tuple[str, int, int, int, int, int, int, int, str, tuple[str, ...]]
+
+
+def _cluster(row: _Row) -> Cluster:
+    signature, size, clean, tasks, campaigns, models, first, last, items, related = row
+    return Cluster(
+        signature=signature,
+        size=size,
+        clean=clean,
+        tasks=tasks,
+        campaigns=campaigns,
+        models=models,
+        examples=(first,) if first == last else (first, last),
+        items=tuple(tuple(item) for item in json.loads(items or "[]")),
+        related=related,
+    )
+
+
 @dataclass(frozen=True)
 class ClusterIndex:
-    """Every cluster of one scope, largest first, with the scope's totals."""
+    """Every cluster of one scope, largest first, with the scope's totals.
 
-    clusters: tuple[Cluster, ...]
+    Holds the clusters as plain rows and builds Cluster objects only for what is read (a page, one
+    cluster), so a warm page unpickles a few small tuples per cluster, not thousands of objects.
+    Behaves as a sequence of clusters (len, slices), so it can be paged directly.
+    """
+
+    rows: tuple[_Row, ...]
     attempts: int  # attempts in scope
     clean: int  # clean-looking failures in scope
     stamp: str
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_signature", {c.signature: c for c in self.clusters})
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [_cluster(row) for row in self.rows[key]]
+        return _cluster(self.rows[key])
+
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def clusters(self) -> list[Cluster]:
+        """Every cluster as an object, largest first (builds all of them: for exports and tests, not pages)."""
+        return self[:]
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {row[0]: position for position, row in enumerate(self.rows)}
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_positions", None)  # derived; rebuilt on first lookup
+        return state
 
     def get(self, signature: str) -> Cluster | None:
-        return self._by_signature.get(signature)  # type: ignore[attr-defined]
+        position = self._positions.get(signature)
+        return None if position is None else _cluster(self.rows[position])
 
     def share(self, cluster: Cluster) -> float | None:
         """The cluster's share of the scope's clean-looking failures."""
@@ -99,7 +160,7 @@ class ClusterIndex:
     @property
     def ratio(self) -> float | None:
         """Attempts per cluster row: how much shorter the grouped view is than the flat one."""
-        return self.attempts / len(self.clusters) if self.clusters else None
+        return self.attempts / len(self.rows) if self.rows else None
 
 
 @dataclass(frozen=True)
@@ -115,7 +176,10 @@ class ClusterRow:
     queue: str  # the queue filters narrowed to this cluster (j/k in the drilldown walk its attempts)
     reviewed: int = 0
     labelled: int = 0
-    related: tuple[Cluster, ...] = field(default=())
+    related: tuple[Cluster, ...] = field(default=())  # the largest related clusters (at most RELATED_SHOWN)
+
+
+RELATED_SHOWN = 3
 
 
 def _stamp(campaign_ids: list[int], filters: QueueFilters) -> str:
@@ -170,58 +234,75 @@ def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
 
 
 def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
-    groups = list(
+    """Two aggregates and one read of example items, whatever the number of attempts.
+
+    Distinct tasks, campaigns and models are counted over (signature, campaign, task) groups rather
+    than over attempts: the same answer from a table a fraction of the size.
+    """
+    groups = (
         queryset.order_by()
-        .values("signature")
+        .values("signature", "campaign_id", "task_id")
         .annotate(
-            size=Count("id"),
-            clean=Count("id", filter=Q(clean_looking=True)),
-            tasks=Count("task_id", distinct=True),
-            campaigns=Count("campaign_id", distinct=True),
-            models=Count("campaign__agent_id", distinct=True),
-            first=Min("id"),
-            last=Max("id"),
-            variants=Count("signature_items", distinct=True),
+            n=Count("id"), clean=Count("id", filter=Q(clean_looking=True)), first=Min("id"), last=Max("id")
         )
     )
-    items: dict[int, list] = {}
-    for chunk in _chunks([g["first"] for g in groups]):
-        items.update(Attempt.objects.filter(pk__in=chunk).values_list("pk", "signature_items"))
-    clusters = {
-        g["signature"]: Cluster(
-            signature=g["signature"],
-            size=g["size"],
-            clean=g["clean"],
-            tasks=g["tasks"],
-            campaigns=g["campaigns"],
-            models=g["models"],
-            examples=(g["first"],) if g["first"] == g["last"] else (g["first"], g["last"]),
-            variants=g["variants"],
-            items=tuple(tuple(item) for item in items.get(g["first"]) or ()),
+    sql, params = groups.query.sql_with_params()
+    q = connection.ops.quote_name
+    outer = (
+        f"SELECT g.{q('signature')}, SUM(g.{q('n')}), SUM(g.{q('clean')}), COUNT(DISTINCT g.{q('task_id')}), "
+        f"COUNT(DISTINCT g.{q('campaign_id')}), COUNT(DISTINCT c.{q('agent_id')}), MIN(g.{q('first')}), "
+        f"MAX(g.{q('last')}) FROM ({sql}) g JOIN {q(Campaign._meta.db_table)} c ON c.{q('id')} = g.{q('campaign_id')} "
+        f"GROUP BY g.{q('signature')}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(outer, params)
+        found = cursor.fetchall()
+    firsts = [int(row[6]) for row in found]
+    items: dict[int, str] = {}
+    for chunk in _chunks(firsts):
+        items.update(
+            Attempt.objects.filter(pk__in=chunk)
+            .annotate(items_text=Cast("signature_items", TextField()))
+            .values_list("pk", "items_text")
         )
-        for g in groups
+    elements = {
+        signature: Signature.from_items(json.loads(items.get(int(first)) or "[]")).elements
+        for signature, *_, first, _last in found
+        if signature
     }
-    related = _related(clusters.values())
-    ordered = sorted(clusters.values(), key=lambda c: (-c.size, c.signature))
+    related = _related(elements)
+    rows: list[_Row] = [
+        (
+            signature,
+            int(size),
+            int(clean),
+            int(tasks),
+            int(campaigns),
+            int(models),
+            int(first),
+            int(last),
+            items.get(int(first)) or "[]",
+            tuple(sorted(related.get(signature, ()))),
+        )
+        for signature, size, clean, tasks, campaigns, models, first, last in found
+    ]
+    rows.sort(key=lambda row: (-row[1], row[0]))
     return ClusterIndex(
-        clusters=tuple(
-            Cluster(**{**c.__dict__, "related": tuple(sorted(related[c.signature]))}) for c in ordered
-        ),
-        attempts=sum(c.size for c in ordered),
-        clean=sum(c.clean for c in ordered),
+        rows=tuple(rows),
+        attempts=sum(row[1] for row in rows),
+        clean=sum(row[2] for row in rows),
         stamp=stamp,
     )
 
 
-def _related(clusters: Iterable[Cluster]) -> dict[str, set[str]]:
+def _related(elements: dict[str, tuple[Element, ...]]) -> dict[str, set[str]]:
     """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours."""
-    present = {c.signature: c for c in clusters if not c.unsigned}
     links: dict[str, set[str]] = defaultdict(set)
-    for cluster in present.values():
-        for smaller in neighbour_digests(cluster.elements):
-            if smaller in present:
-                links[cluster.signature].add(smaller)
-                links[smaller].add(cluster.signature)
+    for signature, own in elements.items():
+        for smaller in neighbour_digests(own):
+            if smaller in elements:
+                links[signature].add(smaller)
+                links[smaller].add(signature)
     return links
 
 
@@ -241,10 +322,12 @@ def cluster_rows(
     reviewed, labelled = _review_progress(base, signatures)
     rows = []
     for cluster in page:
-        termination, share, tasks, models = details.get(cluster.signature, ("", 0.0, (), ()))
+        termination, share, tasks, models, variants = details.get(cluster.signature, ("", 0.0, (), (), None))
+        relatives = [r for r in (index.get(s) for s in cluster.related) if r is not None]
+        relatives.sort(key=lambda r: (-r.size, r.signature))
         rows.append(
             ClusterRow(
-                cluster=cluster,
+                cluster=replace(cluster, variants=variants),
                 share=index.share(cluster),
                 termination=termination,
                 termination_share=share,
@@ -253,7 +336,7 @@ def cluster_rows(
                 queue=filters.with_signature(cluster.signature).querystring(),
                 reviewed=reviewed[cluster.signature],
                 labelled=labelled[cluster.signature],
-                related=tuple(r for r in (index.get(s) for s in cluster.related) if r is not None),
+                related=tuple(relatives[:RELATED_SHOWN]),
             )
         )
     return rows
@@ -263,7 +346,7 @@ TOP = 3
 
 
 def _page_details(base: QuerySet[Attempt], signatures: list[str]) -> dict[str, tuple]:
-    """Per signature: dominant termination and its share, the most frequent tasks and models (three queries)."""
+    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (four queries)."""
     scoped = base.filter(signature__in=signatures)
     terminations: dict[str, Counter] = defaultdict(Counter)
     for row in scoped.values("signature", "termination").annotate(n=Count("id")):
@@ -274,6 +357,11 @@ def _page_details(base: QuerySet[Attempt], signatures: list[str]) -> dict[str, t
     models: dict[str, Counter] = defaultdict(Counter)
     for row in scoped.values("signature", "campaign__agent__name").annotate(n=Count("id")):
         models[row["signature"]][row["campaign__agent__name"]] = row["n"]
+    variants = dict(
+        scoped.values("signature")
+        .annotate(v=Count("signature_items", distinct=True))
+        .values_list("signature", "v")
+    )
     details = {}
     for signature in signatures:
         counts = terminations[signature]
@@ -284,6 +372,7 @@ def _page_details(base: QuerySet[Attempt], signatures: list[str]) -> dict[str, t
             n / total if total else 0.0,
             _top(tasks[signature]),
             _top(models[signature]),
+            variants.get(signature),
         )
     return details
 
@@ -317,12 +406,21 @@ class CampaignShare:
 
 
 def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[CampaignShare]:
-    """The cluster's distribution over the scope's campaigns (every campaign in scope, zero included; two queries)."""
-    base = queue_queryset(user=user, filters=filters.without_signature()).order_by()
-    failures = {
-        row["campaign_id"]: (row["campaign__name"], row["n"])
-        for row in base.values("campaign_id", "campaign__name").annotate(n=Count("id"))
-    }
+    """The cluster's distribution over the scope's campaigns (every campaign in scope, zero included).
+
+    The scope's failures per campaign are cached with the index's stamp; the cluster's own counts are
+    one query over the signature index.
+    """
+    campaign_ids, filters = _scope(user, filters)
+    base = queue_queryset(user=user, filters=filters).order_by()
+    key = _key("campaigns", campaign_ids, filters, _stamp(campaign_ids, filters))
+    failures = cache.get(key)
+    if failures is None:
+        failures = {
+            row["campaign_id"]: (row["campaign__name"], row["n"])
+            for row in base.values("campaign_id", "campaign__name").annotate(n=Count("id"))
+        }
+        cache.set(key, failures, CACHE_SECONDS)
     mine = dict(
         base.filter(signature=signature)
         .values("campaign_id")

@@ -50,10 +50,11 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
     page_number = page_number or request.GET.get("page")
     if view == "grouped":
         index = index or selectors.cluster_index(user=request.user, filters=filters)
-        page = Paginator(index.clusters, PER_PAGE).get_page(page_number)
+        page = Paginator(index, PER_PAGE).get_page(page_number)
         context.update(
             grouped=True,
             index=index,
+            **url_prefixes(),
             page=page,
             rows=selectors.cluster_rows(
                 user=request.user, filters=filters, index=index, page=page.object_list
@@ -89,6 +90,14 @@ def queue(request):
         }
     )
     return render(request, "triage/queue.html", context)
+
+
+def url_prefixes() -> dict[str, str]:
+    """Link prefixes for rows that would otherwise reverse a URL per link (hundreds per grouped page)."""
+    return {
+        "cluster_prefix": reverse("triage:cluster", args=["0" * 32]).removesuffix("0" * 32 + "/"),
+        "attempt_prefix": reverse("dashboard:attempt", args=[0]).removesuffix("0/"),
+    }
 
 
 def _assignees(campaigns) -> list:

@@ -74,9 +74,15 @@ def cluster(request, signature: str):
     ):
         raise Http404("no such failure cluster in your campaigns")
     shares = selectors.cluster_campaigns(user=request.user, filters=filters, signature=signature)
+    row = (
+        selectors.cluster_rows(user=request.user, filters=filters, index=index, page=[found])[0]
+        if found
+        else None
+    )
     context.update(
         {
-            "cluster": found,
+            "cluster": row.cluster if row else None,
+            "row": row,
             "signature": signature,
             "index": index,
             "share": index.share(found) if found else None,

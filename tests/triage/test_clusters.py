@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.campaigns.models import Attempt
 from apps.triage.models import AttemptReview, AuditEntry, Label
-from apps.triage.selectors import QueueFilters, cluster_index
+from apps.triage.selectors import QueueFilters, cluster_index, cluster_rows
 from tb_engine.results import CheckResult, DiffItem
 from tests.triage.conftest import T1, T2, T3
 
@@ -95,7 +95,8 @@ def test_clusters_are_exactly_the_attempts_sharing_a_signature(known, bob):
 def test_cluster_counts_spread_description_and_relatives(known, bob):
     a, b, _ = known
     index = cluster_index(user=bob, filters=QueueFilters())
-    by_size = {c.size: c for c in index.clusters}
+    rows = cluster_rows(user=bob, filters=QueueFilters(), index=index, page=index[0:50])
+    by_size = {row.cluster.size: row.cluster for row in rows}
     left_open, with_refund, wrong = by_size[3], by_size[2], by_size[1]
 
     assert (index.attempts, index.clean, len(index.clusters)) == (6, 6, 3)
@@ -123,7 +124,9 @@ def test_cluster_counts_spread_description_and_relatives(known, bob):
 
 def test_attempts_that_differ_in_values_get_the_description_without_values(signed_campaign, bob):
     signed_campaign([(T1, 0, {"diff": [LEFT_OPEN]}), (T3, 0, {"diff": [LEFT_NEW]})])
-    [cluster] = cluster_index(user=bob, filters=QueueFilters()).clusters
+    index = cluster_index(user=bob, filters=QueueFilters())
+    [row] = cluster_rows(user=bob, filters=QueueFilters(), index=index, page=index[:])
+    cluster = row.cluster
     assert cluster.variants == 2
     assert cluster.description == "left ticket status unchanged where golden changes it"
 
