@@ -4,6 +4,7 @@
     python3 run.py demo [demo options]   set up .venv, migrate, create the demo, serve on 127.0.0.1:8000
     python3 run.py test [pytest options] set up .venv, run the whole suite on SQLite, then the
                                           integration subset on PostgreSQL + Redis + a live worker
+                                          (both with the real ThinkingBox servers' venv, built once)
     python3 run.py check                  set up .venv, run ruff (lint + format), mypy and the
                                           import-layer contracts (CI runs it before the tests)
 
@@ -318,9 +319,32 @@ def start_integration_services(stack: list) -> tuple[str, str]:
     return database_url, redis_url
 
 
+def servers_python(python: str) -> tuple[str, str]:
+    """(interpreter, "") of the real ThinkingBox servers' venv, or ("", why not).
+
+    TB_SERVERS_PYTHON when set, else the venv tests/support/servers_venv.py builds once under its
+    cache folder (reused while the servers' files are unchanged) from a temporary copy of
+    ../shared/thinkingbox/servers. Both test runs then use it; without it the real-server tests
+    skip with the reason (on CI they fail).
+    """
+    configured = os.environ.get("TB_SERVERS_PYTHON")
+    if configured:
+        return configured, ""
+    say("finding or building the ThinkingBox servers' venv (tests/support/servers_venv.py)")
+    result = subprocess.run(
+        [python, "-m", "tests.support.servers_venv"], cwd=ROOT, capture_output=True, text=True
+    )
+    if result.returncode == 0 and result.stdout.strip():
+        return result.stdout.strip().splitlines()[-1], ""
+    return "", (result.stderr or result.stdout).strip()[-1000:]
+
+
 def command_test(python: str, args: list[str]) -> int:
     results: list[RunResult] = []
     integration_skipped_reason = ""
+    servers, servers_missing = servers_python(python)
+    if servers:
+        os.environ["TB_SERVERS_PYTHON"] = servers  # base_test_env copies it into both runs
     with tempfile.TemporaryDirectory(prefix="tb-test-") as scratch:
         scratch_dir = Path(scratch)
         sqlite_env = base_test_env(scratch_dir / "data-sqlite")
@@ -362,6 +386,10 @@ def command_test(python: str, args: list[str]) -> int:
         print(f"integration subset SKIPPED: {integration_skipped_reason}", flush=True)
         if ci:
             failed_runs.append("integration (skipped on CI)")
+    if servers_missing:
+        print(f"real ThinkingBox server tests SKIPPED: {servers_missing}", flush=True)
+        if ci:
+            failed_runs.append("real ThinkingBox servers (unavailable on CI)")
     print(f"{sum(r.passed for r in results)} passed, {sum(r.failed for r in results)} failed", flush=True)
     if failed_runs:
         say(f"FAILED: {', '.join(failed_runs)}")

@@ -7,7 +7,6 @@ The results file is the real append_r6.jsonl replicated to ~20k rows in a temp f
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -17,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tb_engine.thinkingbox.dataset import parse_dataset
 from tb_engine.thinkingbox.results import parse_tb_results
+from tests.support.paths import THINKINGBOX_DIR
 
-# ../shared beside the checkout, or TB_SHARED_DIR
-REF = Path(os.environ.get("TB_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared") / "thinkingbox"
+REF = THINKINGBOX_DIR  # ../shared beside the checkout, or TB_SHARED_DIR
 
 
 def results_rows_per_s(rows: int) -> float:

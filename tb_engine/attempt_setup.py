@@ -8,7 +8,8 @@ Configurations are JSON-able mappings, as the Django side stores them:
 
 * agent: a spec string (``golden``, ``sim:<persona>``), an ``Agent`` object, or a mapping
   ``{"spec": "golden" | "sim:<persona>" | "openai", "name", "model", "base_url", "api_key_env",
-  "parameters", "max_concurrency"}`` (the endpoint fields are read for ``openai`` only);
+  "parameters", "max_concurrency", "provider_headers"}`` (the endpoint fields are read for ``openai``
+  only; a simulated persona reads ``parameters.switch_at`` / ``switch_to``, see ``scheduled_persona``);
 * user simulator: ``{"kind": "scripted"}`` (also ``{}``), or ``{"kind": "llm", <EndpointConfig
   fields>}``; or a ``UserSimulator`` object;
 * judge: ``{"kind": "keyword"}`` (also ``{}``), or ``{"kind": "llm", <EndpointConfig fields>}``;
@@ -21,16 +22,18 @@ Configurations are JSON-able mappings, as the Django side stores them:
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from tb_engine.backend import Backend, SqliteBackend
-from tb_engine.interfaces import Agent, Judge, UserSimulator
+from tb_engine.interfaces import Agent, InfraError, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
 from tb_engine.pricing import AttemptCost, PriceList, attempt_cost
 from tb_engine.results import AttemptResult
-from tb_engine.runner import Limits, Steps, attempt_steps, run_attempt
+from tb_engine.runner import Limits, Steps, attempt_steps, backend_failed_result, run_attempt
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.users.scripted import ScriptedUser
 
@@ -109,16 +112,33 @@ class AttemptSetup:
             raise ValueError(f"task {self.task.id}: this setup has no agent; drive steps() instead")
         if backend is not None:
             return self._run_on(backend, self.agent)
-        backend = self.open_backend()
+        started = time.perf_counter()
         try:
-            return self._run_on(backend, self.agent)
+            backend = self.open_backend()
+        except InfraError as exc:  # the backend would not start: infrastructure, never the agent's failure
+            return backend_failed_result(self.task, exc, duration_ms=(time.perf_counter() - started) * 1000.0)
+        try:
+            result = self._run_on(backend, self.agent)
         finally:
+            closing = time.perf_counter()
             backend.close()
+            closed_ms = (time.perf_counter() - closing) * 1000.0
+        timings = (result.extra.get("backend") or {}).get("timings_ms")
+        if isinstance(timings, dict):  # the backend's own timings (MCP): closing is part of its overhead
+            timings["close"] = round(closed_ms, 2)
+        return result
 
     def _run_on(self, backend: Backend, agent: Agent) -> AttemptResult:
-        return run_attempt(
+        result = run_attempt(
             self.task, backend, agent=agent, user=self.user, judge=self.judge, limits=self.limits
         )
+        # Agents behind an endpoint say which model answered (response model, system_fingerprint,
+        # chosen headers): kept with the attempt so a provider-side change shows between runs.
+        report = getattr(agent, "provider_report", None)
+        identities = report() if callable(report) else []
+        if identities:
+            result.extra["provider"] = identities
+        return result
 
     def steps(self, backend: Backend) -> Steps[AttemptResult]:
         """The attempt on ``backend`` as the runner's step generator (the agent's steps are sent in)."""
@@ -176,9 +196,34 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
         return config
     spec = config["spec"]
     if spec != "openai":
-        return make_agent(spec, task=task, domain=domain, seed=seed)
+        return make_agent(
+            scheduled_persona(spec, config.get("parameters") or {}), task=task, domain=domain, seed=seed
+        )
     from tb_engine.agents.openai_agent import OpenAIAgent
 
+    return OpenAIAgent.from_dict({"endpoint": agent_endpoint(config), "name": config.get("name", "openai")})
+
+
+def scheduled_persona(spec: str, parameters: Mapping[str, Any], *, now: datetime | None = None) -> str:
+    """A simulated agent's spec at ``now``: ``sim:<switch_to>`` once ``switch_at`` (ISO 8601) has passed.
+
+    A labelled harness construct for drift checks and demos: a silent provider-side change (new
+    weights behind the same name), with nothing in the configuration or the answers giving it away.
+    """
+    switch_at, switch_to = parameters.get("switch_at"), parameters.get("switch_to")
+    if not spec.startswith("sim:") or not switch_at or not switch_to:
+        return spec
+    moment = datetime.fromisoformat(str(switch_at))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return f"sim:{switch_to}" if (now or datetime.now(UTC)) >= moment else spec
+
+
+def agent_endpoint(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The EndpointConfig fields of an ``openai`` agent configuration (see module docstring).
+
+    ``provider_headers`` names the response headers recorded with each call's model identity.
+    """
     parameters = config.get("parameters") or {}
     endpoint = {key: value for key, value in parameters.items() if key != "end_marker"}
     endpoint.update(
@@ -189,7 +234,9 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
     )
     if config.get("max_concurrency") is not None:
         endpoint.setdefault("max_concurrency", config["max_concurrency"])
-    return OpenAIAgent.from_dict({"endpoint": endpoint, "name": config.get("name", "openai")})
+    if config.get("provider_headers"):
+        endpoint["provider_headers"] = list(config["provider_headers"])
+    return endpoint
 
 
 def build_user(config: UserConfig) -> UserSimulator:

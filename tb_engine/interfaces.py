@@ -20,8 +20,13 @@ from tb_engine.transcript import Message, ToolCallRequest, Usage
 class InfraError(Exception):
     """The infrastructure failed (endpoint down, 5xx/429 after retries, sandbox crash).
 
-    Never an agent failure: the runner marks the attempt ``infra_error``.
+    Never an agent failure: the runner marks the attempt ``infra_error``. ``evidence`` (JSON-able,
+    e.g. ``{"backend": {"stderr_tail": …}}``) is kept in the attempt's ``AttemptResult.extra``.
     """
+
+    def __init__(self, *args: object, evidence: dict[str, Any] | None = None):
+        super().__init__(*args)
+        self.evidence: dict[str, Any] = dict(evidence or {})
 
 
 class AgentOutputError(Exception):

@@ -64,7 +64,7 @@ class _Clock:
 class Prepared:
     system_prompt: str
     tools: list[ToolSchema]
-    initial: Snapshot
+    initial: Snapshot | None  # None: the backend hands S0 over with its end state (read after the dialogue)
 
 
 @dataclass
@@ -85,11 +85,17 @@ class Graded:
 
 
 def prepare(task: TaskSpec, backend: Backend, *, policy: str | None = None) -> Prepared:
-    """Phase 1: what the agent will be shown, and S0."""
+    """Phase 1: what the agent will be shown, and S0.
+
+    A backend with ``initial_snapshot_deferred = True`` (an MCP server, whose effects answer at
+    the end carries the state right after init too) gives S0 after the dialogue instead: the
+    same state, one round trip fewer.
+    """
     if policy is None:
         system_prompt = getattr(backend, "system_prompt", None)
         policy = system_prompt() if callable(system_prompt) else str(task.extra.get("policy", ""))
-    return Prepared(policy, list(backend.tool_schemas()), backend.initial_snapshot())
+    deferred = bool(getattr(backend, "initial_snapshot_deferred", False))
+    return Prepared(policy, list(backend.tool_schemas()), None if deferred else backend.initial_snapshot())
 
 
 def _tool_message(call: ToolCall, at_ms: float) -> Message:
@@ -322,18 +328,19 @@ def attempt_steps(
         timed("dialogue", started)
         phase, started = "snapshot", time.perf_counter()
         result, writes = take_result_snapshot(backend)
+        initial = prepared.initial if prepared.initial is not None else backend.initial_snapshot()
         timed("snapshot", started)
         phase, started = "golden", time.perf_counter()
         golden = take_golden_snapshot(backend)
         timed("golden", started)
         phase, started = "diff", time.perf_counter()
-        diff, effect_list = compute_diff(prepared.initial, result, golden, writes)
+        diff, effect_list = compute_diff(initial, result, golden, writes)
         timed("diff", started)
         phase, started = "grade", time.perf_counter()
         graded = grade_attempt(
             task,
             dialogue,
-            initial=prepared.initial,
+            initial=initial,
             result=result,
             diff=diff,
             effect_list=effect_list,
@@ -351,7 +358,13 @@ def attempt_steps(
         )
     except InfraError as exc:
         return _infra_result(
-            task, task_hash, transcript, f"infra error during {phase}: {exc}", phase_ms, clock
+            task,
+            task_hash,
+            transcript,
+            f"infra error during {phase}: {exc}",
+            phase_ms,
+            clock,
+            evidence=exc.evidence,
         )
     except Exception as exc:  # a harness crash is infrastructure, never the agent's failure
         return _infra_result(
@@ -366,8 +379,19 @@ def _backend_evidence(backend: Backend) -> dict[str, Any]:
 
 
 def _infra_result(
-    task, task_hash, transcript, error, phase_ms, clock, *, invalid_task: bool = False
+    task,
+    task_hash,
+    transcript,
+    error,
+    phase_ms,
+    clock,
+    *,
+    invalid_task: bool = False,
+    evidence: dict[str, Any] | None = None,
 ) -> AttemptResult:
+    extra = dict(evidence or {})
+    if invalid_task:
+        extra["invalid_task"] = True
     return AttemptResult(
         task_id=task.id,
         task_hash=task_hash,
@@ -376,5 +400,18 @@ def _infra_result(
         error=error,
         phase_ms=phase_ms,
         duration_ms=clock.ms(),
-        extra={"invalid_task": True} if invalid_task else {},
+        extra=extra,
+    )
+
+
+def backend_failed_result(task: TaskSpec, error: InfraError, *, duration_ms: float = 0.0) -> AttemptResult:
+    """The infra_error result of an attempt whose backend could not be opened (the server did not start)."""
+    return AttemptResult(
+        task_id=task.id,
+        task_hash=task_hash_of(task),
+        status="infra_error",
+        transcript=Transcript(),
+        error=f"infra error during start: {error}",
+        duration_ms=duration_ms,
+        extra=dict(error.evidence),
     )

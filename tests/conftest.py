@@ -167,10 +167,14 @@ def reset_broker_connections() -> None:
 class CeleryWorkerProcess:
     """A real `celery -A thinkingbox_web worker` subprocess that a test can kill and restart."""
 
-    def __init__(self, *, env: dict[str, str], queue: str, log_path: Path):
+    def __init__(
+        self, *, env: dict[str, str], queue: str, log_path: Path, pool: str = "prefork", concurrency: int = 2
+    ):
         self.env = env
         self.queue = queue
         self.log_path = log_path
+        self.pool = pool
+        self.concurrency = concurrency
         self.nodename = f"tbtest-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
         self.process: subprocess.Popen | None = None
 
@@ -188,9 +192,9 @@ class CeleryWorkerProcess:
             "thinkingbox_web",
             "worker",
             "--pool",
-            "prefork",
+            self.pool,
             "--concurrency",
-            "2",
+            str(self.concurrency),
             "--queues",
             self.queue,
             "--hostname",
@@ -302,3 +306,23 @@ def celery_worker_process(_celery_worker_session):
     if not _celery_worker_session.alive:
         # A test that killed the worker must not leave the next one without it.
         _celery_worker_session.start()
+
+
+# --- The real ThinkingBox MCP servers (tests/support/servers_venv.py) ---------------------------
+
+
+@pytest.fixture(scope="session")
+def servers_python() -> Path:
+    """The real servers' interpreter: TB_SERVERS_PYTHON, else a cached venv built on first use.
+
+    Skipped with the reason when neither works — but on CI (CI=true) that fails the test instead.
+    """
+    from tests.support.servers_venv import ServersUnavailable, on_ci
+    from tests.support.servers_venv import servers_python as find_servers_python
+
+    try:
+        return find_servers_python()
+    except ServersUnavailable as exc:
+        if on_ci():
+            pytest.fail(f"CI needs the real ThinkingBox servers: {exc}")
+        pytest.skip(f"the real ThinkingBox servers are unavailable: {exc}")

@@ -6,6 +6,8 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from thinkingbox_web.env import (
     database_config,
     filesystem_broker_options,
@@ -47,6 +49,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     *LOCAL_APPS,
 ]
 
@@ -171,7 +174,18 @@ CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "core.record_heartbeat", "schedule": timedelta(minutes=1)},
     # Re-queues attempts of dead workers and re-sends messages lost with them.
     "attempts-sweep": {"task": "worker.sweep", "schedule": timedelta(seconds=30)},
+    # Drift watches: evaluate finished runs, probe endpoints, start due runs (apps.drift.services).
+    "drift-tick": {
+        "task": "drift.tick",
+        "schedule": timedelta(seconds=read_int(env, "TB_DRIFT_TICK_SECONDS", 60)),
+    },
 }
+# --- Drift watch alerts: one JSON POST per alert (signed with the secret when set), and the site's
+# public address for links in it.
+DRIFT_WEBHOOK_URL = env.get("TB_DRIFT_WEBHOOK_URL", "")
+DRIFT_WEBHOOK_SECRET = env.get("TB_DRIFT_WEBHOOK_SECRET", "")
+DRIFT_WEBHOOK_TIMEOUT_SECONDS = read_int(env, "TB_DRIFT_WEBHOOK_TIMEOUT_SECONDS", 5)
+PUBLIC_URL = env.get("TB_PUBLIC_URL", "")
 
 # --- Attempt execution (apps/campaigns services, run by apps/worker): leases, retries of
 # infrastructure errors, dispatch.
@@ -182,8 +196,29 @@ ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS"
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
+# Response headers recorded per attempt with the response's model and system_fingerprint, so a
+# provider-side change shows between runs (drift watch). Only headers that name a version belong
+# here; per-request ones (x-request-id, processing time) would look like a change on every call.
+PROVIDER_HEADERS = read_list(env, "TB_PROVIDER_HEADERS", default=["openai-version"])
 # Threads-pool workers open every pool thread's database connection at start (one per thread).
 WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
+
+# --- ThinkingBox MCP servers (tb_engine.thinkingbox; docs/thinkingbox.md "Runtime"). How a fresh
+# server process starts per attempt: fork (from a parent that imported the server module once) or
+# spawn; the engine reads TB_MCP_START itself, it is checked here so a typo stops the process early.
+THINKINGBOX_MCP_START = env.get("TB_MCP_START", "fork")
+if THINKINGBOX_MCP_START not in ("fork", "spawn"):
+    raise ImproperlyConfigured(f"TB_MCP_START={THINKINGBOX_MCP_START!r}: expected fork or spawn")
+# Worker processes start the imported MCP domains' server pools (and fork servers) when they start.
+THINKINGBOX_MCP_WARM = read_bool(env, "TB_MCP_WARM", default=True)
+# Knowledge-base search (Typesense): a site default for suites without their own setting
+# (manage.py thinkingbox_search). Keys never live in the database: a setting names the variable,
+# and only the variables an admin lists here may be named.
+THINKINGBOX_SEARCH_URL = env.get("TB_SEARCH_URL", "")
+THINKINGBOX_SEARCH_KEY_ENV = env.get(
+    "TB_SEARCH_KEY_ENV", "TYPESENSE_API_KEY" if THINKINGBOX_SEARCH_URL else ""
+)
+THINKINGBOX_SEARCH_KEY_ENVS = read_list(env, "TB_SEARCH_KEY_ENVS", ["TYPESENSE_API_KEY"])
 
 # --- Logging: one console stream, level from LOG_LEVEL.
 LOG_LEVEL = env.get("LOG_LEVEL", "INFO").upper()
@@ -206,6 +241,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "ThinkingBox Web API",
     "VERSION": "0.1.0",
     "DESCRIPTION": "Token (`Authorization: Token <key>`) or session auth; roles as in the UI. See docs/api.md.",
+    # Swagger UI's files come from the installed drf-spectacular-sidecar package, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Campaigns and attempts both have a `status` choice set; name each enum after its model.
     "ENUM_NAME_OVERRIDES": {
         "CampaignStatusEnum": "apps.campaigns.models.Campaign.Status",

@@ -8,9 +8,11 @@ from apps.api import (
     views_catalog,
     views_clusters,
     views_config,
+    views_drift,
     views_exports,
     views_meta,
     views_metrics,
+    views_noise,
     views_triage,
 )
 
@@ -43,6 +45,11 @@ urlpatterns = [
     path(
         "api/campaigns/<int:pk>/resume/", views_campaigns.CampaignResumeView.as_view(), name="campaign_resume"
     ),
+    path(
+        "api/campaigns/<int:pk>/replicate/",
+        views_campaigns.CampaignReplicateView.as_view(),
+        name="campaign_replicate",
+    ),
     path("api/attempts/", views_attempts.AttemptListView.as_view(), name="attempts"),
     path("api/attempts/<int:pk>/", views_attempts.AttemptDetailView.as_view(), name="attempt"),
     path("api/metrics/leaderboard/", views_metrics.LeaderboardView.as_view(), name="leaderboard"),
@@ -50,6 +57,20 @@ urlpatterns = [
     path("api/metrics/cost/", views_metrics.CostView.as_view(), name="cost"),
     path("api/metrics/domains/", views_metrics.DomainsView.as_view(), name="domains"),
     path("api/metrics/compare/", views_metrics.CompareView.as_view(), name="compare"),
+    path("api/metrics/noise/", views_noise.NoiseView.as_view(), name="noise"),
+    path("api/metrics/replicates/", views_noise.ReplicatesView.as_view(), name="replicates"),
+    path("api/planner/", views_noise.PlannerView.as_view(), name="planner"),
+    path("api/gates/", views_noise.GateView.as_view(), name="gates"),
+    path("api/watches/", views_drift.WatchListView.as_view(), name="watches"),
+    path("api/watches/<int:pk>/", views_drift.WatchDetailView.as_view(), name="watch"),
+    path("api/watches/<int:pk>/runs/", views_drift.WatchRunsView.as_view(), name="watch_runs"),
+    path("api/watches/<int:pk>/run/", views_drift.WatchRunNowView.as_view(), name="watch_run_now"),
+    path(
+        "api/watch-runs/<int:pk>/acknowledge/",
+        views_drift.RunAcknowledgeView.as_view(),
+        name="run_acknowledge",
+    ),
+    path("api/watch-runs/<int:pk>/baseline/", views_drift.RunBaselineView.as_view(), name="run_baseline"),
     path("api/attempts/<int:pk>/review/", views_triage.AttemptReviewView.as_view(), name="attempt_review"),
     path("api/triage/labels/", views_triage.LabelListView.as_view(), name="labels"),
     path("api/clusters/", views_clusters.ClusterListView.as_view(), name="clusters"),

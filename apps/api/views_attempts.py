@@ -151,7 +151,21 @@ class TranscriptOutput(serializers.Serializer):
     judge_usage = serializers.DictField(help_text="Token usage of the judge.")
 
 
+class ProviderIdentityOutput(serializers.Serializer):
+    model = serializers.CharField(allow_null=True, help_text="The response's `model` field.")
+    system_fingerprint = serializers.CharField(allow_null=True)
+    headers = serializers.DictField(
+        child=serializers.CharField(), help_text="Response headers named in TB_PROVIDER_HEADERS (lower-case)."
+    )
+    calls = serializers.IntegerField(help_text="The attempt's agent calls answered with this identity.")
+
+
 class AttemptDetailOutput(AttemptOutput):
+    provider = ProviderIdentityOutput(
+        many=True,
+        read_only=True,
+        help_text="What the endpoint reported about the model that answered (empty for simulated agents).",
+    )
     transcript = serializers.SerializerMethodField()
     diff = serializers.SerializerMethodField()
     effects = serializers.SerializerMethodField()
@@ -159,7 +173,15 @@ class AttemptDetailOutput(AttemptOutput):
     rubrics = serializers.SerializerMethodField()
 
     class Meta(AttemptOutput.Meta):
-        fields = [*AttemptOutput.Meta.fields, "transcript", "diff", "effects", "checks", "rubrics"]
+        fields = [
+            *AttemptOutput.Meta.fields,
+            "provider",
+            "transcript",
+            "diff",
+            "effects",
+            "checks",
+            "rubrics",
+        ]
 
     def _part(self, attempt: Attempt, name: str, empty):
         return (attempt.result or {}).get(name) or empty

@@ -11,12 +11,20 @@ from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from apps.adaptive.selectors import calibrations_visible_to
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress, campaigns_visible_to
-from apps.campaigns.services import campaign_cancel, campaign_create, campaign_resume, campaign_start
+from apps.campaigns.services import (
+    NotReplicable,
+    campaign_cancel,
+    campaign_create,
+    campaign_replicate,
+    campaign_resume,
+    campaign_start,
+)
 from apps.core.access import teams_for
 from apps.core.roles import Role
 from apps.suites.models import Suite
@@ -37,9 +45,19 @@ class CampaignOutput(serializers.ModelSerializer):
     )
     suite = serializers.IntegerField(source="suite_id", read_only=True)
     price_sheet = serializers.IntegerField(source="price_sheet_id", read_only=True, allow_null=True)
+    replicate_of = serializers.IntegerField(
+        source="replicate_of_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The first campaign of this campaign's replicate set (null: not a replicate).",
+    )
     task_count = serializers.IntegerField(read_only=True)
     user_simulator = serializers.DictField(read_only=True)
     judge = serializers.DictField(read_only=True)
+    adaptive = serializers.BooleanField(
+        read_only=True, help_text="An adaptive campaign: its full figures are estimated, never observed."
+    )
+    adaptive_options = serializers.DictField(read_only=True)
 
     class Meta:
         model = Campaign
@@ -63,6 +81,9 @@ class CampaignOutput(serializers.ModelSerializer):
             "user_simulator",
             "judge",
             "price_sheet",
+            "replicate_of",
+            "adaptive",
+            "adaptive_options",
             "created_at",
             "started_at",
             "finished_at",
@@ -76,6 +97,18 @@ class CampaignFilter(serializers.Serializer):
     suite = id_field(required=False)
     page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+
+class AdaptiveInput(serializers.Serializer):
+    calibration = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Calibration id of the suite; default the latest for the team.",
+    )
+    budget_share = serializers.FloatField(required=False, min_value=0.01, max_value=1.0)
+    target_se = serializers.FloatField(required=False, min_value=0.0, max_value=0.5)
+    min_attempts = serializers.IntegerField(required=False, min_value=1, max_value=200)
+    batch_tasks = serializers.IntegerField(required=False, min_value=1, max_value=1000)
 
 
 class CampaignInput(serializers.Serializer):
@@ -97,6 +130,11 @@ class CampaignInput(serializers.Serializer):
     launch = serializers.BooleanField(
         default=False, help_text="Start at once (same as POST …/launch/ afterwards)."
     )
+    adaptive = AdaptiveInput(
+        required=False,
+        allow_null=True,
+        help_text="Make it an adaptive campaign: a fraction of the attempts, figures estimated (docs/adaptive.md).",
+    )
 
     def validate_team(self, value: int):
         team = teams_for(self.context["request"].user).filter(pk=value).first()
@@ -117,6 +155,15 @@ class CampaignInput(serializers.Serializer):
                     {"task_ids": [f"not in suite {data['suite'].name}: {', '.join(unknown[:10])}"]}
                 )
         data["tasks"] = list(tasks)
+        adaptive = data.get("adaptive")
+        if adaptive is not None and adaptive.get("calibration") is not None:
+            known = calibrations_visible_to(self.context["request"].user, suite=data["suite"]).filter(
+                pk=adaptive["calibration"], team=data["team"]
+            )
+            if not known.exists():
+                raise serializers.ValidationError(
+                    {"adaptive": {"calibration": ["not a calibration of this suite for the team"]}}
+                )
         return data
 
 
@@ -170,9 +217,15 @@ class CampaignListView(ApiView):
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
                 price_sheet=data.get("price_sheet"),
+                adaptive=dict(data["adaptive"]) if data.get("adaptive") is not None else None,
             )
-        except ValueError as exc:  # e.g. no gradable task selected
-            raise serializers.ValidationError({"task_ids": [str(exc)]}) from exc
+        except ValueError as exc:  # e.g. no gradable task selected, an adaptive option out of range
+            field = (
+                "adaptive"
+                if str(exc).startswith(("adaptive", "budget", "target", "min_attempts"))
+                else "task_ids"
+            )
+            raise serializers.ValidationError({field: [str(exc)]}) from exc
         if data["launch"]:
             campaign_start(campaign=campaign)
         return Response(
@@ -300,3 +353,52 @@ class CampaignResumeView(_CampaignAction):
     @_action_schema("Resume a campaign (operator): re-queue cancelled and infra-error attempts")
     def post(self, request, pk: int):
         return super().post(request, pk)
+
+
+class ReplicateInput(serializers.Serializer):
+    seed = serializers.IntegerField(
+        required=False,
+        min_value=-(2**63),
+        max_value=2**63 - 1,
+        help_text="Default: one above the set's highest.",
+    )
+    name = serializers.CharField(
+        max_length=200, required=False, help_text="Default: '<first> · replicate <k>'."
+    )
+    launch = serializers.BooleanField(default=True, help_text="Start at once.")
+
+
+class CampaignReplicateView(ApiView):
+    roles = {"POST": Role.OPERATOR}
+
+    @api_schema(
+        summary="Re-run a campaign's configuration as a replicate with a new seed (operator)",
+        description="Same agent, tasks, N, user simulator, judge and price sheet; the new campaign's "
+        "replicate_of is the set's first campaign. Replicate sets show the observed run-to-run spread "
+        "beside the noise floor (GET /api/metrics/replicates/).",
+        tags=TAGS,
+        request=ReplicateInput,
+        responses={201: CampaignOutput},
+        errors=(400, 401, 403, 404, 409),
+    )
+    def post(self, request, pk: int):
+        campaign = get_campaign_for_user(request.user, pk)
+        data = self.validated_body(ReplicateInput)
+        if campaign.is_active:
+            raise Conflict("cannot replicate a running campaign: wait until it finishes")
+        try:
+            replicate = campaign_replicate(
+                campaign=campaign,
+                owner=request.user,
+                seed=data.get("seed"),
+                name=data.get("name", ""),
+                start=data["launch"],
+            )
+        except NotReplicable as exc:
+            raise Conflict(str(exc)) from exc
+        except ValueError as exc:
+            raise serializers.ValidationError({"seed": [str(exc)]}) from exc
+        return Response(
+            CampaignOutput(get_campaign_for_user(request.user, replicate.pk)).data,
+            status=status.HTTP_201_CREATED,
+        )

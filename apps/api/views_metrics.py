@@ -99,11 +99,37 @@ class FiguresOutput(serializers.Serializer):
     unpriced = serializers.IntegerField(help_text="Attempts on a model the price sheet does not list.")
 
 
+class BandOutput(serializers.Serializer):
+    metric = serializers.ChoiceField(
+        choices=list(figures.NOISE_METRICS), help_text="The figure the bands rank by (set by `sort`)."
+    )
+    number = serializers.IntegerField(help_text="1 = the best band.")
+    rank = serializers.IntegerField(help_text="League rank: 1 + campaigns in better bands.")
+    shared = serializers.BooleanField(help_text="Tied with other campaigns (shown as '=rank').")
+    size = serializers.IntegerField(help_text="Campaigns in the band.")
+    leader = serializers.CharField(help_text="The campaign that opened the band.")
+    delta_to_leader = serializers.FloatField(
+        allow_null=True, help_text="This campaign minus the leader (share); null for the leader."
+    )
+    mdd_to_leader = serializers.FloatField(
+        allow_null=True,
+        help_text="Minimum detectable difference of that pair: (1.96 + 0.84) x SE(Δ), paired task bootstrap.",
+    )
+
+
 class LeaderboardRowOutput(serializers.Serializer):
     campaign = CampaignRefOutput()
     figures = FiguresOutput()
     reversed_with = serializers.ListField(
         child=serializers.CharField(), help_text="Campaigns ordered the other way by all-N."
+    )
+    band = BandOutput(
+        allow_null=True,
+        help_text="Tied band (SPEC §9): differences below the noise floor are ties; null without a value.",
+    )
+    se = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="Standard error per noise figure over the slice (pass_at_1, pass_hat_5, pass_hat_n, all_n).",
     )
 
 
@@ -155,7 +181,11 @@ class LeaderboardView(ApiView):
         sort = query["sort"]
         descending = query.get("dir", "asc" if sort == "name" else "desc") == "desc"
         rows = figures.leaderboard_rows(
-            campaigns, domain=domain, tag=tag, exclude=task_health_scope(query, campaigns).exclude
+            campaigns,
+            domain=domain,
+            tag=tag,
+            exclude=task_health_scope(query, campaigns).exclude,
+            rank_by=figures.rank_metric(sort),
         )
         return self.paginate(figures.sort_rows(rows, key=sort, descending=descending), LeaderboardRowOutput)
 
@@ -312,14 +342,26 @@ class PerTaskComparisonOutput(serializers.Serializer):
     p_a_better = serializers.FloatField(help_text="P(p_A > p_B) under Beta(1 + c, 1 + n - c) posteriors.")
 
 
+class DeltaOutput(IntervalOutput):
+    se = serializers.FloatField(
+        allow_null=True, help_text="SE(Δ): sd of the paired task-bootstrap replicates."
+    )
+    mdd = serializers.FloatField(
+        allow_null=True, help_text="Noise floor: (1.96 + 0.84) x SE(Δ) (α = 0.05 two-sided, power 0.8)."
+    )
+    clears = serializers.BooleanField(
+        allow_null=True, help_text="|Δ| > 0 and |Δ| >= MDD: a real difference; false: tied."
+    )
+
+
 class ComparisonOutput(serializers.Serializer):
     a = CampaignRefOutput()
     b = CampaignRefOutput()
     tasks = serializers.IntegerField(help_text="Shared tasks compared.")
     only_in_a = serializers.ListField(child=serializers.CharField())
     only_in_b = serializers.ListField(child=serializers.CharField())
-    delta_pass_at_1 = IntervalOutput(help_text="Paired task bootstrap, 95%.")
-    delta_all_n = IntervalOutput()
+    delta_pass_at_1 = DeltaOutput(help_text="Paired task bootstrap, 95%, with its noise floor.")
+    delta_all_n = DeltaOutput()
     pass_at_1 = PairOutput()
     pass_at_n_observed = PairOutput()
     gained = serializers.ListField(child=serializers.CharField(), help_text="Dependable in A only.")

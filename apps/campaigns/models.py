@@ -35,6 +35,16 @@ class Campaign(models.Model):
     suite_version = models.CharField(max_length=50)
     suite_hash = models.CharField(max_length=64)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT)
+    # A replicate re-runs another campaign's configuration with a new seed; every replicate points at
+    # the set's first campaign, so the set is that campaign and its `replicates`.
+    replicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replicates"
+    )
+    # An adaptive campaign (apps.adaptive) runs a fraction of the N x tasks attempts, chosen as
+    # results come in, and its full figures are *estimated* (SPEC §9). Its options are the
+    # engine's AdaptiveConfig plus the calibration to use (None: the suite's latest for the team).
+    adaptive = models.BooleanField(default=False)
+    adaptive_options = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -90,6 +100,9 @@ class Attempt(models.Model):
     result = models.JSONField(
         default=dict, blank=True, help_text="AttemptResult.to_dict(): transcript, diff, checks…"
     )
+    # What the endpoint said about the model that answered: one entry per distinct identity
+    # {"model", "system_fingerprint", "headers", "calls"} (empty for simulated and golden agents).
+    provider = models.JSONField(default=list, blank=True)
     error_detail = models.TextField(blank=True)
     retries = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)

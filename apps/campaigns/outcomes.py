@@ -33,6 +33,7 @@ class AttemptOutcome:
     duration_ms: float = 0.0
     result: dict[str, Any] = field(default_factory=dict)
     error_detail: str = ""
+    provider: list[dict[str, Any]] = field(default_factory=list)  # identities the endpoint reported
 
     @classmethod
     def infra_error(cls, message: str) -> AttemptOutcome:
@@ -66,6 +67,7 @@ class AttemptOutcome:
             duration_ms=result.duration_ms,
             result=stored,
             error_detail=result.error,
+            provider=list(result.extra.get("provider") or []),
         )
 
     def as_fields(self) -> dict[str, Any]:
@@ -90,4 +92,5 @@ class AttemptOutcome:
             "duration_ms": self.duration_ms,
             "result": self.result,
             "error_detail": self.error_detail,
+            "provider": self.provider,
         }

@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.core.access import teams_for
 
 
@@ -77,3 +77,25 @@ def campaign_recent_errors(*, campaign: Campaign, limit: int = 5) -> list[Attemp
         .only("id", "index", "status", "error_detail", "retries", "task__task_id", "finished_at")
         .order_by("-finished_at")[:limit]
     )
+
+
+def suite_task_counts(*, campaign_ids: list[int]) -> list[tuple[int, str, str, int, int]]:
+    """(campaign id, task id, domain name, done attempts, passes) per stored task summary (one query)."""
+    return list(
+        TaskSummary.objects.filter(campaign_id__in=campaign_ids)
+        .order_by("campaign_id", "task__task_id")
+        .values_list("campaign_id", "task__task_id", "task__domain__name", "n_done", "n_pass")
+    )
+
+
+def done_verdicts(*, campaign_ids: list[int]) -> list[tuple[int, str, int, bool]]:
+    """(campaign id, task id, attempt index, passed) of every done attempt, in index order (one query)."""
+    rows = (
+        Attempt.objects.filter(campaign_id__in=campaign_ids, status=Attempt.Status.DONE)
+        .order_by("campaign_id", "task__task_id", "index")
+        .values_list("campaign_id", "task__task_id", "index", "verdict")
+    )
+    return [
+        (campaign_id, task_id, index, verdict == Attempt.Verdict.PASS)
+        for campaign_id, task_id, index, verdict in rows
+    ]

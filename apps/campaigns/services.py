@@ -18,11 +18,12 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
 from apps.agents.models import AgentConfig, PriceSheet
@@ -32,6 +33,7 @@ from apps.campaigns.outcomes import AttemptOutcome
 from apps.campaigns.signatures import BackfillReport, backfill_signatures
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
+from tb_engine.irt.adaptive import AdaptiveConfig
 from tb_engine.results import AttemptResult
 from thinkingbox_web.celery import app as celery_app
 from thinkingbox_web.embedded import tasks_run_inline
@@ -40,8 +42,12 @@ __all__ = [
     "HARNESS_VERSION",
     "RUN_ATTEMPT_TASK",
     "SWEEP_TASK",
+    "ADAPTIVE_DISPATCH_TASK",
     "AttemptOutcome",
     "BackfillReport",
+    "NotReplicable",
+    "Extension",
+    "TaskCounts",
     "attempt_claim",
     "attempt_claim_prepare",
     "attempt_heartbeat",
@@ -51,12 +57,15 @@ __all__ = [
     "campaign_cancel",
     "campaign_create",
     "campaign_dispatch",
+    "campaign_extend",
     "campaign_finish_if_complete",
     "campaign_import",
+    "campaign_replicate",
     "campaign_resume",
     "campaign_start",
     "campaign_window",
     "campaigns_wait",
+    "replicate_root",
     "worker_identity",
 ]
 
@@ -67,6 +76,8 @@ IN_FLIGHT = (Attempt.Status.QUEUED, Attempt.Status.RUNNING)
 # Celery task names, registered by apps.worker.tasks (which imports these constants).
 RUN_ATTEMPT_TASK = "worker.run_attempt"
 SWEEP_TASK = "worker.sweep"
+# Registered by apps.adaptive.tasks: decides an adaptive campaign's next attempts (idempotent).
+ADAPTIVE_DISPATCH_TASK = "adaptive.dispatch"
 
 
 def worker_identity() -> str:
@@ -87,13 +98,19 @@ def campaign_create(
     user_simulator: dict | None = None,
     judge: dict | None = None,
     price_sheet: PriceSheet | None = None,
+    adaptive: dict | None = None,
 ) -> Campaign:
     """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
 
-    Side effects: one Campaign row and its task selection. Invalid tasks are never selected.
+    ``adaptive`` (None: a full campaign) makes it an adaptive campaign: options of the engine's
+    ``AdaptiveConfig`` (budget_share, target_se, …; its n_attempts is the campaign's N) plus
+    ``calibration`` (an id, or None for the suite's latest calibration for the team, pinned when
+    the campaign starts). Side effects: one Campaign row and its task selection. Invalid tasks are
+    never selected. Raises ValueError naming a bad option.
     """
     if n_attempts < 1:
         raise ValueError("n_attempts must be at least 1")
+    options = _adaptive_options(adaptive, n_attempts) if adaptive is not None else {}
     selected = list(tasks) if tasks is not None else list(suite.tasks.all())
     selected = [t for t in selected if t.is_gradable]
     if not selected:
@@ -113,9 +130,78 @@ def campaign_create(
             harness_version=HARNESS_VERSION,
             suite_version=suite.version,
             suite_hash=suite.content_hash,
+            adaptive=adaptive is not None,
+            adaptive_options=options,
         )
         campaign.tasks.set(selected)
     return campaign
+
+
+class NotReplicable(ValueError):
+    """The campaign cannot be re-run here (its results were imported from elsewhere)."""
+
+
+def replicate_root(campaign: Campaign) -> Campaign:
+    """The first campaign of the campaign's replicate set (the campaign itself when it starts one)."""
+    return campaign.replicate_of or campaign
+
+
+def campaign_replicate(
+    *, campaign: Campaign, owner, seed: int | None = None, name: str = "", start: bool = True
+) -> Campaign:
+    """Re-run the campaign's configuration as a replicate: same agent, tasks, N, user simulator, judge
+    and price sheet, a new seed (default: one above the set's highest).
+
+    Side effects: one Campaign row with the same task selection, ``replicate_of`` the set's first
+    campaign; started (attempts queued and dispatched) unless ``start`` is False. Raises
+    NotReplicable for imported results and ValueError for a seed the set already used.
+    """
+    root = replicate_root(campaign)
+    if (root.user_simulator or {}).get("kind") == "imported":
+        raise NotReplicable(f"campaign {root.name!r} holds imported results; there is nothing here to re-run")
+    members = [root, *root.replicates.all()]
+    seeds = {member.seed for member in members}
+    seed = max(seeds) + 1 if seed is None else seed
+    if seed in seeds:
+        raise ValueError(f"seed {seed} is already used in the replicate set of {root.name!r}")
+    taken = set(Campaign.objects.filter(team=root.team).values_list("name", flat=True))
+    if not name:
+        number = len(members) + 1
+        name = f"{root.name} · replicate {number}"
+        while name in taken:
+            number += 1
+            name = f"{root.name} · replicate {number}"
+    replicate = campaign_create(
+        name=name,
+        team=root.team,
+        owner=owner,
+        agent=root.agent,
+        suite=root.suite,
+        tasks=list(root.tasks.all()),
+        n_attempts=root.n_attempts,
+        seed=seed,
+        user_simulator=root.user_simulator,
+        judge=root.judge,
+        price_sheet=root.price_sheet,
+        adaptive=dict(root.adaptive_options) if root.adaptive else None,
+    )
+    replicate.replicate_of = root
+    replicate.save(update_fields=["replicate_of"])
+    if start:
+        campaign_start(campaign=replicate)
+    return replicate
+
+
+def _adaptive_options(adaptive: dict, n_attempts: int) -> dict:
+    """Validated adaptive options (the engine's AdaptiveConfig fields plus the calibration id)."""
+    calibration = adaptive.get("calibration")
+    if calibration is not None and (isinstance(calibration, bool) or not isinstance(calibration, int)):
+        raise ValueError("adaptive.calibration: must be a calibration id or None (the latest)")
+    unknown = sorted(set(adaptive) - set(AdaptiveConfig.__dataclass_fields__) - {"calibration"})
+    if unknown:
+        raise ValueError(f"adaptive: unknown option(s) {', '.join(unknown)}")
+    config = AdaptiveConfig.from_dict({**adaptive, "n_attempts": n_attempts})
+    return {**config.to_dict(), "calibration": calibration}
 
 
 @transaction.atomic
@@ -188,7 +274,7 @@ def campaign_start(*, campaign: Campaign) -> int:
             Attempt(campaign=locked, task_id=task_id, index=index)
             for index in range(locked.n_attempts)
             for task_id in task_ids
-            if (task_id, index) not in existing
+            if (task_id, index) not in existing and not locked.adaptive
         ]
         Attempt.objects.bulk_create(new, batch_size=2000)
         summaries_create(campaign_id=locked.pk, task_ids=task_ids)
@@ -196,6 +282,9 @@ def campaign_start(*, campaign: Campaign) -> int:
         locked.started_at = locked.started_at or timezone.now()
         locked.finished_at = None
         locked.save(update_fields=["status", "started_at", "finished_at"])
+        if locked.adaptive:
+            # Its attempts are created as results come in, by the adaptive dispatcher.
+            transaction.on_commit(lambda: _send_adaptive_dispatch(campaign.pk))
     campaign.refresh_from_db()
     campaign_dispatch(campaign=campaign)
     return len(new)
@@ -254,6 +343,93 @@ def _send_run_attempt(attempt_ids: Iterable[int], *, countdown: float | None = N
         celery_app.signature(RUN_ATTEMPT_TASK, args=(attempt_id,)).apply_async(countdown=countdown)
 
 
+def _send_adaptive_dispatch(campaign_id: int) -> None:
+    """One ADAPTIVE_DISPATCH_TASK message, by name (inline where the task is registered and eager)."""
+    celery_app.signature(ADAPTIVE_DISPATCH_TASK, args=(campaign_id,)).apply_async()
+
+
+@dataclass(frozen=True)
+class TaskCounts:
+    """One task of an adaptive campaign so far: done attempts, passes, attempts queued or running."""
+
+    task_id: int  # Task primary key
+    done: int
+    passes: int
+    pending: int
+    agent_cost: float  # over done attempts
+    next_index: int  # the index a new attempt of the task gets
+
+
+@dataclass(frozen=True)
+class Extension:
+    """What the adaptive dispatcher decided: attempts to add per task, or that the campaign is finished."""
+
+    add: dict[int, int] = field(default_factory=dict)  # Task primary key -> new attempts
+    finish: bool = False
+
+
+def campaign_extend(*, campaign_id: int, decide: Callable[[list[TaskCounts]], Extension]) -> Extension | None:
+    """Let an adaptive campaign's dispatcher add attempts (or finish it) from its counts so far.
+
+    The running campaign's row is locked first, so concurrent dispatchers run one after the
+    other and each sees the attempts the previous one added as pending: a pure ``decide`` then
+    never adds the same attempt twice. Side effects: queued Attempt rows with the next indexes,
+    dispatch of the campaign's window, or (``finish`` with nothing in flight) status done.
+    Returns None when the campaign is not a running adaptive campaign.
+    """
+    with transaction.atomic():
+        campaign = (
+            Campaign.objects.select_for_update()
+            .select_related("agent")
+            .filter(pk=campaign_id, status=Campaign.Status.RUNNING, adaptive=True)
+            .first()
+        )
+        if campaign is None:
+            return None
+        per_task = {
+            row["task_id"]: row
+            for row in Attempt.objects.filter(campaign=campaign)
+            .values("task_id")
+            .annotate(
+                done=Count("id", filter=Q(status=Attempt.Status.DONE)),
+                passes=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.PASS)),
+                pending=Count("id", filter=Q(status__in=IN_FLIGHT)),
+                cost=Sum("agent_cost", filter=Q(status=Attempt.Status.DONE)),
+                last=Max("index"),
+            )
+        }
+        counts = []
+        for task_id in sorted(campaign.tasks.values_list("id", flat=True)):
+            row = per_task.get(task_id)
+            counts.append(
+                TaskCounts(
+                    task_id=task_id,
+                    done=row["done"] if row else 0,
+                    passes=row["passes"] if row else 0,
+                    pending=row["pending"] if row else 0,
+                    agent_cost=float(row["cost"] or 0) if row else 0.0,
+                    next_index=row["last"] + 1 if row else 0,
+                )
+            )
+        extension = decide(counts)
+        if extension.finish:
+            if not any(c.pending for c in counts):
+                Campaign.objects.filter(pk=campaign.pk).update(
+                    status=Campaign.Status.DONE, finished_at=timezone.now()
+                )
+            return extension
+        by_task = {c.task_id: c for c in counts}
+        Attempt.objects.bulk_create(
+            [
+                Attempt(campaign=campaign, task_id=task_id, index=by_task[task_id].next_index + k)
+                for task_id, count in sorted(extension.add.items())
+                for k in range(count)
+            ]
+        )
+    campaign_dispatch(campaign=campaign)
+    return extension
+
+
 def campaign_cancel(*, campaign: Campaign) -> int:
     """Cancel a campaign: queued attempts become cancelled now; running ones end as cancelled.
 
@@ -290,11 +466,15 @@ def campaign_resume(*, campaign: Campaign) -> int:
 
 
 def campaign_finish_if_complete(*, campaign_id: int) -> bool:
-    """Mark a running campaign done once nothing is queued or running."""
+    """Mark a running campaign done once nothing is queued or running.
+
+    An adaptive campaign is left alone: between two decisions of its dispatcher nothing may be
+    in flight, and only the dispatcher knows whether more attempts follow (campaign_extend).
+    """
     if Attempt.objects.filter(campaign_id=campaign_id, status__in=IN_FLIGHT).exists():
         return False
     return (
-        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).update(
+        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING, adaptive=False).update(
             status=Campaign.Status.DONE, finished_at=timezone.now()
         )
         == 1
@@ -378,7 +558,9 @@ def attempt_record(*, attempt: Attempt, worker: str, outcome: AttemptOutcome | N
             if not fast.summary_found:
                 summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
             _send_run_attempt(fast.dispatched)
-            if not fast.dispatched:
+            if attempt.campaign.adaptive:
+                _send_adaptive_dispatch(attempt.campaign_id)
+            elif not fast.dispatched:
                 campaign_finish_if_complete(campaign_id=attempt.campaign_id)
             return outcome.status
     # Record, summarise and hand the slot to the campaign's next attempt in one transaction.
@@ -388,6 +570,9 @@ def attempt_record(*, attempt: Attempt, worker: str, outcome: AttemptOutcome | N
             return "lost-lease"
         summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
         nothing_dispatched = what == "retry" or campaign_dispatch(campaign=attempt.campaign, limit=1) == 0
+        if attempt.campaign.adaptive and what != "retry":
+            # Results came in: the adaptive dispatcher decides what runs next (after commit).
+            transaction.on_commit(lambda: _send_adaptive_dispatch(attempt.campaign_id))
     if nothing_dispatched:
         # After commit: two last attempts finishing at once each see the other still running
         # inside their transactions, but whichever commits last sees both ended here.
@@ -502,6 +687,8 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
         if exhausted_ids:
             summary_refresh(campaign_id=campaign.pk)
         campaign_finish_if_complete(campaign_id=campaign.pk)
+        if campaign.adaptive:  # a lost decision message must not stall the campaign
+            _send_adaptive_dispatch(campaign.pk)
     return len(stale_ids)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -12,7 +14,14 @@ from django_htmx.http import HttpResponseStopPolling
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress, campaign_recent_errors, campaigns_visible_to
-from apps.campaigns.services import campaign_cancel, campaign_create, campaign_resume, campaign_start
+from apps.campaigns.services import (
+    NotReplicable,
+    campaign_cancel,
+    campaign_create,
+    campaign_replicate,
+    campaign_resume,
+    campaign_start,
+)
 from apps.core.access import require_role, teams_for, user_has_role
 
 
@@ -37,8 +46,14 @@ def campaign_list(request):
 @login_required
 def campaign_detail(request, pk: int):
     campaign = _get_campaign_for_user(request, pk)
+    root = campaign.replicate_of or campaign
     context = {
         "campaign": campaign,
+        "replicate_set": list(
+            campaigns_visible_to(request.user)
+            .filter(Q(pk=root.pk) | Q(replicate_of=root))
+            .order_by("created_at", "pk")
+        ),
         "progress": campaign_progress(campaign=campaign),
         "errors": campaign_recent_errors(campaign=campaign),
         "can_operate": user_has_role(request.user, "operator"),
@@ -74,6 +89,7 @@ def campaign_launch(request):
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
                 price_sheet=data["price_sheet"],
+                adaptive=form.adaptive_options(),
             )
         except ValueError as exc:
             form.add_error(None, str(exc))
@@ -97,3 +113,17 @@ def campaign_resume_view(request, pk: int):
     campaign = _get_campaign_for_user(request, pk)
     campaign_resume(campaign=campaign)
     return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
+
+
+@require_POST
+@require_role("operator")
+def campaign_replicate_view(request, pk: int):
+    """Re-run the campaign's configuration with a new seed as a replicate (same set), and show it."""
+    campaign = _get_campaign_for_user(request, pk)
+    try:
+        replicate = campaign_replicate(campaign=campaign, owner=request.user)
+    except (NotReplicable, ValueError) as exc:
+        messages.error(request, str(exc))
+        return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
+    messages.success(request, f"Replicate {replicate.name} started (seed {replicate.seed}).")
+    return HttpResponseRedirect(reverse("campaigns:detail", args=[replicate.pk]))

@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.db import transaction
-from django.http import JsonResponse
+from django.http import HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -32,6 +33,13 @@ def healthz(request):
     return JsonResponse(
         {"status": "ok" if healthy else "error", "checks": checks}, status=200 if healthy else 503
     )
+
+
+@require_GET
+@login_not_required
+def favicon(request):
+    """Browsers ask for /favicon.ico on pages that name no icon (the admin's): point them at ours."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
 
 
 @require_GET

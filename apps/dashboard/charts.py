@@ -165,3 +165,42 @@ def token_bars(frame: pd.DataFrame) -> dict:
             legend={"orientation": "h", "y": -0.3},
         ),
     }
+
+
+def replicate_spread_figure(replicate_set) -> dict:
+    """Per figure of a replicate set: the largest observed difference between replicates beside the
+    floors the bootstrap predicts (median paired MDD, rerun floor), all in points."""
+    labels = [spread.label for spread in replicate_set.spreads]
+
+    def points(attribute: str) -> list:
+        return clean(
+            [
+                None if getattr(s, attribute) is None else getattr(s, attribute) * 100
+                for s in replicate_set.spreads
+            ]
+        )
+
+    bars = (
+        ("max_abs_delta", "largest difference between replicates (observed)", PALETTE[3]),
+        ("median_pair_mdd", "noise floor: paired MDD (median over pairs)", PALETTE[0]),
+        ("rerun_mdd", "noise floor: rerun MDD from each replicate's attempts", PALETTE[5]),
+    )
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "name": name,
+                "x": labels,
+                "y": points(attribute),
+                "marker": {"color": color},
+                "hovertemplate": f"%{{x}}<br>{name}: %{{y:.1f}} pp<extra></extra>",
+            }
+            for attribute, name, color in bars
+        ],
+        "layout": layout(
+            f"Run-to-run spread · {replicate_set.root.name}",
+            barmode="group",
+            yaxis={"title": {"text": "percentage points"}, "ticksuffix": " pp", "gridcolor": "#eef0f3"},
+            legend={"orientation": "h", "y": -0.3},
+        ),
+    }

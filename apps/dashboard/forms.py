@@ -34,3 +34,31 @@ class WhatIfPriceForm(_CampaignChoiceForm):
         return {
             key: float(self.cleaned_data[key]) for key in ("input", "cached_input", "output", "reasoning")
         }
+
+
+class PlannerForm(forms.Form):
+    """The attempts planner's question: detect a target difference in pass@1, read variances from campaigns."""
+
+    MODE_CHOICES = (
+        ("drift", "Drift check: the same configuration re-run (detects a uniform shift)"),
+        ("ab", "A/B: two different configurations (needs two campaigns on the same tasks)"),
+    )
+    campaigns = forms.ModelMultipleChoiceField(
+        queryset=None, help_text="The first is the pilot: its design and prices. More add variance estimates."
+    )
+    mode = forms.ChoiceField(choices=MODE_CHOICES, initial="drift")
+    target_pp = forms.FloatField(
+        min_value=0.1, max_value=100, initial=5, label="difference to detect (pp)", help_text="in pass@1"
+    )
+
+    def __init__(self, *args, campaigns, **kwargs):
+        super().__init__(*args, **kwargs)
+        from apps.campaigns.models import Campaign
+
+        self.fields["campaigns"].queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
+        self.fields["campaigns"].choices = [(c.pk, c.name) for c in campaigns]
+
+    def chosen_ids(self, data_order: list[str]) -> list[int]:
+        """The chosen campaigns' ids in the order they were given (the first is the pilot)."""
+        picked = {c.pk for c in self.cleaned_data["campaigns"]}
+        return list(dict.fromkeys(int(v) for v in data_order if v.isdigit() and int(v) in picked))

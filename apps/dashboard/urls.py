@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.dashboard import views, views_attempts
+from apps.dashboard import views, views_attempts, views_noise
 
 app_name = "dashboard"
 
@@ -13,6 +13,8 @@ urlpatterns = [
     path("tasks/", views.tasks, name="tasks"),
     path("tasks/<int:pk>/", views.task_detail, name="task"),
     path("compare/", views.compare, name="compare"),
+    path("noise/", views_noise.noise, name="noise"),
+    path("planner/", views_noise.planner, name="planner"),
     path("attempts/<int:pk>/", views_attempts.attempt_detail, name="attempt"),
     path("attempts/<int:pk>/raw.json", views_attempts.attempt_raw, name="attempt_raw"),
 ]

@@ -20,6 +20,7 @@ from apps.core.roles import Role
 from apps.dashboard import charts, services
 from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.selectors import external_scores
+from apps.drift.selectors import open_alert_count
 from apps.figures import selectors as figures
 from apps.suites.models import Task
 from apps.triage.selectors import judge_note_rows, task_health_scope
@@ -49,8 +50,9 @@ def leaderboard(request):
     # Triage: tasks with open health issues (grader bug, ambiguous) can be left out of every figure.
     health = task_health_scope(request.GET, campaigns)
     healthy = health.context()["healthy"]
+    rank_by = figures.rank_metric(sort)
     rows = figures.sort_rows(
-        figures.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude),
+        figures.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude, rank_by=rank_by),
         key=sort,
         descending=descending,
     )
@@ -62,6 +64,9 @@ def leaderboard(request):
     )
     context = {
         "rows": rows,
+        "groups": _band_groups(rows, grouped=sort in figures.BAND_SORTS),
+        "rank_label": figures.METRIC_LABELS[rank_by],
+        "drift_alerts": open_alert_count(user=request.user),
         "external": external,
         "domain": domain,
         "tag": tag,
@@ -79,6 +84,22 @@ def leaderboard(request):
         "judge_note_rows": judge_note_rows(campaigns=[row.campaign for row in rows]),
     }
     return _render(request, "dashboard/leaderboard.html", "leaderboard-table", context)
+
+
+def _band_groups(
+    rows: list[figures.LeaderboardRow], *, grouped: bool
+) -> list[tuple[figures.Band | None, list[figures.LeaderboardRow]]]:
+    """Consecutive rows of one tied band together (sorted by the band's figure), else one group."""
+    if not grouped:
+        return [(None, rows)] if rows else []
+    groups: list[tuple[figures.Band | None, list[figures.LeaderboardRow], int | None]] = []
+    for row in rows:
+        number = row.band.number if row.band else None
+        if groups and groups[-1][2] == number:
+            groups[-1][1].append(row)
+        else:
+            groups.append((row.band, [row], number))
+    return [(band, members) for band, members, _ in groups]
 
 
 def _correlations(
@@ -244,23 +265,30 @@ def domains(request):
         )
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
-    deltas = []
+    deltas, pair_error = [], ""
     if a and b:
+        try:
+            floors = figures.domain_comparisons(tables, a, b)
+        except ValueError as exc:  # different N: all-N and its floor are not comparable
+            floors, pair_error = {}, str(exc)
         for name in sorted(set(by_domain[a.pk]) & set(by_domain[b.pk])):
             in_a, in_b = by_domain[a.pk][name], by_domain[b.pk][name]
             deltas.append(
                 {
                     "domain": name,
                     **{m: _delta_pp(in_a.share(m), in_b.share(m)) for m in figures.DOMAIN_METRICS},
+                    "floor": floors.get(name),
                 }
             )
     context = {
         "heatmaps": heatmaps,
+        "rankings": figures.domain_rankings(campaigns, tables),
         "campaigns": campaigns,
         "a": a,
         "b": b,
         "deltas": deltas,
         "judge_note_rows": judge_note_rows(campaigns=campaigns),
+        "pair_error": pair_error,
         **health.context(),
     }
     return _render(request, "dashboard/domains.html", "domain-deltas", context)

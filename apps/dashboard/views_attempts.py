@@ -113,6 +113,51 @@ def transcript_steps(transcript: dict, diff: list[dict]) -> list[dict]:
     return steps
 
 
+def imported_check(result: dict) -> dict | None:
+    """ThinkingBox's own test outcome of an attempt imported from ``tb infer`` (None for our own runs).
+
+    Keys: passed, line, code, message (the exception line: the assert's text or the hash
+    mismatch), traceback, judge (the judge's motivation), all from ``extra.thinkingbox.failure``.
+    """
+    evidence = (result.get("extra") or {}).get("thinkingbox") or {}
+    if "finish_reason" not in evidence:  # only imported rows carry tb infer's finish reason
+        return None
+    failure = evidence.get("failure") or {}
+    traceback = str(failure.get("tb") or "")
+    message = failure.get("message") or next(
+        (line.strip() for line in reversed(traceback.splitlines()) if line.strip()), ""
+    )
+    return {
+        "passed": result.get("verdict") == "pass",
+        "line": failure.get("lineno"),
+        "code": str(failure.get("line_content") or "").strip(),
+        "message": message,
+        "traceback": traceback,
+        "judge": failure.get("judge_motivation") or "",
+    }
+
+
+def empty_diff_note(result: dict, imported: dict | None) -> str:
+    """What the diff pane says when it has no item: 'no difference' only when that is known and the attempt passed."""
+    if result.get("status") != "done":
+        return "No state diff: the attempt did not finish."
+    if result.get("verdict") == "pass":
+        return "No difference from the golden end state."
+    evidence = (result.get("extra") or {}).get("thinkingbox") or {}
+    if imported is not None and not evidence.get("effects"):
+        if evidence.get("raw_effects"):
+            return (
+                "No state diff: this server's effects are not a database state (kept raw in the JSON); "
+                "ThinkingBox's own check below decided the failure."
+            )
+        return (
+            "No state diff: the imported row carries no effects (tb infer ran without --dump); "
+            "ThinkingBox's own check below decided the failure."
+        )
+    where = "ThinkingBox's own check below" if imported is not None else "the checks or rubrics below"
+    return f"The end state matches the golden end state (our diff); the attempt failed on {where}."
+
+
 @require_GET
 @require_role(Role.VIEWER)
 def attempt_detail(request, pk: int):
@@ -123,6 +168,7 @@ def attempt_detail(request, pk: int):
     result = attempt.result or {}
     diff = result.get("diff") or []
     previous_id, next_id = attempt_neighbours(attempt)
+    imported = imported_check(result)
     context = {
         "attempt": attempt,
         "campaign": attempt.campaign,
@@ -133,6 +179,8 @@ def attempt_detail(request, pk: int):
         "headlines": [diff_headline(item) for item in diff[:3]],
         "checks": result.get("checks") or [],
         "rubrics": result.get("rubrics") or [],
+        "imported_check": imported,
+        "empty_diff_note": empty_diff_note(result, imported),
         "previous_id": previous_id,
         "next_id": next_id,
     }

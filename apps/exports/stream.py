@@ -49,12 +49,16 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("duration_ms", "duration_ms"),
     ("retries", "retries"),
     ("task_hash", "task_hash"),
+    # What the endpoint said about the model that answered (drift tracking); [] for simulated agents.
+    ("provider", "provider"),
     ("started_at", "started_at"),
     ("finished_at", "finished_at"),
 )
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 # Columns whose values repeat across attempts: their formatted text is remembered (bounded).
-REPEATING = frozenset({"task_id", "domain", "status", "termination", "verdict", "categories", "task_hash"})
+REPEATING = frozenset(
+    {"task_id", "domain", "status", "termination", "verdict", "categories", "task_hash", "provider"}
+)
 
 
 def attempt_export(queryset: QuerySet[Attempt], *, fmt: str, with_result: bool = False) -> Iterator[str]:

@@ -12,8 +12,10 @@ from typing import Any
 
 from django.http import QueryDict
 
+from apps.drift import selectors as drift
 from apps.figures import selectors as figures
 from apps.figures.selectors import figure_campaigns
+from apps.gates import selectors as gates
 from apps.triage.selectors import (
     CATEGORIES,
     SUSPECT_KINDS,
@@ -68,8 +70,9 @@ def leaderboard_table(user, query: QueryDict) -> Table:
     sort = query.get("sort", "pass1")
     sort = sort if sort in figures.LEADERBOARD_SORTS else "pass1"
     descending = query.get("dir", "desc" if sort != "name" else "asc") == "desc"
+    rank_by = figures.rank_metric(sort)
     rows = figures.sort_rows(
-        figures.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude),
+        figures.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=exclude, rank_by=rank_by),
         key=sort,
         descending=descending,
     )
@@ -97,12 +100,25 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         Column("infra_errors", "infra errors", "int"),
         Column("incomplete_tasks", "incomplete tasks", "int"),
         EXCLUDED_COLUMN,
+        # The noise floor (SPEC §9), last so existing column positions stay where they were.
+        Column("rank", f"rank by {figures.METRIC_LABELS[rank_by]} (= tied within the noise floor)"),
+        Column("band", "band", "int"),
+        Column("delta_to_band_leader", "Δ to band leader", "share"),
+        Column("mdd_to_band_leader", "noise floor to band leader (MDD)", "share"),
+        Column("pass_at_1_se", "pass@1 SE", "share"),
+        Column("all_n_se", "all-N SE", "share"),
     ]
     out = []
     for row in rows:
-        m, campaign = row.figures, row.campaign
+        m, campaign, band = row.figures, row.campaign, row.band
         out.append(
             {
+                "rank": band.label if band else None,
+                "band": band.number if band else None,
+                "delta_to_band_leader": band.delta_to_leader if band else None,
+                "mdd_to_band_leader": band.mdd_to_leader if band else None,
+                "pass_at_1_se": row.se.get("pass_at_1"),
+                "all_n_se": row.se.get("all_n"),
                 "campaign": campaign.name,
                 "simulation": campaign.agent.is_simulation,
                 "n_attempts": campaign.n_attempts,
@@ -465,6 +481,229 @@ def judges_table(user, query: QueryDict) -> Table:
     return Table("judges", "Rubric judges", columns, rows)
 
 
+def noise_table(user, query: QueryDict) -> Table:
+    """Per campaign, scope (every task, then each domain) and figure: value, SE and rerun floor."""
+    campaigns = figure_campaigns(user, ids=_ids(query))
+    exclude = task_health_scope(query, campaigns).exclude
+    tables = figures.per_task_tables(campaigns, exclude=exclude)
+    rows = []
+    for campaign in campaigns:
+        noise = figures.campaign_noise(tables, campaign)
+        for scope, metrics in noise.scopes.items():
+            for metric in metrics:
+                rows.append(
+                    {
+                        "campaign": campaign.name,
+                        "n_attempts": campaign.n_attempts,
+                        "scope": scope or "all tasks",
+                        "figure": metric.label,
+                        "tasks": metric.tasks,
+                        "value": metric.value,
+                        "se": metric.se,
+                        "rerun_se": metric.rerun_se,
+                        "rerun_mdd": metric.rerun_mdd,
+                        "excluded_unhealthy_tasks": len(exclude),
+                    }
+                )
+    columns = [
+        Column("campaign", "campaign"),
+        Column("n_attempts", "N", "int"),
+        Column("scope", "tasks"),
+        Column("figure", "figure"),
+        Column("tasks", "tasks counted", "int"),
+        Column("value", "value", "share"),
+        Column("se", "standard error (task bootstrap)", "share"),
+        Column("rerun_se", "SE of a rerun difference", "share"),
+        Column("rerun_mdd", "rerun floor (MDD, α 0.05, power 0.8)", "share"),
+        EXCLUDED_COLUMN,
+    ]
+    return Table("noise", "Noise floor", columns, rows)
+
+
+def replicates_table(user, query: QueryDict) -> Table:
+    """Each replicate set's figures: every member's value, observed spread, predicted floors."""
+    rows = []
+    for replicate_set in figures.replicate_sets(figure_campaigns(user)):
+        for spread in replicate_set.spreads:
+            rows.append(
+                {
+                    "set": replicate_set.root.name,
+                    "members": "; ".join(
+                        f"{member.name} (seed {member.seed}): {'' if value is None else f'{value * 100:.2f}%'}"
+                        for member, value in zip(replicate_set.members, spread.values)
+                    ),
+                    "replicates": len(replicate_set.members),
+                    "complete": replicate_set.complete,
+                    "figure": spread.label,
+                    "sd": spread.sd,
+                    "expected_sd": spread.expected_sd,
+                    "range": spread.range,
+                    "max_abs_delta": spread.max_abs_delta,
+                    "median_pair_mdd": spread.median_pair_mdd,
+                    "rerun_mdd": spread.rerun_mdd,
+                    "pairs": spread.pairs,
+                    "pairs_below_floor": spread.pairs_below_floor,
+                }
+            )
+    columns = [
+        Column("set", "replicate set"),
+        Column("members", "members and values"),
+        Column("replicates", "replicates", "int"),
+        Column("complete", "all finished", "bool"),
+        Column("figure", "figure"),
+        Column("sd", "observed sd", "share"),
+        Column("expected_sd", "expected sd (from the rerun floor)", "share"),
+        Column("range", "range", "share"),
+        Column("max_abs_delta", "largest |Δ|", "share"),
+        Column("median_pair_mdd", "paired floor (median MDD)", "share"),
+        Column("rerun_mdd", "rerun floor (MDD)", "share"),
+        Column("pairs", "pairs", "int"),
+        Column("pairs_below_floor", "pairs below their floor", "int"),
+    ]
+    return Table("replicates", "Replicate sets", columns, rows)
+
+
+def planner_table(user, query: QueryDict) -> Table:
+    """The attempts plan of the planner page's query (?campaigns=…&mode=…&target_pp=…); empty when incomplete."""
+    columns = [
+        Column("attempts", "attempts per task (N)", "int"),
+        Column("tasks_needed", "tasks needed", "int"),
+        Column("feasible", "suite has them", "bool"),
+        Column("mdd_with_all_tasks", "MDD with every task", "share"),
+        Column("attempts_per_campaign", "attempts per campaign", "int"),
+        Column("cost_per_campaign", "cost per campaign", "money"),
+        Column("cheapest", "cheapest design", "bool"),
+    ]
+    by_id = {c.pk: c for c in figure_campaigns(user)}
+    chosen = [
+        by_id[int(v)] for v in dict.fromkeys(query.getlist("campaigns")) if v.isdigit() and int(v) in by_id
+    ]
+    try:
+        target = float(query.get("target_pp", ""))
+    except ValueError:
+        target = 0.0
+    mode = query.get("mode", "drift")
+    if not chosen or not 0 < target <= 100 or mode not in ("drift", "ab"):
+        return Table("planner", "Attempts plan", columns, [])
+    plan = figures.attempts_plan(
+        chosen,
+        figures.per_task_tables(chosen),
+        target=target / 100.0,
+        mode=mode,
+        tasks_available=figures.gradable_task_count(suite_id=chosen[0].suite_id),
+    )
+    rows = [{**asdict(row), "cheapest": row == plan.cheapest} for row in plan.rows]
+    return Table("planner", "Attempts plan", columns, rows)
+
+
+def drift_table(user, query: QueryDict) -> Table:
+    """Every run of the user's watches (or ?watch=ID's): figures, Δ with interval and floor, flips, provider, alert."""
+    watches = drift.watches_visible_to(user)
+    if query.get("watch", "").isdigit():
+        watches = watches.filter(pk=int(query["watch"]))
+    rows = []
+    for view in drift.watch_views(watches):
+        for run in view.runs:
+            row: dict[str, Any] = {
+                "watch": view.watch.name,
+                "run": run.run.number,
+                "campaign": run.run.campaign.name,
+                "started_at": run.run.started_at.isoformat(),
+                "trigger": run.run.get_trigger_display(),
+                "status": run.run.get_status_display(),
+                "provider": run.provider_text,
+                "provider_changed": run.run.provider_changed,
+                "pass_at_1": (run.figures.get("pass_at_1") or {}).get("value"),
+                "all_n": (run.figures.get("all_n") or {}).get("value"),
+                "alert": run.run.alert,
+                "reasons": "; ".join(run.run.alert_reasons),
+                "acknowledged": run.run.acknowledged_at is not None,
+                "webhook": run.run.webhook_status,
+            }
+            for label, compared in (("baseline", run.vs_baseline), ("previous", run.vs_previous)):
+                for metric in ("pass_at_1", "all_n"):
+                    delta = getattr(compared, metric) if compared else None
+                    for part in ("value", "lo", "hi", "mdd", "clears"):
+                        row[f"{metric}_{label}_{part}"] = getattr(delta, part) if delta else None
+                row[f"lost_vs_{label}"] = ", ".join(compared.stopped_being_dependable) if compared else None
+                row[f"gained_vs_{label}"] = ", ".join(compared.became_dependable) if compared else None
+            rows.append(row)
+    columns = [
+        Column("watch", "watch"),
+        Column("run", "run", "int"),
+        Column("campaign", "campaign"),
+        Column("started_at", "started"),
+        Column("trigger", "trigger"),
+        Column("status", "status"),
+        Column("provider", "model that answered"),
+        Column("provider_changed", "provider changed", "bool"),
+        Column("pass_at_1", "pass@1", "share"),
+        Column("all_n", "all-N share", "share"),
+    ]
+    for label in ("baseline", "previous"):
+        for metric, title in (("pass_at_1", "pass@1"), ("all_n", "all-N")):
+            columns += [
+                Column(f"{metric}_{label}_value", f"Δ {title} vs {label}", "share"),
+                Column(f"{metric}_{label}_lo", f"Δ {title} vs {label} lo", "share"),
+                Column(f"{metric}_{label}_hi", f"Δ {title} vs {label} hi", "share"),
+                Column(f"{metric}_{label}_mdd", f"noise floor {title} vs {label}", "share"),
+                Column(f"{metric}_{label}_clears", f"{title} vs {label} clears the floor", "bool"),
+            ]
+        columns += [
+            Column(f"lost_vs_{label}", f"dependable → not vs {label}"),
+            Column(f"gained_vs_{label}", f"not → dependable vs {label}"),
+        ]
+    columns += [
+        Column("alert", "alert", "bool"),
+        Column("reasons", "alert reasons"),
+        Column("acknowledged", "acknowledged", "bool"),
+        Column("webhook", "webhook"),
+    ]
+    return Table("drift", "Drift watch runs", columns, rows)
+
+
+def gate_table(user, query: QueryDict) -> Table:
+    """The release gate's rules for ?campaign=&baseline=&min_pass1=&min_all_n=&max_drop_pp=&domain= (empty when it cannot run)."""
+    columns = [
+        Column("rule", "rule"),
+        Column("value", "value (share, or drop in pp)", "float"),
+        Column("threshold", "threshold", "float"),
+        Column("lo", "interval lo", "float"),
+        Column("hi", "interval hi", "float"),
+        Column("mdd", "noise floor (pp)", "float"),
+        Column("verdict", "verdict"),
+        Column("uses", "decided by"),
+        Column("detail", "detail"),
+    ]
+    by_id = {c.pk: c for c in figure_campaigns(user)}
+
+    def pick(name: str):
+        value = query.get(name, "")
+        return by_id.get(int(value)) if value.isdigit() else None
+
+    def number(name: str) -> float | None:
+        try:
+            return float(query[name]) if query.get(name, "") != "" else None
+        except ValueError:
+            return None
+
+    campaign = pick("campaign")
+    if campaign is None:
+        return Table("gate", "Release gate", columns, [])
+    try:
+        report = gates.gate_report(
+            campaign=campaign,
+            baseline=pick("baseline"),
+            min_pass1=number("min_pass1"),
+            min_all_n=number("min_all_n"),
+            max_drop_pp=number("max_drop_pp"),
+            domain=query.get("domain", ""),
+        )
+    except gates.GateInputError:
+        return Table("gate", "Release gate", columns, [])
+    return Table("gate", "Release gate", columns, [asdict(rule) for rule in report.rules])
+
+
 BUILDERS: dict[str, Callable[[Any, QueryDict], Table]] = {
     "leaderboard": leaderboard_table,
     "gap": gap_table,
@@ -472,6 +711,11 @@ BUILDERS: dict[str, Callable[[Any, QueryDict], Table]] = {
     "domains": domains_table,
     "tasks": tasks_table,
     "compare": compare_table,
+    "noise": noise_table,
+    "replicates": replicates_table,
+    "planner": planner_table,
+    "drift": drift_table,
+    "gate": gate_table,
     "triage-queue": triage_queue_table,
     "triage-summary": triage_summary_table,
     "clusters": clusters_table,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -197,10 +197,35 @@ class CampaignRow:
 
 
 @dataclass(frozen=True)
+class Band:
+    """Where a campaign stands once differences below the noise floor (SPEC §9) count as ties.
+
+    Bands are numbered from the best; `rank` is the league rank of the band (1 + the campaigns in
+    better bands), shown as "=rank" when `shared`. `leader` opened the band; `delta_to_leader` and
+    `mdd_to_leader` are this row's paired difference to it and their minimum detectable difference.
+    """
+
+    metric: str  # the figure the bands rank by: pass_at_1 | pass_hat_5 | pass_hat_n | all_n
+    number: int
+    rank: int
+    shared: bool
+    size: int
+    leader: str
+    delta_to_leader: float | None  # share; None for the leader itself
+    mdd_to_leader: float | None
+
+    @property
+    def label(self) -> str:
+        return f"={self.rank}" if self.shared else str(self.rank)
+
+
+@dataclass(frozen=True)
 class LeaderboardRow(CampaignRow):
-    """A leaderboard row: names of the campaigns that pass@N and all-N rank the other way round."""
+    """A leaderboard row: reversal partners, tied band and standard errors of the noise metrics."""
 
     reversed_with: tuple[str, ...] = ()
+    band: Band | None = None  # None: the campaign has no value of the ranking figure
+    se: Mapping[str, float | None] = field(default_factory=dict)  # noise metric -> SE over the slice
 
 
 @dataclass(frozen=True)
@@ -243,14 +268,33 @@ class TaskComparison:
 
 
 @dataclass(frozen=True)
+class Delta(Interval):
+    """A paired difference (A - B, share) with its 95% interval, SE(Δ) and noise floor MDD (SPEC §9)."""
+
+    se: float | None = None
+    mdd: float | None = None  # (1.96 + 0.84) x SE(Δ) of the paired task bootstrap
+
+    @classmethod
+    def from_metrics(cls, raw: Mapping[str, Any]) -> Delta:
+        return cls(value=raw["value"], lo=raw["lo"], hi=raw["hi"], se=raw.get("se"), mdd=raw.get("mdd"))
+
+    @property
+    def clears(self) -> bool | None:
+        """Whether |Δ| reaches the floor (a zero difference never does); None when either is unknown."""
+        if self.value is None or self.mdd is None:
+            return None
+        return abs(self.value) > 0 and abs(self.value) >= self.mdd
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Campaign A minus campaign B on their shared tasks (tb_engine.metrics.paired_comparison)."""
 
     tasks: int
     only_in_a: tuple[str, ...]
     only_in_b: tuple[str, ...]
-    delta_pass_at_1: Interval
-    delta_all_n: Interval
+    delta_pass_at_1: Delta
+    delta_all_n: Delta
     pass_at_1: Pair
     pass_at_n_observed: Pair
     gained: tuple[str, ...]  # dependable in A only
@@ -264,8 +308,8 @@ class Comparison:
             tasks=raw["tasks"],
             only_in_a=tuple(raw["only_in_a"]),
             only_in_b=tuple(raw["only_in_b"]),
-            delta_pass_at_1=Interval.from_metrics(raw["delta_pass_at_1"]),
-            delta_all_n=Interval.from_metrics(raw["delta_all_n"]),
+            delta_pass_at_1=Delta.from_metrics(raw["delta_pass_at_1"]),
+            delta_all_n=Delta.from_metrics(raw["delta_all_n"]),
             pass_at_1=Pair(**raw["pass_at_1"]),
             pass_at_n_observed=Pair(**raw["pass_at_n_observed"]),
             gained=tuple(raw["gained"]),
@@ -333,3 +377,94 @@ class TaskCounts:
     @property
     def dependable(self) -> bool:
         return self.c == self.n == self.n_attempts
+
+
+@dataclass(frozen=True)
+class MetricNoise:
+    """One figure's noise over a task slice: SE of the campaign's value and its rerun floor (SPEC §9)."""
+
+    metric: str
+    label: str
+    value: float | None
+    se: float | None  # sd of the task-bootstrap replicates (fixed seed, 2000 replicates)
+    rerun_se: float | None  # SE of the difference to a rerun of the same configuration
+    rerun_mdd: float | None  # (1.96 + 0.84) x rerun_se: smaller changes are run-to-run noise
+    tasks: int
+
+
+@dataclass(frozen=True)
+class CampaignNoise:
+    """A campaign's noise floor per scope ("" = every task, else a domain) and metric."""
+
+    campaign: Campaign
+    scopes: Mapping[str, tuple[MetricNoise, ...]]
+
+    def scope(self, name: str) -> tuple[MetricNoise, ...]:
+        return self.scopes.get(name, ())
+
+    def metric(self, name: str, scope: str = "") -> MetricNoise | None:
+        return next((m for m in self.scope(scope) if m.metric == name), None)
+
+
+@dataclass(frozen=True)
+class ReplicateSpread:
+    """One figure across a replicate set: what was observed beside what the floor predicts."""
+
+    metric: str
+    label: str
+    values: tuple[float | None, ...]  # per member, in the set's order
+    sd: float | None  # observed sd across the replicates (ddof 1)
+    range: float | None
+    max_abs_delta: float | None
+    pairs: int
+    pairs_below_floor: int  # pairs whose |Δ| stays below their paired MDD
+    median_pair_mdd: float | None
+    rerun_mdd: float | None  # the rerun floor, averaged over the members
+    expected_sd: float | None  # the sd of one replicate's value the rerun floor implies
+
+
+@dataclass(frozen=True)
+class ReplicateSet:
+    """A campaign and its replicates (same configuration, new seeds), with the spread per figure."""
+
+    root: Campaign
+    members: tuple[Campaign, ...]
+    spreads: tuple[ReplicateSpread, ...]
+    complete: bool  # every member finished (a running replicate's figures are partial)
+
+
+@dataclass(frozen=True)
+class DomainRanking:
+    """Campaigns ranked within one domain, ties by the noise floor shown as shared ranks."""
+
+    domain: str
+    metric: str
+    rows: tuple[tuple[Campaign, float | None, Band | None], ...]  # best first
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What an attempts plan was computed from."""
+
+    target: float  # the difference to detect (share)
+    mode: str  # drift | ab
+    attempt_var: float | None
+    task_var: float | None
+    campaigns: int
+    pairs: int
+    tasks_available: int
+    cost_per_attempt: float | None  # agent + evaluation cost per billed attempt at the campaign's prices
+    price_source: str  # the price sheet's name and date ("" when unpriced)
+    pilot_tasks: int
+    pilot_attempts: int
+    pilot_mdd: float | None  # MDD at the pilot's own design
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An attempts plan: per N, the tasks that detect the target difference and what a campaign costs."""
+
+    inputs: PlanInputs
+    rows: tuple[Any, ...]  # tb_engine.metrics.planner.PlanRow
+    cheapest: Any | None
+    problem: str  # why no plan could be made ("" when rows are there)

@@ -16,20 +16,30 @@ import pandas as pd
 
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.selectors import campaigns_visible_to
+from apps.figures import noise as _noise
 from apps.figures.results import (
     DOMAIN_METRICS,
     NO_ESTIMATE,
     AllN,
+    Band,
     CampaignFigures,
+    CampaignNoise,
     CampaignRow,
     Comparison,
     Cost,
     Coverage,
+    Delta,
     DomainFigures,
+    DomainRanking,
     Estimate,
     Interval,
     LeaderboardRow,
+    MetricNoise,
     Pair,
+    Plan,
+    PlanInputs,
+    ReplicateSet,
+    ReplicateSpread,
     TaskComparison,
     TaskCounts,
     TaskGridRow,
@@ -43,43 +53,68 @@ from tb_engine.metrics import campaign_metrics, paired_comparison, reversals
 from tb_engine.metrics.estimators import pass_hat_k
 
 __all__ = [
+    "BAND_SORTS",
     "DOMAIN_METRICS",
     "LEADERBOARD_SORTS",
+    "METRIC_LABELS",
+    "NOISE_METRICS",
     "NO_ESTIMATE",
     "TASK_FILTERS",
     "AllN",
+    "Band",
     "CampaignFigures",
+    "CampaignNoise",
     "CampaignRow",
     "Comparison",
     "Cost",
     "Coverage",
+    "Delta",
     "DomainFigures",
+    "DomainRanking",
     "Estimate",
     "Interval",
     "LeaderboardRow",
+    "MetricNoise",
     "Pair",
+    "Plan",
+    "PlanInputs",
+    "ReplicateSet",
+    "ReplicateSpread",
     "PerTaskTables",
     "TaskComparison",
     "TaskCounts",
     "TaskGridRow",
     "WhatIfCost",
     "attempt_strip",
+    "attempts_plan",
     "campaign_figures",
+    "campaign_noise",
     "campaign_rows",
     "campaigns_with_tasks_in",
     "comparison",
+    "domain_comparisons",
     "domain_figures",
+    "domain_rankings",
     "figure_campaigns",
     "filter_options",
+    "gradable_task_count",
     "leaderboard_rows",
     "pass_hat_curves",
     "per_task_table",
     "per_task_tables",
+    "rank_metric",
+    "replicate_sets",
     "sort_rows",
     "task_counts",
     "task_grid",
     "whatif_cost",
 ]
+
+
+NOISE_METRICS = _noise.NOISE_METRICS
+METRIC_LABELS = _noise.METRIC_LABELS
+# Leaderboard sort key -> the noise metric it ranks by (rows are grouped into tied bands then).
+BAND_SORTS = dict(_noise.SORT_METRICS)
 
 
 def figure_campaigns(user, *, ids: Iterable[int] | None = None) -> list[Campaign]:
@@ -150,15 +185,36 @@ def campaign_rows(campaigns: list[Campaign], tables: PerTaskTables) -> list[Camp
     return [CampaignRow(campaign=c, figures=campaign_figures(tables, c)) for c in campaigns]
 
 
+def rank_metric(sort: str) -> str:
+    """The noise metric a leaderboard sort key ranks by (pass@1 for sorts without a floor: name, cost…)."""
+    return _noise.SORT_METRICS.get(sort, "pass_at_1")
+
+
 def leaderboard_rows(
-    campaigns: list[Campaign], *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+    campaigns: list[Campaign],
+    *,
+    domain: str = "",
+    tag: str = "",
+    exclude: frozenset[int] = frozenset(),
+    rank_by: str = "pass_at_1",
 ) -> list[LeaderboardRow]:
-    """One row per campaign with every figure over the slice and its reversal partners (in the given order)."""
+    """One row per campaign (in the given order): figures over the slice, reversal partners, the tied
+    band by `rank_by` (SPEC §9: differences below the paired-bootstrap MDD are ties) and the SE of
+    every noise metric."""
+    if rank_by not in NOISE_METRICS:
+        raise KeyError(f"rank_by {rank_by!r}: choose one of {', '.join(NOISE_METRICS)}")
     tables = per_task_tables(campaigns, exclude=exclude)
     figures = {c.pk: campaign_figures(tables, c, domain=domain, tag=tag) for c in campaigns}
     partners = _reversal_partners(campaigns, figures)
+    bands, ses = _noise.leaderboard_noise(campaigns, tables, domain=domain, tag=tag, metric=rank_by)
     return [
-        LeaderboardRow(campaign=c, figures=figures[c.pk], reversed_with=tuple(partners[c.pk]))
+        LeaderboardRow(
+            campaign=c,
+            figures=figures[c.pk],
+            reversed_with=tuple(partners[c.pk]),
+            band=bands.get(c.pk),
+            se=ses[c.pk],
+        )
         for c in campaigns
     ]
 
@@ -257,8 +313,9 @@ def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigu
     return cached(cache_key("domains", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
 
 
-def comparison(tables: PerTaskTables, a: Campaign, b: Campaign) -> Comparison:
-    """Campaign A minus B on shared tasks with a paired task bootstrap (same N required), cached per stamp pair.
+def comparison(tables: PerTaskTables, a: Campaign, b: Campaign, *, domain: str = "") -> Comparison:
+    """Campaign A minus B on shared tasks (of one domain, or all) with a paired task bootstrap, its
+    noise floor (SE(Δ), MDD) per delta, cached per stamp pair. Same N required.
 
     Raises ValueError when the campaigns have different N (all-N is then not comparable).
     """
@@ -268,10 +325,83 @@ def comparison(tables: PerTaskTables, a: Campaign, b: Campaign) -> Comparison:
         )
 
     def compute() -> Comparison:
-        raw = paired_comparison(tables.frame(a), tables.frame(b), n_attempts=a.n_attempts)
+        raw = paired_comparison(
+            filter_frame(tables.frame(a), domain=domain),
+            filter_frame(tables.frame(b), domain=domain),
+            n_attempts=a.n_attempts,
+        )
         return Comparison.from_metrics(raw)
 
-    return cached(cache_key("compare", a.pk, tables.stamp(a), b.pk, tables.stamp(b)), compute)
+    return cached(cache_key("compare", a.pk, tables.stamp(a), b.pk, tables.stamp(b), domain), compute)
+
+
+def domain_comparisons(tables: PerTaskTables, a: Campaign, b: Campaign) -> dict[str, Comparison]:
+    """A minus B per domain both ran (by name), each with its own paired floor. Same N required."""
+    shared = sorted(set(tables.frame(a)["domain"]) & set(tables.frame(b)["domain"]))
+    return {str(name): comparison(tables, a, b, domain=str(name)) for name in shared}
+
+
+def campaign_noise(tables: PerTaskTables, campaign: Campaign) -> CampaignNoise:
+    """SE and rerun floor of pass@1, pass^5, pass^N and all-N, over every task and per domain."""
+    return _noise.campaign_noise(tables, campaign)
+
+
+def domain_rankings(
+    campaigns: list[Campaign], tables: PerTaskTables, *, metric: str = "pass_at_1"
+) -> list[DomainRanking]:
+    """Per domain, the campaigns ranked by `metric` with tied bands (ranks only where separable)."""
+    return _noise.domain_rankings(campaigns, tables, metric=metric)
+
+
+def replicate_sets(campaigns: list[Campaign], tables: PerTaskTables | None = None) -> list[ReplicateSet]:
+    """Every replicate set with two or more of the given campaigns (oldest member first), with its spread.
+
+    A set is a campaign and the campaigns whose `replicate_of` it is; members outside `campaigns`
+    (another team's) are not shown.
+    """
+    groups: dict[int, list[Campaign]] = {}
+    for campaign in campaigns:
+        groups.setdefault(campaign.replicate_of_id or campaign.pk, []).append(campaign)
+    sets = [members for members in groups.values() if len(members) > 1]
+    if not sets:
+        return []
+    members_all = [member for members in sets for member in members]
+    tables = tables if tables is not None else per_task_tables(members_all)
+    result = []
+    for members in sorted(sets, key=lambda m: min(c.created_at for c in m)):
+        ordered = sorted(members, key=lambda c: (c.created_at, c.pk))
+        root = next((c for c in ordered if c.replicate_of_id is None), ordered[0])
+        result.append(_noise.replicate_set(root, ordered, tables))
+    return result
+
+
+def gradable_task_count(*, suite_id: int) -> int:
+    """Tasks of the suite a campaign may select (valid or not yet validated): what a plan can draw on."""
+    return Task.objects.filter(
+        suite_id=suite_id, validation__in=[Task.Validation.VALID, Task.Validation.UNKNOWN]
+    ).count()
+
+
+def attempts_plan(
+    campaigns: list[Campaign],
+    tables: PerTaskTables,
+    *,
+    target: float,
+    mode: str,
+    tasks_available: int,
+) -> Plan:
+    """How many tasks x attempts detect a `target` (share) difference in pass@1 and what a campaign
+    costs, from the campaigns' observed variances (the first is the pilot: its design and prices)."""
+    if not campaigns:
+        raise ValueError("choose at least one campaign to read the variances from")
+    return _noise.attempts_plan(
+        campaigns,
+        tables,
+        target=target,
+        mode=mode,
+        cost_figures=campaign_figures(tables, campaigns[0]),
+        tasks_available=tasks_available,
+    )
 
 
 def whatif_cost(figures: CampaignFigures, prices: dict[str, float]) -> WhatIfCost:

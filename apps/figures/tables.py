@@ -23,8 +23,8 @@ from apps.campaigns.models import Campaign, TaskSummary
 
 CACHE_SECONDS = 6 * 3600
 # Bumped whenever the shape of a cached value changes, so old entries are never misread
-# (2: typed results instead of dicts).
-CACHE_VERSION = 2
+# (2: typed results instead of dicts; 3: comparisons carry their noise floor).
+CACHE_VERSION = 3
 
 TOKEN_COLUMNS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens")
 STAMP_SUMS = (

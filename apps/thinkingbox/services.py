@@ -10,7 +10,6 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -22,9 +21,9 @@ from apps.campaigns.services import campaign_import
 from apps.core.models import Team
 from apps.suites.models import Suite, Task
 from apps.suites.services import suite_store
-from apps.thinkingbox.launch import launch_for_server
+from apps.thinkingbox.launch import LaunchPlan
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
-from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_dataset, parse_tb_results
+from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_tb_results, read_dataset
 from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
 
@@ -42,23 +41,46 @@ class DatasetImport:
     unchanged: int
     invalid: list[str]  # task ids imported as invalid (custom test bodies)
     problems: list[ImportProblem] = field(default_factory=list)
-    launch_missing: bool = False
+    launch_missing: bool = False  # imported with --no-launch: the tasks cannot be run
+    skipped: dict[str, int] = field(default_factory=dict)  # test file -> tests not in the test list
+    no_launch: dict[str, list[str]] = field(default_factory=dict)  # scenario -> its tests left out
 
 
-def _with_launch(spec: SuiteSpec, launch: dict[str, Any] | None) -> SuiteSpec:
-    if launch is None:
-        return spec
-    domains = {
-        name: dataclasses.replace(
-            domain,
-            mcp={
-                **(domain.mcp or {}),
-                "launch": launch_for_server(launch, (domain.mcp or {}).get("server", name)),
-            },
+class NothingToImport(ValueError):
+    """No task of the dataset can be imported (the message says why); nothing was written."""
+
+
+def _with_launch(
+    spec: SuiteSpec, plan: LaunchPlan | None, problems: list[ImportProblem]
+) -> tuple[SuiteSpec, dict[str, list[str]]]:
+    """Each domain with its launch config; a domain without one is left out with its tasks.
+
+    Returns the spec and, per left-out scenario, its task ids; each left-out scenario is one
+    problem naming it and its server.
+    """
+    domains: dict[str, DomainSpec] = {}
+    left_out: dict[str, list[str]] = {}
+    for name, domain in spec.domains.items():
+        server = (domain.mcp or {}).get("server") or name
+        launch = plan.for_server(server) if plan is not None else None
+        if launch is not None:
+            domains[name] = dataclasses.replace(domain, mcp={**(domain.mcp or {}), "launch": launch})
+            continue
+        left_out[name] = [task_id for task_id, task in spec.tasks.items() if task.domain == name]
+        where = (
+            f"{plan.source} has no entry for it"
+            if plan is not None
+            else "give --servers servers.yaml, --mcp-command or --mcp-url"
         )
-        for name, domain in spec.domains.items()
-    }
-    return dataclasses.replace(spec, domains=domains)
+        problems.append(
+            ImportProblem(
+                domain.source,
+                f"scenario {name}: no launch config for its server {server!r} ({where}); "
+                f"its {len(left_out[name])} test(s) are not imported",
+            )
+        )
+    tasks = {task_id: task for task_id, task in spec.tasks.items() if task.domain in domains}
+    return dataclasses.replace(spec, domains=domains, tasks=tasks), left_out
 
 
 def tb_dataset_import(
@@ -66,18 +88,33 @@ def tb_dataset_import(
     directory: str | Path,
     test_list: str | Path | None = None,
     suite_name: str | None = None,
-    launch: dict[str, Any] | None = None,
+    launch: LaunchPlan | None = None,
+    without_launch: bool = False,
 ) -> DatasetImport:
     """Import a ThinkingBox dataset folder as an evaluation-only suite (source thinkingbox).
 
+    Every imported domain gets its server's launch config from ``launch``; a scenario without
+    one is a problem and neither it nor its tests are written. ``without_launch`` stores every
+    scenario with no launch config instead (tasks that cannot run, e.g. only to hang
+    ``tb infer`` results on).
+
     Side effects: upserts Suite, Domain and Task rows in one transaction; re-imports update rows
     in place and each task row carries its new content hash (attempts keep the hash they ran).
-    Custom test bodies are stored with validation 'invalid'. Raises ThinkingBoxFormatError.
+    Custom test bodies are stored with validation 'invalid'. Raises ThinkingBoxFormatError, and
+    NothingToImport when no task is left to import (nothing is written then).
     """
-    spec, problems = parse_dataset(directory, test_list)
+    read = read_dataset(directory, test_list)
+    spec, problems = read.suite, list(read.problems)
     if suite_name:
         spec = dataclasses.replace(spec, name=suite_name)
-    spec = _with_launch(spec, launch)
+    no_launch: dict[str, list[str]] = {}
+    if not without_launch:
+        spec, no_launch = _with_launch(spec, launch, problems)
+    if not spec.tasks:
+        reasons = [str(p) for p in problems if p.message.startswith("scenario ")] or [
+            f"{len(problems)} problem(s), e.g. {problems[0]}" if problems else "the dataset holds no test"
+        ]
+        raise NothingToImport("nothing to import: " + "; ".join(reasons))
     validations = {}
     invalid = []
     for task_id, task in spec.tasks.items():
@@ -94,7 +131,9 @@ def tb_dataset_import(
         unchanged=sum(1 for t, h in hashes.items() if before.get(t) == h),
         invalid=invalid,
         problems=problems,
-        launch_missing=launch is None,
+        launch_missing=without_launch,
+        skipped=read.skipped,
+        no_launch=no_launch,
     )
 
 
@@ -281,13 +320,32 @@ def tb_results_import(
 
 
 def figures_side_by_side(tb: TbAggFigures, ours: OurFigures) -> list[tuple[str, str, str, str]]:
-    """Rows (figure, tb agg, ours, why they differ) for what both compute, plus our extras."""
+    """Rows (figure, tb agg, ours, why they differ) for what both compute, plus our extras.
+
+    Our pass@k / pass^k rows are always there, each with the tasks it averages over; where tb agg
+    leaves a figure out (run counts differ) its column says so.
+    """
 
     def pct(value: float | None) -> str:
         return "—" if value is None else f"{value:.2f}"
 
+    differ = not tb.equal_runs
+    tb_at, tb_plugin = dict(tb.pass_at_k), dict(tb.pass_power_k_plugin)
+    left_out = "not printed by tb agg: run counts differ" if differ else "not printed by tb agg"
+    runs_note = (
+        f"counts differ ({ours.runs_min}–{ours.runs_max} per test): tb agg prints the first test's "
+        "count and leaves pass@k / pass^k out"
+        if differ
+        else ""
+    )
     rows = [
         ("tests", str(tb.num_tests), str(ours.tasks), ""),
+        (
+            "runs per test",
+            str(tb.runs_per_test),
+            f"{ours.runs_min}–{ours.runs_max} (differ)" if differ else str(ours.runs_max),
+            runs_note,
+        ),
         (
             "runs",
             str(tb.total_runs),
@@ -301,19 +359,27 @@ def figures_side_by_side(tb: TbAggFigures, ours: OurFigures) -> list[tuple[str, 
             "same when no row is an error" if ours.infra_errors == 0 else "differs: error rows",
         ),
     ]
-    ours_at = dict(ours.pass_at_k)
     ours_power = dict(ours.pass_power_k)
-    ours_plugin = dict(ours.pass_power_k_plugin)
-    for k, value in tb.pass_at_k:
-        rows.append((f"pass@{k}", pct(value), pct(ours_at.get(k)), ""))
-    for k, value in tb.pass_power_k_plugin:
-        rows.append((f"pass^{k} plug-in (c/n)^k", pct(value), pct(ours_plugin.get(k)), "tb agg's Pass^k"))
+    k_tasks = dict(ours.k_tasks)
+
+    def over(k: int) -> str:
+        return f"ours over {k_tasks[k]} of {ours.tasks} task(s) with ≥ {k} done attempts"
+
+    for k, value in ours.pass_at_k:
+        theirs = tb_at.get(k)
+        rows.append(
+            (f"pass@{k}", pct(theirs), pct(value), over(k) + ("" if theirs is not None else f"; {left_out}"))
+        )
+    for k, value in ours.pass_power_k_plugin:
+        theirs = tb_plugin.get(k)
+        note = "tb agg's Pass^k; " + over(k) + ("" if theirs is not None else f"; {left_out}")
+        rows.append((f"pass^{k} plug-in (c/n)^k", pct(theirs), pct(value), note))
         rows.append(
             (
                 f"pass^{k} unbiased C(c,k)/C(n,k)",
                 "—",
-                pct(ours_power.get(k)),
-                "SPEC §5; not printed by tb agg",
+                pct(ours_power[k]),
+                "SPEC §5; " + over(k) + "; not printed by tb agg",
             )
         )
     rows += [

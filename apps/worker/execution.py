@@ -20,11 +20,12 @@ from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
 from apps.suites.models import Suite
 from apps.suites.selectors import builtin_suite_sources, task_spec_data
+from apps.thinkingbox.selectors import runnable_mcp_domain
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.pricing import PriceList
 from tb_engine.spec import DomainSpec, TaskSpec
-from tb_engine.spec_json import domain_from_dict, task_from_dict
+from tb_engine.spec_json import task_from_dict
 
 
 class AttemptCancelled(BaseException):
@@ -43,6 +44,11 @@ class HeartbeatAgent:
         self._heartbeat = heartbeat
         self._every_s = every_s if every_s is not None else getattr(settings, "ATTEMPT_HEARTBEAT_SECONDS", 2)
         self._last = time.monotonic()
+
+    def provider_report(self) -> list[dict[str, Any]]:
+        """What the wrapped agent's endpoint said about the model that answered (empty for local agents)."""
+        report = getattr(self._agent, "provider_report", None)
+        return report() if callable(report) else []
 
     def step(self, view: AgentView) -> AgentStep:
         now = time.monotonic()
@@ -113,6 +119,32 @@ def _warm_sandboxes(suite) -> None:
             continue
 
 
+def warm_mcp_servers() -> int:
+    """Start the warm pool (and fork server) of every imported MCP domain's launch config in this process.
+
+    So the first attempts of a fresh worker process find server processes ready instead of
+    waiting for a server module's import (about a second and a half). Domains whose launch
+    config cannot be used are skipped: their attempts fail with the reason later.
+    """
+    from apps.suites.models import Domain
+    from tb_engine.thinkingbox.mcp_backend import launch_config, pool_for
+
+    started = set()
+    rows = Domain.objects.filter(backend="mcp").exclude(suite__source=Suite.Source.BUILTIN)
+    for suite_id, spec in rows.values_list("suite_id", "spec"):
+        try:
+            domain = runnable_mcp_domain(suite_id=suite_id, spec=spec)
+            config = launch_config(domain)
+            key = (config.command, config.args, config.url, tuple(sorted((config.env or {}).items())))
+            if key in started:
+                continue
+            pool_for(config, size=((domain.mcp or {}).get("launch") or {}).get("pool_size"))
+            started.add(key)
+        except Exception:  # warming is best effort
+            continue
+    return len(started)
+
+
 @lru_cache(maxsize=4096)
 def _task_spec(task_pk: int, content_hash: str) -> TaskSpec:
     # Keyed by content hash: a re-imported task gets a new entry, never a stale spec.
@@ -133,7 +165,7 @@ def runnable_domain(attempt: Attempt) -> DomainSpec:
         # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
         builtin = spec.get("builtin_suite", suite.name)
         return _builtin_suite(builtin, suite.content_hash).domains[domain_row.name]
-    return domain_from_dict(spec)
+    return runnable_mcp_domain(suite_id=suite.pk, spec=spec)
 
 
 def agent_config(config: AgentConfig) -> dict[str, Any]:
@@ -146,6 +178,7 @@ def agent_config(config: AgentConfig) -> dict[str, Any]:
         "api_key_env": config.api_key_env,
         "parameters": config.parameters,
         "max_concurrency": config.max_concurrency,
+        "provider_headers": list(settings.PROVIDER_HEADERS),
     }
 
 

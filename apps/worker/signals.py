@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 import threading
 
+from celery.concurrency.solo import TaskPool as SoloPool
 from celery.concurrency.thread import TaskPool as ThreadsPool
 from celery.signals import worker_init, worker_process_init, worker_ready
 from django.conf import settings
 from django.db import connection
 
 from apps.campaigns.services import attempt_claim_prepare, attempts_sweep
-from apps.worker.execution import warm_builtin_suites
+from apps.worker.execution import warm_builtin_suites, warm_mcp_servers
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,24 @@ def _warm_suites(**_kwargs) -> None:
         log.exception("warming built-in suites failed")
     finally:
         connection.close()  # a prefork child must not keep a connection opened before its first task
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def _warm_mcp_servers(sender=None, **_kwargs) -> None:
+    """Start the imported MCP domains' server pools where attempts run: each prefork child, or the
+    threads/solo worker process itself (a prefork parent runs no attempts)."""
+    if not settings.THINKINGBOX_MCP_WARM:
+        return
+    pool = getattr(sender, "pool", None)
+    if pool is not None and not isinstance(pool, (ThreadsPool, SoloPool)):
+        return  # worker_ready in a prefork parent
+    try:
+        warm_mcp_servers()
+    except Exception:
+        log.exception("warming MCP servers failed")
+    finally:
+        connection.close()
 
 
 @worker_init.connect

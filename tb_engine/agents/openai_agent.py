@@ -26,7 +26,7 @@ from typing import Any
 
 from tb_engine.interfaces import AgentOutputError, AgentStep, AgentView
 from tb_engine.llm.budget import TokenBudget
-from tb_engine.llm.client import ChatClient, ChatResult, RawToolCall
+from tb_engine.llm.client import ChatClient, ChatResult, ProviderIdentity, RawToolCall
 from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import strip_marker, truncate_text
 from tb_engine.transcript import Message, ToolCallRequest, Usage
@@ -70,6 +70,7 @@ class OpenAIAgent:
         self.budget = TokenBudget(max_attempt_tokens)
         self._client = ChatClient(config)
         self._unreported = Usage()  # usage of calls whose output was unusable, billed with the next step
+        self._identities: dict[ProviderIdentity, int] = {}  # what answered, and how many calls
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OpenAIAgent:
@@ -115,6 +116,8 @@ class OpenAIAgent:
         self.budget.ensure_available(f"agent {self.name}")
         messages, tools = self.build_request(view)
         result = self._client.complete(messages, tools=tools or None)
+        if result.provider is not None:
+            self._identities[result.provider] = self._identities.get(result.provider, 0) + 1
         self.budget.charge(result.usage)
         try:
             step = self._interpret(result, view)
@@ -124,6 +127,10 @@ class OpenAIAgent:
         step.usage = self._unreported + result.usage
         self._unreported = Usage()
         return step
+
+    def provider_report(self) -> list[dict[str, Any]]:
+        """Each distinct identity the endpoint reported over this attempt's calls, with its call count."""
+        return [{**identity.to_dict(), "calls": calls} for identity, calls in self._identities.items()]
 
     def _interpret(self, result: ChatResult, view: AgentView) -> AgentStep:
         text = truncate_text(result.text, self.max_reply_chars)

@@ -12,6 +12,11 @@ this for labelled harness constructs); it is then stepped with the ordinary untr
   number (wrong value), repeat a write or aim it at another record of the same table
   (extra effect), or give up early (missing effect).
 
+The *family* (``FAMILY``, also in ``PERSONAS``) are sixteen further personas with distinct skill
+profiles, made to calibrate and validate item response models on (docs/adaptive.md): instead of
+one latent per task they share task latents (difficulty, discrimination; hashed from the task id)
+and differ in per-domain ability, per-task-type weaknesses, consistency and idiosyncratic noise.
+
 What was mutated is kept on the agent object (``mutations``, ``intends_success``) for
 tests only; nothing of it reaches the transcript the grader stores.
 """
@@ -24,7 +29,8 @@ import json
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 from tb_engine.interfaces import AgentStep, AgentView
@@ -63,19 +69,92 @@ def unit_hash(*parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+TASK_TYPES = ("trap", "single_write", "multi_write")
+_NORMAL = NormalDist()
+
+
+def task_type(task: TaskSpec, domain: DomainSpec) -> str:
+    """A skill family's weak spots: trap (tagged forbidden-effect), else single_write or multi_write."""
+    if "forbidden-effect" in task.tags:
+        return "trap"
+    writes = 0
+    for call in task.golden:
+        spec = domain.tools.get(call.tool)
+        writes += spec is None or not spec.read_only  # unknown tools count as state-changing (SPEC §1)
+    return "single_write" if writes <= 1 else "multi_write"
+
+
+def task_latents(task_id: str) -> tuple[float, float]:
+    """(difficulty, discrimination) shared by every family persona; 2% of tasks do not discriminate at all."""
+    difficulty = 1.2 * _NORMAL.inv_cdf(min(max(unit_hash("task-difficulty", task_id), 1e-9), 1 - 1e-9))
+    if unit_hash("task-ambiguous", task_id) < 0.02:
+        return difficulty, 0.0  # success does not depend on skill (e.g. an ambiguous request)
+    spread = _NORMAL.inv_cdf(min(max(unit_hash("task-discrimination", task_id), 1e-9), 1 - 1e-9))
+    return difficulty, math.exp(0.3 * spread)
+
+
+@dataclass(frozen=True)
+class SkillProfile:
+    """How a family persona's per-task success probability is made (all on the logit scale).
+
+    logit p = consistency * (discrimination * (ability[domain] - difficulty) - weakness[type]) + noise,
+    where ability[domain] = base + domains.get(domain, 0), noise ~ N(0, noise_sd) is hashed from
+    (persona, task) — stable across campaigns like the personas' latent — and the task latents come
+    from ``task_latents``. Consistency scales the whole logit: high values push every task towards
+    always or never, low values towards a coin flip.
+    """
+
+    base: float
+    domains: dict[str, float] = field(default_factory=dict)
+    weaknesses: dict[str, float] = field(default_factory=dict)  # task type -> logit penalty
+    consistency: float = 1.0
+    noise_sd: float = 0.5
+
+    def logit(self, name: str, task: TaskSpec, domain: DomainSpec) -> float:
+        difficulty, discrimination = task_latents(task.id)
+        ability = self.base + self.domains.get(task.domain, 0.0)
+        weakness = self.weaknesses.get(task_type(task, domain), 0.0)
+        u = min(max(unit_hash("family-noise", name, task.id), 1e-9), 1 - 1e-9)
+        noise = self.noise_sd * _NORMAL.inv_cdf(u)
+        return self.consistency * (discrimination * (ability - difficulty) - weakness) + noise
+
+
 @dataclass(frozen=True)
 class Persona:
     name: str
     description: str
-    success_probability: Callable[[float], float]  # latent difficulty u -> P(attempt follows the plan)
+    # latent difficulty u -> P(attempt follows the plan); unused when a skill profile is given
+    success_probability: Callable[[float], float]
     failure_weights: dict[str, float]
     second_mutation: float = 0.0  # chance a failing attempt gets a second, independent mutation
     reasoning_share: float = 0.0  # hidden reasoning tokens per visible output token
     extra_lookup: float = 0.0  # chance of a redundant read-only call up front (harmless noise)
+    profile: SkillProfile | None = None  # family personas: task-dependent success (see SkillProfile)
 
     @property
     def agent_name(self) -> str:
         return f"sim:{self.name} (simulated persona, not a model)"
+
+    def task_success_probability(self, task: TaskSpec, domain: DomainSpec) -> float:
+        """P(an attempt of ``task`` follows the plan) for this persona."""
+        if self.profile is None:
+            return self.success_probability(unit_hash("persona-difficulty", self.name, task.id))
+        logit = self.profile.logit(self.name, task, domain)
+        return 1.0 / (1.0 + math.exp(-logit)) if logit > -700 else 0.0
+
+
+def intends_success(
+    persona: Persona, *, task: TaskSpec, domain: DomainSpec, seed: int, probability: float | None = None
+) -> bool:
+    """Whether the attempt seeded ``seed`` follows the golden plan (SimulatedAgent's first random draw).
+
+    Replays of simulated campaigns read this instead of running the sandbox; an attempt that
+    intends success passes, one that does not fails unless its mutation happens to be harmless.
+    ``probability`` (the persona's ``task_success_probability``) saves recomputing it per attempt.
+    """
+    if probability is None:
+        probability = persona.task_success_probability(task, domain)
+    return random.Random(f"{persona.name}|{task.id}|{seed}").random() < probability
 
 
 PERSONAS: dict[str, Persona] = {
@@ -121,6 +200,78 @@ PERSONAS: dict[str, Persona] = {
 }
 
 
+def _family_member(name: str, summary: str, profile: SkillProfile) -> Persona:
+    return Persona(
+        name=f"family-{name}",
+        description=f"Simulated persona, not a model (skill family): {summary}",
+        success_probability=lambda u: 0.0,  # never read: the profile decides
+        failure_weights=dict.fromkeys(FAILURE_MODES, 1.0),
+        profile=profile,
+    )
+
+
+_DOMAIN_EXPERT = "strong in {0}, weak elsewhere."
+FAMILY: dict[str, Persona] = {
+    persona.name: persona
+    for persona in (
+        _family_member("ace", "strong everywhere and consistent.", SkillProfile(2.2, consistency=1.6)),
+        _family_member("solid", "good everywhere.", SkillProfile(1.2, consistency=1.3)),
+        _family_member("average", "middling everywhere.", SkillProfile(0.3)),
+        _family_member("novice", "weak everywhere.", SkillProfile(-1.0)),
+        *(
+            _family_member(
+                f"{short}-expert", _DOMAIN_EXPERT.format(domain), SkillProfile(-0.3, {domain: 2.5})
+            )
+            for short, domain in (
+                ("retail", "retail"),
+                ("travel", "travel"),
+                ("insurance", "insurance"),
+                ("bank", "neobank"),
+                ("desk", "servicedesk"),
+            )
+        ),
+        _family_member(
+            "metronome",
+            "middling but very consistent: tasks are solved always or never.",
+            SkillProfile(0.6, consistency=2.6, noise_sd=0.3),
+        ),
+        _family_member(
+            "coin-flipper",
+            "middling and erratic: most tasks are solved some of the time.",
+            SkillProfile(0.6, consistency=0.5),
+        ),
+        _family_member(
+            "overeager",
+            "good, but falls for the tasks that tempt a forbidden side effect.",
+            SkillProfile(1.0, weaknesses={"trap": 3.0}),
+        ),
+        _family_member(
+            "one-step",
+            "good at single writes, poor at tasks with several writes.",
+            SkillProfile(1.0, weaknesses={"multi_write": 2.0}),
+        ),
+        _family_member(
+            "hesitant-writer",
+            "avoids every trap, hesitates on ordinary writes.",
+            SkillProfile(0.8, weaknesses={"single_write": 1.2, "multi_write": 1.2, "trap": -1.5}),
+        ),
+        _family_member(
+            "uneven",
+            "good at retail and travel, poor at insurance and banking.",
+            SkillProfile(
+                0.5, {"retail": 1.2, "travel": 1.2, "insurance": -1.2, "neobank": -1.2}, consistency=1.2
+            ),
+        ),
+        _family_member(
+            "erratic-strong",
+            "strong but erratic, with much task-to-task noise.",
+            SkillProfile(1.8, consistency=0.7, noise_sd=0.8),
+        ),
+    )
+}
+PERSONAS.update(FAMILY)
+
+
 @dataclass(frozen=True)
 class Mutation:
     """What a persona changed in the golden plan (test evidence; never written to the transcript)."""
@@ -147,10 +298,10 @@ class SimulatedAgent:
         self.task = task
         self.domain = domain
         self.latent = unit_hash("persona-difficulty", persona.name, task.id)
-        self.success_probability = persona.success_probability(self.latent)
+        self.success_probability = persona.task_success_probability(task, domain)
         self._salt = f"{persona.name}|{task.id}|{seed}"
         self.rng = random.Random(self._salt)
-        self.intends_success = self.rng.random() < self.success_probability
+        self.intends_success = self.rng.random() < self.success_probability  # as intends_success()
         self.mutations: list[Mutation] = []
         self.gave_up = False
         plan = [GoldenCall(c.tool, copy.deepcopy(dict(c.arguments))) for c in task.golden]

@@ -1,7 +1,7 @@
 """Shared machinery for real model endpoints: config, retries, concurrency caps, usage, budgets."""
 
 from tb_engine.llm.budget import TokenBudget, TokenLimitExceeded
-from tb_engine.llm.client import ChatClient, ChatResult, RawToolCall, usage_from_completion
+from tb_engine.llm.client import ChatClient, ChatResult, ProviderIdentity, RawToolCall, usage_from_completion
 from tb_engine.llm.config import EndpointConfig, LLMConfigError, RetryPolicy
 from tb_engine.llm.limiter import EndpointLimiter, limiter_for
 from tb_engine.llm.retry import backoff_delay, parse_retry_after
@@ -13,6 +13,7 @@ __all__ = [
     "EndpointConfig",
     "EndpointLimiter",
     "LLMConfigError",
+    "ProviderIdentity",
     "RawToolCall",
     "RetryPolicy",
     "TokenBudget",

@@ -59,6 +59,45 @@ class ChatResult:
     retries: int = 0  # non-429 retries spent on this call
     rate_limited: int = 0  # 429s waited out on this call
     waited_s: float = 0.0
+    # What the endpoint said about the model that answered (for drift tracking, see ProviderIdentity).
+    provider: ProviderIdentity | None = None
+
+
+@dataclass(frozen=True)
+class ProviderIdentity:
+    """The response's ``model`` field, its ``system_fingerprint`` and the response headers chosen by name.
+
+    Providers change weights, safety training and API versions without notice; these are the few
+    signs an endpoint gives of it. Header names are matched case-insensitively and stored lower-case.
+    """
+
+    model: str | None
+    system_fingerprint: str | None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "system_fingerprint": self.system_fingerprint,
+            "headers": dict(self.headers),
+        }
+
+    @classmethod
+    def of_response(
+        cls, completion: dict[str, Any], headers: Any, names: tuple[str, ...] = ()
+    ) -> ProviderIdentity:
+        model = completion.get("model")
+        fingerprint = completion.get("system_fingerprint")
+        chosen = []
+        for name in sorted({name.lower() for name in names}):
+            value = headers.get(name) if headers is not None else None
+            if value is not None:
+                chosen.append((name, str(value)))
+        return cls(
+            model=None if model is None else str(model),
+            system_fingerprint=None if fingerprint is None else str(fingerprint),
+            headers=tuple(chosen),
+        )
 
 
 def usage_from_completion(usage: dict[str, Any] | None) -> Usage:
@@ -189,7 +228,11 @@ class ChatClient:
                 delay = backoff_delay(policy, errors - 1)
                 reason = type(exc).__name__
             else:
-                return _to_result(completion, retries=errors, rate_limited=rate_limits, waited_s=waited)
+                result = _to_result(completion, retries=errors, rate_limited=rate_limits, waited_s=waited)
+                result.provider = ProviderIdentity.of_response(
+                    completion, response.headers, self.config.provider_headers
+                )
+                return result
             log.info("%s: %s, retrying in %.3fs", self._describe(), reason, delay)
             time.sleep(delay)
             waited += delay

@@ -65,6 +65,8 @@ class EndpointConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)  # provider-specific request fields
     max_concurrency: int | None = None  # process-wide cap of in-flight requests per base URL
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # Response headers recorded with the response's model and system_fingerprint (drift tracking).
+    provider_headers: tuple[str, ...] = ()
     label: str = "endpoint"  # names this config in error messages, e.g. "agent", "judge"
 
     def __post_init__(self) -> None:
@@ -116,7 +118,9 @@ class EndpointConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON for storage; holds the variable's name, never the key."""
-        return asdict(self)
+        data = asdict(self)
+        data["provider_headers"] = list(self.provider_headers)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, label: str | None = None) -> EndpointConfig:
@@ -143,6 +147,13 @@ class EndpointConfig:
             if bad:
                 raise LLMConfigError(f"{label} endpoint config: retry: unknown field(s): {', '.join(bad)}")
             values["retry"] = RetryPolicy(**retry)
+        headers = values.get("provider_headers")
+        if headers is not None:
+            if isinstance(headers, str) or not all(isinstance(h, str) for h in headers):
+                raise LLMConfigError(
+                    f"{label} endpoint config: provider_headers: must be a list of header names"
+                )
+            values["provider_headers"] = tuple(headers)
         for name in ("extra_headers", "extra_body"):
             if values.get(name) is None:
                 values[name] = {}

@@ -11,6 +11,16 @@ from tb_engine.metrics.campaign import (
 )
 from tb_engine.metrics.compare import learning_zone, paired_comparison, reversals, spearman
 from tb_engine.metrics.estimators import pass_at_k, pass_hat_k, pass_hat_k_plugin, success_rate
+from tb_engine.metrics.noise import (
+    MDD_FACTOR,
+    NOISE_METRICS,
+    noise_report,
+    pairwise_floors,
+    replicate_spread,
+    rerun_floor,
+    standard_errors,
+    tied_bands,
+)
 from tb_engine.metrics.posterior import (
     LEARNING_ZONE_HI,
     LEARNING_ZONE_LO,
@@ -25,6 +35,8 @@ from tb_engine.metrics.posterior import (
 )
 
 __all__ = [
+    "MDD_FACTOR",
+    "NOISE_METRICS",
     "LEARNING_ZONE_HI",
     "LEARNING_ZONE_LO",
     "LEARNING_ZONE_Q",
@@ -38,6 +50,8 @@ __all__ = [
     "coverage",
     "in_learning_zone",
     "learning_zone",
+    "noise_report",
+    "pairwise_floors",
     "paired_comparison",
     "pass_at_k",
     "pass_hat_k",
@@ -45,10 +59,14 @@ __all__ = [
     "posterior_params",
     "prob_a_beats_b",
     "prob_between",
+    "replicate_spread",
+    "rerun_floor",
     "resample_counts",
     "reversals",
     "slice_metrics",
     "spearman",
+    "standard_errors",
     "success_rate",
+    "tied_bands",
     "validate_per_task",
 ]

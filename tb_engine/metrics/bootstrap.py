@@ -9,6 +9,8 @@ replicates of 500 tasks for a dozen metrics take milliseconds.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 DEFAULT_REPLICATES = 2000
@@ -16,7 +18,22 @@ DEFAULT_LEVEL = 0.95
 
 
 def resample_counts(n_tasks: int, *, replicates: int = DEFAULT_REPLICATES, seed: int = 0) -> np.ndarray:
-    """(replicates, n_tasks) matrix: how many times each task is drawn in each replicate."""
+    """(replicates, n_tasks) matrix: how many times each task is drawn in each replicate (read-only).
+
+    The draws depend only on (n_tasks, replicates, seed), so they are made once per process and
+    shared: a leaderboard of twenty campaigns over the same tasks draws its 10^6 indices once.
+    """
+    return _resample_counts(int(n_tasks), int(replicates), int(seed))
+
+
+@lru_cache(maxsize=32)
+def _resample_counts(n_tasks: int, replicates: int, seed: int) -> np.ndarray:
+    counts = _draw_counts(n_tasks, replicates=replicates, seed=seed)
+    counts.flags.writeable = False
+    return counts
+
+
+def _draw_counts(n_tasks: int, *, replicates: int, seed: int) -> np.ndarray:
     if n_tasks <= 0:
         return np.zeros((replicates, 0), dtype=np.float64)
     rng = np.random.default_rng(seed)
@@ -39,11 +56,17 @@ def replicate_means(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
     if eligible.all():
         # Every replicate draws exactly n_tasks tasks, so no weight product is needed.
         return counts @ values / max(values.shape[0], 1)
-    filled = np.where(eligible, values, 0.0)
+    out = np.empty((counts.shape[0], values.shape[1]))
+    full = eligible.all(axis=0)
+    if full.any():
+        out[:, full] = counts @ values[:, full] / max(values.shape[0], 1)
+    partial = ~full
+    filled = np.where(eligible[:, partial], values[:, partial], 0.0)
     sums = counts @ filled
-    weights = counts @ eligible.astype(np.float64)
+    weights = counts @ eligible[:, partial].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(weights > 0, sums / np.where(weights > 0, weights, 1.0), np.nan)
+        out[:, partial] = np.where(weights > 0, sums / np.where(weights > 0, weights, 1.0), np.nan)
+    return out
 
 
 def percentile_interval(
@@ -59,6 +82,17 @@ def percentile_interval(
         if column.size:
             lo[j], hi[j] = np.percentile(column, [tail, 100.0 - tail])
     return lo, hi
+
+
+def replicate_sd(replicates: np.ndarray) -> np.ndarray:
+    """Standard deviation (ddof 1) per column over the replicates that are not NaN: SPEC §9's standard error."""
+    out = np.full(replicates.shape[1], np.nan)
+    for j in range(replicates.shape[1]):
+        column = replicates[:, j]
+        column = column[~np.isnan(column)]
+        if column.size > 1:
+            out[j] = float(np.std(column, ddof=1))
+    return out
 
 
 def bootstrap_means(

@@ -43,19 +43,33 @@ def validate_per_task(per_task: pd.DataFrame, *, n_attempts: int) -> pd.DataFram
         first = duplicated.index[0]
         raise MetricsInputError(f"{_where(first, table.at[first, 'task_id'])}: task_id: duplicate task id")
     for col in ("n", "c", "infra_errors"):
-        for index, value in table[col].items():
-            if pd.isna(value) or float(value) != int(value) or int(value) < 0:
-                raise MetricsInputError(
-                    f"{_where(index, table.at[index, 'task_id'])}: {col}: must be a non-negative integer, got {value!r}"
-                )
-        table[col] = table[col].astype(np.int64)
-    for index, row in table.iterrows():
-        where = _where(index, row["task_id"])
-        if row["c"] > row["n"]:
-            raise MetricsInputError(f"{where}: c: {row['c']} passes exceed n = {row['n']} done attempts")
-        if row["n"] > n_attempts:
-            raise MetricsInputError(f"{where}: n: {row['n']} done attempts exceed N = {n_attempts}")
+        table[col] = _counts_column(table, col)
+    # Row rules, first offending row first (within a row, c > n before n > N); vectorised because
+    # a leaderboard validates a few thousand rows per page load.
+    n, c = table["n"].to_numpy(), table["c"].to_numpy()
+    bad = (c > n) | (n > n_attempts)
+    if bad.any():
+        index = int(np.argmax(bad))
+        where = _where(table.index[index], table.at[table.index[index], "task_id"])
+        if c[index] > n[index]:
+            raise MetricsInputError(f"{where}: c: {c[index]} passes exceed n = {n[index]} done attempts")
+        raise MetricsInputError(f"{where}: n: {n[index]} done attempts exceed N = {n_attempts}")
     return table
+
+
+def _counts_column(table: pd.DataFrame, col: str) -> pd.Series:
+    """The column as int64 after checking every value is a non-negative integer (first bad row named)."""
+    column = table[col]
+    if pd.api.types.is_integer_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
+        negative = column.to_numpy() < 0
+        if not negative.any():
+            return column.astype(np.int64)
+    for index, value in column.items():
+        if pd.isna(value) or float(value) != int(value) or int(value) < 0:
+            raise MetricsInputError(
+                f"{_where(index, table.at[index, 'task_id'])}: {col}: must be a non-negative integer, got {value!r}"
+            )
+    return column.astype(np.int64)
 
 
 def _ks(ks: Iterable[int] | None, n_attempts: int) -> list[int]:
@@ -168,7 +182,8 @@ def campaign_metrics(
         result["pass_at_k"][k] = _estimate(values[:, j], lo[j], hi[j], task_ids)
         j = 4 + len(ks_list) + offset
         result["pass_hat_k"][k] = _estimate(values[:, j], lo[j], hi[j], task_ids)
-        plugin = pass_hat_k_plugin(n, c, k) if len(table) else np.zeros(0)
+        # Over the same tasks as the unbiased pass^k beside it (n_t >= k), never over more.
+        plugin = np.where(n >= k, pass_hat_k_plugin(n, c, k), np.nan) if len(table) else np.zeros(0)
         result["pass_hat_k_plugin"][k] = (
             _number(float(np.nanmean(plugin))) if np.any(~np.isnan(plugin)) else None
         )

@@ -12,10 +12,12 @@ from tb_engine.metrics.bootstrap import (
     DEFAULT_REPLICATES,
     percentile_interval,
     replicate_means,
+    replicate_sd,
     resample_counts,
 )
 from tb_engine.metrics.campaign import MetricsInputError, validate_per_task
 from tb_engine.metrics.estimators import success_rate
+from tb_engine.metrics.noise import MDD_FACTOR
 from tb_engine.metrics.posterior import (
     LEARNING_ZONE_HI,
     LEARNING_ZONE_LO,
@@ -27,6 +29,18 @@ from tb_engine.metrics.posterior import (
 
 def _number(value: float) -> float | None:
     return None if np.isnan(value) else float(value)
+
+
+def _delta(value: float | None, lo: float, hi: float, se: float) -> dict[str, Any]:
+    """A paired difference with its 95% interval, SE(Δ) and the noise floor MDD = (1.96 + 0.84) SE(Δ)."""
+    se_value = _number(se)
+    return {
+        "value": value,
+        "lo": _number(lo),
+        "hi": _number(hi),
+        "se": se_value,
+        "mdd": None if se_value is None else MDD_FACTOR * se_value,
+    }
 
 
 def paired_comparison(
@@ -59,7 +73,9 @@ def paired_comparison(
     # The same resampled task sets for both campaigns: that pairing is what narrows the interval.
     counts = resample_counts(len(merged), replicates=replicates, seed=seed)
     values = np.column_stack([delta_rate, delta_dep]) if len(merged) else np.zeros((0, 2))
-    lo, hi = percentile_interval(replicate_means(counts, values))
+    means = replicate_means(counts, values)
+    lo, hi = percentile_interval(means)
+    se = replicate_sd(means)  # SPEC §9: SE(Δ) of the paired task bootstrap; MDD = (1.96 + 0.84) SE
 
     per_task = []
     for i, (_, row) in enumerate(merged.iterrows()):  # merged has a RangeIndex: i is the row position
@@ -98,8 +114,8 @@ def paired_comparison(
         "tasks": int(len(merged)),
         "only_in_a": only_a,
         "only_in_b": only_b,
-        "delta_pass_at_1": {"value": mean(delta_rate), "lo": _number(lo[0]), "hi": _number(hi[0])},
-        "delta_all_n": {"value": mean(delta_dep), "lo": _number(lo[1]), "hi": _number(hi[1])},
+        "delta_pass_at_1": _delta(mean(delta_rate), lo[0], hi[0], se[0]),
+        "delta_all_n": _delta(mean(delta_dep), lo[1], hi[1], se[1]),
         "pass_at_1": {"a": pass1_a, "b": pass1_b},
         "pass_at_n_observed": {"a": found_share_a, "b": found_share_b},
         "gained": [str(t) for t in merged["task_id"][dep_a & ~dep_b]],

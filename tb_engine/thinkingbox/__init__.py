@@ -6,10 +6,13 @@ file / line / test, so the Django import commands can wrap these functions direc
 
 from tb_engine.thinkingbox.agg import format_tb_agg_summary, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.dataset import (
+    DatasetRead,
+    UnsupportedScenario,
     init_config,
     parse_dataset,
     parse_scenario,
     parse_test_file,
+    read_dataset,
     read_test_list,
 )
 from tb_engine.thinkingbox.effects import UNSTABLE_FIELDS, EffectsComparison, compare_effects, effects_states
@@ -17,11 +20,13 @@ from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
 from tb_engine.thinkingbox.results import TbRecord, parse_tb_results, parse_tb_row
 
 __all__ = [
+    "DatasetRead",
     "EffectsComparison",
     "ImportProblem",
     "TbRecord",
     "ThinkingBoxFormatError",
     "UNSTABLE_FIELDS",
+    "UnsupportedScenario",
     "compare_effects",
     "effects_states",
     "format_tb_agg_summary",
@@ -32,6 +37,7 @@ __all__ = [
     "parse_test_file",
     "parse_tb_results",
     "parse_tb_row",
+    "read_dataset",
     "read_test_list",
     "tb_agg_figures",
 ]

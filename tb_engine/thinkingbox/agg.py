@@ -1,9 +1,11 @@
 """Figures over imported attempts: exactly what ``tb agg`` prints, and ours (SPEC §5).
 
 The two differ on purpose. ``tb agg`` counts error rows as failures, reports pass^k as the
-plug-in (c/n)^k and drops pass@k/pass^k when attempt counts differ. Ours exclude infrastructure
-errors (shown as coverage instead), use the unbiased C(c,k)/C(n,k) for pass^k and show the
-plug-in only under its own label.
+plug-in (c/n)^k and drops pass@k/pass^k when attempt counts differ (printing the first test's
+count as "Runs per test"). Ours exclude infrastructure errors (shown as coverage instead), use
+the unbiased C(c,k)/C(n,k) for pass^k, show the plug-in only under its own label, and are
+always given: each k averages over the tasks with at least k done attempts (SPEC §5), and says
+how many those are.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class TbAggTestRow:
     errors: int
     assistant_texts: Spread
     user_texts: Spread
-    tool_call_turns: Spread
+    tool_responses: Spread  # Avg-TC: tool responses per attempt
     output_tokens: Spread
     reasoning_tokens: Spread
     char_length: Spread
@@ -54,7 +56,8 @@ class TbAggTestRow:
 @dataclass(frozen=True)
 class TbAggFigures:
     num_tests: int
-    runs_per_test: int | None  # None when tasks have different attempt counts
+    runs_per_test: int  # what tb agg prints: the first test's count, even when counts differ
+    equal_runs: bool  # every test has the same count (else tb agg leaves pass@k / pass^k out)
     total_runs: int
     mean_pass: float
     mean_pass_ci: tuple[float, float]
@@ -102,7 +105,7 @@ def tb_agg_figures(records: list[TbRecord]) -> TbAggFigures:
                 errors=errors,
                 assistant_texts=_spread([r.stats.assistant_texts for r in attempts]),
                 user_texts=_spread([r.stats.user_texts for r in attempts]),
-                tool_call_turns=_spread([r.stats.tool_call_turns for r in attempts]),
+                tool_responses=_spread([r.stats.tool_responses for r in attempts]),
                 output_tokens=_spread([r.stats.output_tokens for r in attempts]),
                 reasoning_tokens=_spread([r.stats.reasoning_tokens for r in attempts]),
                 char_length=_spread([r.stats.char_length for r in attempts]),
@@ -115,13 +118,14 @@ def tb_agg_figures(records: list[TbRecord]) -> TbAggFigures:
         )
     total = sum(r.runs for r in rows)
     passed = sum(r.passes for r in rows)
-    counts = {r.runs for r in rows}
-    runs_per_test = counts.pop() if len(counts) == 1 else None
-    ks = [k for k in TB_AGG_K if runs_per_test is not None and k <= runs_per_test]
+    equal_runs = len({r.runs for r in rows}) == 1
+    runs_per_test = rows[0].runs if rows else 0
+    ks = [k for k in TB_AGG_K if equal_runs and k <= runs_per_test]
     a, b = JEFFREYS + passed, JEFFREYS + total - passed
     return TbAggFigures(
         num_tests=len(rows),
         runs_per_test=runs_per_test,
+        equal_runs=equal_runs,
         total_runs=total,
         mean_pass=passed / total if total else 0.0,
         mean_pass_ci=(beta_quantile(0.025, a, b), beta_quantile(0.975, a, b)) if total else (0.0, 0.0),
@@ -135,7 +139,7 @@ def format_tb_agg_summary(figures: TbAggFigures) -> str:
     """The aggregate block ``tb agg`` prints under its table, line for line."""
     lines = [
         f"Number of tests: {figures.num_tests}",
-        f"Runs per test: {figures.runs_per_test if figures.runs_per_test is not None else '(multiple)'}",
+        f"Runs per test: {figures.runs_per_test}",
         f"Total runs: {figures.total_runs}",
         f"Mean per-sample accuracy: {figures.mean_pass:.2f} "
         f"(95% CI: {figures.mean_pass_ci[0]:.2f}-{figures.mean_pass_ci[1]:.2f})",
@@ -150,7 +154,11 @@ def format_tb_agg_summary(figures: TbAggFigures) -> str:
 
 @dataclass(frozen=True)
 class OurFigures:
-    """SPEC §5 figures over imported attempts: infra errors excluded and reported as coverage."""
+    """SPEC §5 figures over imported attempts: infra errors excluded and reported as coverage.
+
+    pass@k, pass^k and the plug-in for each k average over the same tasks, those with at least
+    k done attempts; ``k_tasks`` says how many of ``tasks`` that is.
+    """
 
     tasks: int
     attempts_expected: int  # tasks x N
@@ -159,10 +167,13 @@ class OurFigures:
     coverage: float  # attempts_done / attempts_expected
     incomplete_tasks: int  # n_t < N
     repeats: int  # N, the largest attempt count of any task
+    runs_min: int  # fewest rows (attempts of any status) of one task
+    runs_max: int
     pass_at_1: float
     pass_at_k: tuple[tuple[int, float], ...]
     pass_power_k: tuple[tuple[int, float], ...]  # unbiased C(c,k)/C(n,k)
     pass_power_k_plugin: tuple[tuple[int, float], ...]  # labelled: tb agg's (c/n)^k
+    k_tasks: tuple[tuple[int, int], ...]  # k -> tasks with n_t >= k (those the three figures average)
     all_n_count: int
     all_n_share: float
     pass_at_n_observed: float
@@ -179,18 +190,19 @@ def our_figures(records: list[TbRecord], ks: tuple[int, ...] = TB_AGG_K) -> OurF
         done = [r for r in attempts if r.status == "done"]
         counts.append((len(done), sum(1 for r in done if r.passed)))
     measured = [(n, c) for n, c in counts if n > 0]
-    smallest = min((n for n, _ in measured), default=0)
-    usable_ks = [k for k in ks if k <= smallest]
+    largest = max((n for n, _ in measured), default=0)
 
     def mean(values: list[float]) -> float:
         return sum(values) / len(values) if values else 0.0
 
+    eligible = {k: [(n, c) for n, c in measured if n >= k] for k in ks if k <= largest}
     all_n = sum(1 for n, c in counts if n == c == repeats and repeats > 0)
     any_pass = sum(1 for _, c in counts if c >= 1)
     tasks = len(counts)
     done_total = sum(n for n, _ in counts)
     all_n_share = all_n / tasks if tasks else 0.0
     observed = any_pass / tasks if tasks else 0.0
+    rows = [len(a) for a in grouped.values()]
     return OurFigures(
         tasks=tasks,
         attempts_expected=tasks * repeats,
@@ -199,10 +211,13 @@ def our_figures(records: list[TbRecord], ks: tuple[int, ...] = TB_AGG_K) -> OurF
         coverage=done_total / (tasks * repeats) if tasks and repeats else 0.0,
         incomplete_tasks=sum(1 for n, _ in counts if n < repeats),
         repeats=repeats,
+        runs_min=min(rows, default=0),
+        runs_max=max(rows, default=0),
         pass_at_1=mean([c / n for n, c in measured]),
-        pass_at_k=tuple((k, mean([pass_at_k(n, c, k) for n, c in measured])) for k in usable_ks),
-        pass_power_k=tuple((k, mean([pass_power_k(n, c, k) for n, c in measured])) for k in usable_ks),
-        pass_power_k_plugin=tuple((k, mean([(c / n) ** k for n, c in measured])) for k in usable_ks),
+        pass_at_k=tuple((k, mean([pass_at_k(n, c, k) for n, c in e])) for k, e in eligible.items()),
+        pass_power_k=tuple((k, mean([pass_power_k(n, c, k) for n, c in e])) for k, e in eligible.items()),
+        pass_power_k_plugin=tuple((k, mean([(c / n) ** k for n, c in e])) for k, e in eligible.items()),
+        k_tasks=tuple((k, len(e)) for k, e in eligible.items()),
         all_n_count=all_n,
         all_n_share=all_n_share,
         pass_at_n_observed=observed,

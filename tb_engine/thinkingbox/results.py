@@ -39,7 +39,7 @@ class TbRowStats:
 
     assistant_texts: int = 0  # Text messages with role assistant (think included, as tb counts them)
     user_texts: int = 0
-    tool_call_turns: int = 0  # ParallelToolCall messages
+    tool_responses: int = 0  # ToolResponse messages: what tb agg's Avg-TC column counts
     output_tokens: int = 0
     reasoning_tokens: int = 0
     char_length: int = 0  # characters over all Text messages, system prompt included
@@ -178,7 +178,7 @@ def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
     stats = TbRowStats(
         assistant_texts=stats.assistant_texts,
         user_texts=stats.user_texts,
-        tool_call_turns=stats.tool_call_turns,
+        tool_responses=stats.tool_responses,
         output_tokens=usage.output_tokens,
         reasoning_tokens=usage.reasoning_tokens,
         char_length=stats.char_length,
@@ -193,6 +193,9 @@ def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
             for k in ("tb", "lineno", "line_content")
             if test_result.get(k) not in (None, "", -1)
         }
+        message = _exception_line(test_result.get("tb"))
+        if message:
+            failure["message"] = message
         judge = (test_result.get("metadata") or {}).get("judge_motivation")
         if judge:
             failure["judge_motivation"] = judge
@@ -240,6 +243,14 @@ def _outcome(
     return "done", ("pass" if test_result.get("result") is True else "fail"), "", False
 
 
+def _exception_line(traceback: Any) -> str:
+    """The last line of a traceback: the exception and its message (the assert's text, the hash mismatch)."""
+    if not isinstance(traceback, str):
+        return ""
+    lines = [line.strip() for line in traceback.strip().splitlines() if line.strip()]
+    return lines[-1] if lines and not lines[-1].startswith(("Traceback", 'File "')) else ""
+
+
 def _usage(rows: list, *, file: str, line: int) -> Usage:
     total = Usage()
     for position, entry in enumerate(rows):
@@ -261,7 +272,7 @@ def _convert_messages(
     tags: list[str | None] = []
     reasoning: list[tuple[int, str]] = []
     calls_by_id: dict[str, ToolCall] = {}
-    assistant_texts = user_texts = tool_turns = chars = 0
+    assistant_texts = user_texts = tool_responses = chars = 0
     turn = -1
     for position, message in enumerate(messages):
         where = f"messages[{position}]"
@@ -287,7 +298,6 @@ def _convert_messages(
         elif kind in ("ParallelToolCall", "ToolCall"):
             requests = message.get("tool_calls") if kind == "ParallelToolCall" else [message]
             _expect(requests, list, f"{where}.tool_calls", file=file, line=line)
-            tool_turns += 1
             assistant = Message(role="assistant", turn=max(turn, 0))
             for offset, request in enumerate(requests):
                 _expect(request, dict, f"{where}.tool_calls[{offset}]", file=file, line=line)
@@ -310,6 +320,8 @@ def _convert_messages(
             transcript.messages.append(assistant)
             tags.append(None)
         elif kind == "ToolResponse":
+            tool_responses += 1  # tb agg counts answered calls: two calls in one message are two,
+            # an end-turn call nobody answered is none
             content = message.get("content")
             text = content if isinstance(content, str) else json.dumps(content)
             answered = calls_by_id.get(str(message.get("id")))
@@ -331,7 +343,10 @@ def _convert_messages(
         else:
             raise ThinkingBoxFormatError(f"{where}: unknown message kind T={kind!r}", file=file, line=line)
     stats = TbRowStats(
-        assistant_texts=assistant_texts, user_texts=user_texts, tool_call_turns=tool_turns, char_length=chars
+        assistant_texts=assistant_texts,
+        user_texts=user_texts,
+        tool_responses=tool_responses,
+        char_length=chars,
     )
     return transcript, tuple(tags), tuple(reasoning), stats
 

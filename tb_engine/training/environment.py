@@ -23,7 +23,7 @@ from typing import Any
 
 from tb_engine.attempt_setup import KEYWORD_JUDGE, AttemptSetup, JudgeConfig
 from tb_engine.backend import Backend
-from tb_engine.interfaces import AgentOutputError, AgentStep
+from tb_engine.interfaces import AgentOutputError, AgentStep, InfraError
 from tb_engine.results import AttemptResult
 from tb_engine.reward import RewardUnavailable, reward_of
 from tb_engine.runner import Limits, Steps
@@ -211,7 +211,10 @@ class Environment:
         setup = AttemptSetup.from_config(
             self.suite.domains[task.domain], task, agent=None, judge=self.judge, limits=self.limits
         )
-        backend = setup.open_backend()
+        try:
+            backend = setup.open_backend()
+        except InfraError as exc:  # e.g. an MCP server that would not start: the trainer may retry
+            raise EnvError(503, f"task {task_id}: backend unavailable: {exc}") from None
         steps = setup.steps(backend)
         try:
             view = next(steps)

@@ -131,3 +131,30 @@ def test_docs_page_is_served(client, bob):
 
     assert response.status_code == 200
     assert "/api/schema/" in response.content.decode()
+
+
+def test_docs_page_loads_swagger_ui_from_this_site_not_a_cdn(client, bob):
+    """Offline (or behind a strict proxy) a CDN-hosted Swagger UI is a blank page."""
+    import re
+
+    client.force_login(bob)
+    page = client.get("/api/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css|png))"', page)
+
+    assert [url for url in assets if "//" in url] == []
+    assert sorted(url.rsplit("/", 1)[1] for url in assets) == [
+        "favicon-32x32.png",
+        "swagger-ui-bundle.js",
+        "swagger-ui-standalone-preset.js",
+        "swagger-ui.css",
+    ]
+    from django.contrib.staticfiles import finders
+
+    bundle = next(url for url in assets if url.endswith("swagger-ui-bundle.js"))
+    assert finders.find(bundle.removeprefix("/static/")) is not None  # collectstatic ships it
+
+
+def test_favicon_points_at_the_static_icon_for_everyone(client):
+    response = client.get("/favicon.ico")
+
+    assert (response.status_code, response["Location"]) == (301, "/static/favicon.svg")

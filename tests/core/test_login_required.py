@@ -11,6 +11,7 @@ from thinkingbox_web import urls as site_urls
 # Named URLs anonymous users may open, and why.
 PUBLIC_URL_NAMES = {
     "core:healthz",  # load balancers probe it without a session
+    "core:favicon",  # browsers ask for it on every page, the login page included
     "login",  # the way in
     "admin:login",  # Django admin's own login form
 }
@@ -80,7 +81,9 @@ def concrete_paths():
 @pytest.mark.parametrize("name,path", sorted(set(concrete_paths())))
 def test_anonymous_request_redirects_to_login_except_public(client, name, path):
     response = client.get(path)
-    if name in PUBLIC_URL_NAMES:
+    if name == "core:favicon":
+        assert response.status_code == 301
+    elif name in PUBLIC_URL_NAMES:
         assert response.status_code in (200, 503)
     elif is_api(name):
         assert response.status_code == 401

@@ -10,7 +10,18 @@ from apps.core.models import WorkerHeartbeat
 
 pytestmark = pytest.mark.django_db
 
-NAV_LABELS = ["Leaderboard", "Gap", "Cost", "Domains", "Tasks", "Compare", "Triage", "Campaigns", "Training"]
+NAV_LABELS = [
+    "Leaderboard",
+    "Gap",
+    "Cost",
+    "Domains",
+    "Tasks",
+    "Compare",
+    "Triage",
+    "Campaigns",
+    "Training",
+    "Drift",
+]
 
 
 def test_home_sends_users_with_a_role_to_the_leaderboard(client, alice):
@@ -37,7 +48,7 @@ def test_navigation_lists_all_sections_in_order_with_leaderboard_first(client, b
         "url": "/leaderboard/",
         "active": True,
     }
-    assert [entry["active"] for entry in entries[1:]] == [False] * 8
+    assert [entry["active"] for entry in entries[1:]] == [False] * 9
 
 
 def test_register_nav_item_points_entry_at_existing_url(monkeypatch):
@@ -50,7 +61,7 @@ def test_register_nav_item_points_entry_at_existing_url(monkeypatch):
         "url": "/system/workers/",
         "active": True,
     }
-    assert [item.key for item in navigation.nav_items()][-1] == "training"
+    assert [item.key for item in navigation.nav_items()][-1] == "drift"
 
 
 def test_register_nav_item_new_key_goes_last(monkeypatch):

@@ -170,3 +170,23 @@ def test_cost_is_unpriced_without_prices_or_for_an_unlisted_model():
     no_sheet = AttemptSetup.from_config(DOMAIN, WITH_RUBRICS, agent="sim:steady")
     assert (unpriced.cost(_result(used)).agent, no_sheet.cost(_result(used)).agent) == (None, None)
     assert no_sheet.cost(_result(Usage())).agent == Decimal(0)
+
+
+def test_simulated_persona_switches_silently_at_the_configured_moment(retail_domain, retail_task):
+    from datetime import UTC, datetime
+
+    from tb_engine.attempt_setup import build_agent, scheduled_persona
+
+    parameters = {"switch_at": "2026-03-01T12:00:00+00:00", "switch_to": "careless"}
+    before, after = datetime(2026, 3, 1, 11, 59, tzinfo=UTC), datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    assert scheduled_persona("sim:steady", parameters, now=before) == "sim:steady"
+    assert scheduled_persona("sim:steady", parameters, now=after) == "sim:careless"
+    assert scheduled_persona("sim:steady", {}, now=after) == "sim:steady"
+    assert scheduled_persona("golden", parameters, now=after) == "golden"
+    task = retail_task("ticket_hold_carrier_exception")
+    config = {
+        "spec": "sim:steady",
+        "parameters": {"switch_at": "2000-01-01T00:00:00", "switch_to": "careless"},
+    }
+    agent = build_agent(config, task=task, domain=retail_domain, seed=1)
+    assert agent.persona.name == "careless"  # naive times are read as UTC; 2000 has passed

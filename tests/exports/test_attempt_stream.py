@@ -50,7 +50,7 @@ def reference_export(queryset, *, fmt: str, with_result: bool = False) -> str:
 def _reference_cell(name: str, value):
     if value is None:
         return None
-    if name in ("categories", "result"):
+    if name in ("categories", "result", "provider"):
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     if isinstance(value, datetime):
         return value.isoformat()
@@ -114,6 +114,7 @@ def tricky_campaign(task_factory):
             "duration_ms": 0.1 + 0.2,
             "termination": "x,y",
             "task_hash": 'h"1\r\n',
+            "provider": [{"model": 'gpt-x, "v2"', "system_fingerprint": "fp_é", "headers": {}, "calls": 3}],
         },
         {
             "task": quoted,

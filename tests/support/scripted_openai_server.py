@@ -82,6 +82,11 @@ class ScriptedOpenAIServer:
         record: bool = True,
     ) -> None:
         self.generic = generic
+        # What successful answers say about the model behind them (drift tests flip these):
+        # the `system_fingerprint` field, the reported `model` per route, and extra response headers.
+        self.system_fingerprint: str | None = None
+        self.reported_models: dict[str, str] = {}
+        self.response_headers: dict[str, str] = {}
         self.record = record  # False (standalone benchmarks): count requests, keep no bodies
         self.requests: list[RecordedRequest] = []
         self.served = 0
@@ -209,11 +214,11 @@ class ScriptedOpenAIServer:
         usage = step.get("usage") or {}
         prompt_tokens = usage.get("prompt_tokens", max(1, len(json.dumps(body.get("messages", []))) // 4))
         completion_tokens = usage.get("completion_tokens", max(1, len((text or "") + json.dumps(calls)) // 4))
-        return {
+        answer = {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": route,
+            "model": self.reported_models.get(route, route),
             "choices": [
                 {
                     "index": 0,
@@ -229,6 +234,9 @@ class ScriptedOpenAIServer:
                 "completion_tokens_details": {"reasoning_tokens": usage.get("reasoning_tokens", 0)},
             },
         }
+        if self.system_fingerprint is not None:
+            answer["system_fingerprint"] = self.system_fingerprint
+        return answer
 
 
 def generic_step(body: dict[str, Any], mode: GenericMode) -> dict[str, Any]:
@@ -322,7 +330,7 @@ def _make_handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 message = step.get("error") or f"scripted error {step['status']}"
                 self._send_json(int(step["status"]), {"error": {"message": message}}, extra)
                 return
-            self._send_json(200, server.completion_body(route, step, body))
+            self._send_json(200, server.completion_body(route, step, body), dict(server.response_headers))
 
         def _send_json(
             self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None

@@ -14,6 +14,7 @@ import copy
 import hashlib
 import json
 import os
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -135,12 +136,29 @@ def _tool_failure(tool: str, exc: Exception) -> str:
     return json.dumps({"error": f"Tool execution failed: {exc}", "tool": tool})
 
 
+def search_env() -> dict[str, Any]:
+    """What a ThinkingBox server would read of its search service (the key only as set / not set)."""
+    return {
+        "url": os.environ.get("TYPESENSE_URL"),
+        "host": os.environ.get("TYPESENSE_HOST"),
+        "port": os.environ.get("TYPESENSE_PORT"),
+        "key_set": bool(os.environ.get("TYPESENSE_API_KEY")),
+    }
+
+
 @server.tool(name="__reserved__init")
 def reserved_init(config: dict[str, Any]) -> str:
     """Initialize sandbox with optional data patch and golden test case."""
+    print(f"tb_test_shop: init with {len(config.get('data_patch') or {})} patched table(s)", file=sys.stderr)
+    if config.get("sources") and not os.environ.get("TYPESENSE_URL"):
+        # Like the real servers: indexing the sources needs the search service.
+        print("tb_test_shop: Typesense connection refused", file=sys.stderr)
+        return json.dumps({"status": "error", "message": "Failed to ensure collection: Connection refused"})
+    STATE["search"] = search_env() if config.get("sources") else None
     data = copy.deepcopy(SEED)
     for table, rows in (config.get("data_patch") or {}).items():
         if table not in data:
+            print(f"tb_test_shop: unknown table {table}", file=sys.stderr)
             return json.dumps({"status": "error", "message": f"unknown table {table}", "traceback": ""})
         by_id = {r["id"]: r for r in data[table]}
         by_id.update({r["id"]: r for r in rows})
@@ -169,6 +187,7 @@ def reserved_geteffects() -> str:
             "diff": _positional_diff(_stable(result_state), _stable(golden_state)),
             "rubrics": {},
             "rubrics_yesno": STATE["rubrics_yesno"],
+            "search_env": STATE.get("search"),
         }
     )
 
@@ -200,6 +219,12 @@ def get_ticket(ticket_id: str) -> str:
         return json.dumps(STATE["world"].find("tickets", ticket_id))
     except LookupError as exc:
         return _tool_failure("get_ticket", exc)
+
+
+@server.tool(description="Fail hard: the server process exits (for crash tests).")
+def crash_server(code: int = 7) -> str:
+    print(f"tb_test_shop: crashing on purpose with code {code}", file=sys.stderr, flush=True)
+    os._exit(code)
 
 
 if __name__ == "__main__":

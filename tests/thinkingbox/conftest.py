@@ -109,3 +109,24 @@ def table_counts() -> dict[str, int]:
         m.__name__: m.objects.count()
         for m in (Suite, Domain, Task, AgentConfig, Campaign, Attempt, TaskSummary)
     }
+
+
+@pytest.fixture
+def real_servers_python(request) -> str:
+    """The real ThinkingBox servers' interpreter.
+
+    17-RUNTIME's session fixture ``servers_python`` (tests/conftest.py, which also builds the
+    venv) when it is there; until then TB_SERVERS_PYTHON, skipping without it (failing on CI).
+    """
+    import os
+
+    try:
+        return str(request.getfixturevalue("servers_python"))
+    except pytest.FixtureLookupError:
+        pass
+    python = os.environ.get("TB_SERVERS_PYTHON", "")
+    if not python:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("TB_SERVERS_PYTHON is not set: the real ThinkingBox servers' venv is needed on CI")
+        pytest.skip("TB_SERVERS_PYTHON is not set (the real ThinkingBox servers' venv)")
+    return python

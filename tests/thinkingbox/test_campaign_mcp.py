@@ -128,10 +128,47 @@ def test_imported_suite_without_launch_config_is_infra_error_naming_the_fix(
     monkeypatch.delenv("TB_MCP_COMMAND", raising=False)
     monkeypatch.delenv("TB_MCP_URL", raising=False)
     call_command(
-        "import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "nolaunch", stdout=StringIO()
+        "import_thinkingbox",
+        "--dataset",
+        str(shop_dataset),
+        "--suite-name",
+        "nolaunch",
+        "--no-launch",
+        stdout=StringIO(),
     )
     task = Task.objects.get(suite__name="nolaunch", task_id="shop.py:test_open_and_close")
     campaign = _run(Suite.objects.get(name="nolaunch"), alice, team_a, n=1, tasks=[task])
     attempt = Attempt.objects.get(campaign=campaign)
     assert attempt.status == "infra_error"
     assert "has no MCP launch config" in attempt.error_detail
+
+
+@pytest.mark.django_db
+def test_scenario_named_apart_from_its_server_runs_on_that_server(shop_dataset, alice, team_a):
+    # As airline_tau_bench_full.yaml -> airline_tau_bench: the file (and domain) name differs
+    # from the world_state server name; launch, init and the effects evidence use the server's.
+    (shop_dataset / "scenario/tb_test_shop.yaml").rename(shop_dataset / "scenario/shop_full.yaml")
+    shop = shop_dataset / "test_case/tb_test_shop/shop.py"
+    shop.write_text(shop.read_text().replace("scenario: tb_test_shop", "scenario: shop_full"))
+    call_command(
+        "import_thinkingbox",
+        "--dataset",
+        str(shop_dataset),
+        "--suite-name",
+        "renamed",
+        "--mcp-command",
+        MCP_COMMAND,
+        "--mcp-cwd",
+        str(ROOT),
+        "--mcp-pool-size",
+        "1",
+        stdout=StringIO(),
+    )
+    suite = Suite.objects.get(name="renamed")
+    task = Task.objects.get(suite=suite, task_id="shop.py:test_open_and_close")
+    assert (task.domain.name, task.domain.spec["mcp"]["server"]) == ("shop_full", "tb_test_shop")
+    campaign = _run(suite, alice, team_a, n=1, tasks=[task])
+    attempt = Attempt.objects.get(campaign=campaign)
+    evidence = attempt.result["extra"]["thinkingbox"]
+    assert (attempt.status, attempt.verdict, evidence["server"]) == ("done", "pass", "tb_test_shop")
+    assert (evidence["disagree"], sorted(evidence["effects"])) == (False, ["tb_test_shop"])

@@ -107,14 +107,21 @@ def test_import_tb_results_system_error_row_is_infra_error(alice, team_a, tmp_pa
     assert attempt.error_detail == "tb infer system error: TimeoutError: LLM endpoint timed out"
     summary = TaskSummary.objects.get(campaign__name="err")
     assert (summary.n_done, summary.n_pass, summary.n_infra_error) == (5, 3, 1)
-    runs = next(re.split(r"\s{2,}", line) for line in output.splitlines() if line.startswith("runs"))
+    cells = [re.split(r"\s{2,}", line) for line in output.splitlines()]
+    runs = next(row for row in cells if row[0] == "runs")
     assert runs[1:3] == ["6", "5 done + 1 infra errors"]
 
 
 @pytest.mark.django_db
 def test_import_tb_results_matches_an_imported_suite(alice, team_a, shop_dataset, tmp_path):
     call_command(
-        "import_thinkingbox", "--dataset", str(shop_dataset), "--suite-name", "shop", stdout=StringIO()
+        "import_thinkingbox",
+        "--dataset",
+        str(shop_dataset),
+        "--suite-name",
+        "shop",
+        "--no-launch",
+        stdout=StringIO(),
     )
     rows = _rows()[:2]
     for row in rows:
@@ -177,3 +184,44 @@ def test_import_tb_results_unknown_suite_is_an_error(alice, team_a):
     with pytest.raises(CommandError) as raised:
         _import(APPEND_R6, "--campaign", "r6", "--team", team_a.slug, "--suite", "nope")
     assert str(raised.value) == f"{APPEND_R6}: suite 'nope' does not exist; import the dataset first"
+
+
+@pytest.mark.django_db
+def test_import_tb_results_unequal_run_counts_print_tb_aggs_block_and_always_our_pass_at_k(
+    alice, team_a, tmp_path
+):
+    rows = _rows()
+    other = json.loads(json.dumps(rows[0]))
+    other["uid"] = "cloud_drive.py:test_other"
+    output = _import(_write(tmp_path, rows + [other]), "--campaign", "uneven", "--team", team_a.slug)
+    lines = output.splitlines()
+    block = lines[lines.index("What tb agg prints (error rows counted as failures):") + 1 :][:5]
+    assert block == [
+        "Number of tests: 2",
+        "Runs per test: 6",
+        "Total runs: 7",
+        "Mean per-sample accuracy: 0.71 (95% CI: 0.35-0.94)",
+        "",
+    ]
+    table = {
+        cells[0]: cells[1:]
+        for cells in (re.split(r"\s{2,}", line.strip()) for line in lines[lines.index("Side by side:") + 1 :])
+    }
+    assert table["runs per test"] == [
+        "6",
+        "1–6 (differ)",
+        "counts differ (1–6 per test): tb agg prints the first test's count and leaves pass@k / pass^k out",
+    ]
+    assert table["pass@1"] == [
+        "—",
+        "0.83",
+        "ours over 2 of 2 task(s) with ≥ 1 done attempts; not printed by tb agg: run counts differ",
+    ]
+    assert table["pass@5"] == [
+        "—",
+        "1.00",
+        "ours over 1 of 2 task(s) with ≥ 5 done attempts; not printed by tb agg: run counts differ",
+    ]
+    assert table["pass^5 plug-in (c/n)^k"][:2] == ["—", "0.13"]
+    assert table["pass^5 unbiased C(c,k)/C(n,k)"][:2] == ["—", "0.00"]
+    assert table["coverage"][:2] == ["—", "0.58"]

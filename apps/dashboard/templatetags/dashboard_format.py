@@ -13,7 +13,8 @@ DASH = "—"
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    # "" is what a template hands over for a key that is not there (e.g. a run not evaluated yet).
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
 
 
 @register.filter
@@ -40,6 +41,12 @@ def points(value) -> str:
 def share_points(value) -> str:
     """A difference of shares (0..1) -> '+12.5 pp'."""
     return DASH if _missing(value) else f"{float(value) * 100:+.1f} pp"
+
+
+@register.filter
+def share_pp(value) -> str:
+    """A size (not a signed change) of shares in points -> '4.2 pp' (noise floors, standard errors)."""
+    return DASH if _missing(value) else f"{float(value) * 100:.1f} pp"
 
 
 @register.filter
@@ -109,3 +116,15 @@ def rate_class(cell) -> str:
         return "r4"
     rate = cell.rate
     return "r0" if rate == 0 else ("r1" if rate < 0.34 else ("r2" if rate < 0.67 else "r3"))
+
+
+@register.filter
+def metric_noise(scope_metrics, key: str):
+    """The MetricNoise of `key` among a scope's metrics (None when the figure cannot be estimated)."""
+    return next((m for m in scope_metrics or () if m.metric == key), None)
+
+
+@register.filter
+def delta_of(compared, metric: str):
+    """A drift comparison's delta of one watched figure (pass_at_1 or all_n)."""
+    return getattr(compared, metric, None) if compared is not None else None

@@ -10,7 +10,7 @@ from tb_engine.agents.openai_agent import ModelOutputError, OpenAIAgent
 from tb_engine.interfaces import AgentOutputError, AgentView, ToolSchema
 from tb_engine.llm import EndpointConfig, RetryPolicy, TokenLimitExceeded
 from tb_engine.transcript import Message, ToolCallRequest, Usage
-from tests.support.scripted_openai_server import ScriptedOpenAIServer, scripted_server_fixture
+from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServer, scripted_server_fixture
 
 scripted_server = pytest.fixture(scripted_server_fixture, name="scripted_server")
 
@@ -268,3 +268,58 @@ def test_openai_agent_token_limit_is_an_agent_output_error(scripted_server):
     agent.step(view())
     with pytest.raises(AgentOutputError):
         agent.step(view())
+
+
+def test_openai_agent_reports_each_model_identity_the_endpoint_answered_with(scripted_server):
+    import dataclasses
+
+    scripted_server.script("agent-model", [{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    scripted_server.reported_models["agent-model"] = "agent-model-2025-01-01"
+    scripted_server.response_headers = {"OpenAI-Version": "2020-10-01", "X-Request-Id": "req-1"}
+    agent = make_agent(scripted_server)
+    agent = OpenAIAgent(dataclasses.replace(agent.config, provider_headers=("openai-version",)))
+
+    scripted_server.system_fingerprint = "fp_a"
+    agent.step(view())
+    agent.step(view())
+    scripted_server.system_fingerprint = "fp_b"
+    agent.step(view())
+
+    assert agent.provider_report() == [
+        {
+            "model": "agent-model-2025-01-01",
+            "system_fingerprint": "fp_a",
+            "headers": {"openai-version": "2020-10-01"},  # per-request headers are not named, so not kept
+            "calls": 2,
+        },
+        {
+            "model": "agent-model-2025-01-01",
+            "system_fingerprint": "fp_b",
+            "headers": {"openai-version": "2020-10-01"},
+            "calls": 1,
+        },
+    ]
+
+
+def test_attempt_result_carries_the_provider_report_of_an_endpoint_agent(
+    scripted_server, retail_domain, retail_task
+):
+    from tb_engine.attempt_setup import AttemptSetup
+
+    scripted_server.generic = GenericMode(tool_calls=1)
+    scripted_server.system_fingerprint = "fp_live"
+    task = retail_task("ticket_hold_carrier_exception")
+    agent = {
+        "spec": "openai",
+        "name": "endpoint agent",
+        "model": "agent-model",
+        "base_url": scripted_server.base_url,
+        "parameters": {"retry": {"max_retries": 1, "base_delay_s": 0.01, "max_delay_s": 0.02}},
+        "provider_headers": ["openai-version"],
+    }
+    result = AttemptSetup.from_config(retail_domain, task, agent=agent).run()
+    assert result.extra["provider"] == [
+        {"model": "agent-model", "system_fingerprint": "fp_live", "headers": {}, "calls": 2}
+    ]
+    golden = AttemptSetup.from_config(retail_domain, task, agent="golden").run()
+    assert "provider" not in golden.extra  # local agents report nothing

@@ -222,3 +222,28 @@ def test_backoff_delay_full_jitter_stays_under_capped_exponential():
     ceilings = [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
     assert [all(0.0 <= d <= c for d in ds) for ds, c in zip(delays, ceilings)] == [True] * 6
     assert [max(ds) > c * 0.8 for ds, c in zip(delays, ceilings)] == [True] * 6  # jitter spans the range
+
+
+def test_probe_reports_the_identity_of_the_model_that_answers():
+    from tb_engine.llm.config import EndpointConfig
+    from tb_engine.llm.probe import probe_identity
+    from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(generic=GenericMode()) as server:
+        server.system_fingerprint = "fp_1"
+        server.reported_models["m"] = "m-2025-06"
+        server.response_headers = {"OpenAI-Version": "2020-10-01"}
+        config = EndpointConfig(
+            model="m", base_url=server.base_url, api_key_env=None, provider_headers=("openai-version",)
+        )
+        first = probe_identity(config)
+        server.system_fingerprint = "fp_2"
+        second = probe_identity(config.to_dict())
+        body = server.requests[0].body
+    assert first.to_dict() == {
+        "model": "m-2025-06",
+        "system_fingerprint": "fp_1",
+        "headers": {"openai-version": "2020-10-01"},
+    }
+    assert second.system_fingerprint == "fp_2"
+    assert (body["messages"], body["max_tokens"]) == ([{"role": "user", "content": "Reply with OK."}], 16)

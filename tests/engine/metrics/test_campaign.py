@@ -217,3 +217,13 @@ def test_bootstrap_means_2000_replicates_of_500_tasks_is_fast():
     elapsed = time.perf_counter() - start
     # Measured ~15 ms on a shared 2-core box; the bound only guards against a Python loop.
     assert elapsed < 0.25
+
+
+def test_campaign_metrics_plugin_pass_hat_k_averages_over_the_same_tasks_as_the_unbiased_one():
+    # t2 has 2 of 4 attempts done: no pass^4 estimate, so neither the unbiased nor the plug-in uses it.
+    per_task = table([("t1", "d", 4, 2), ("t2", "d", 2, 2)])
+    result = campaign_metrics(per_task, n_attempts=4, ks=(1, 4))
+    assert result["pass_hat_k"][4]["excluded"] == ["t2"]
+    assert result["pass_hat_k"][4]["value"] == pytest.approx(0.0)  # C(2,4)/C(4,4)
+    assert result["pass_hat_k_plugin"][4] == pytest.approx((2 / 4) ** 4)  # t1 alone, not ((1/2)^4 + 1) / 2
+    assert result["pass_hat_k_plugin"][1] == pytest.approx((0.5 + 1.0) / 2)

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from tb_engine.spec import GoldenCall
-from tb_engine.thinkingbox.dataset import init_config, parse_dataset, parse_scenario, parse_test_file
+from tb_engine.thinkingbox.dataset import (
+    UnsupportedScenario,
+    init_config,
+    parse_dataset,
+    parse_scenario,
+    parse_test_file,
+    read_dataset,
+)
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tests.support.paths import THINKINGBOX_DIR
 
@@ -92,15 +99,36 @@ def test_parse_test_file_booking_rubrics_are_graded():
 
 def test_parse_dataset_with_test_list_selects_present_tasks(suite_and_problems):
     suite, problems = suite_and_problems
-    assert len(suite.tasks) == 113
+    assert len(suite.tasks) == 98 + 89 + 15
     assert suite.evaluation_only is True
     assert sorted(suite.domains) == ["external_booking_v1", "sandbox_external_retail"]
-    assert len(problems) == 507 - 113
+    assert len(problems) == 507 - 202  # the three held-back domains' files are not shipped
     assert (
         problems[0].message
-        == "listed task not found in the dataset: external_booking_v1_group1.py:test_bmd_001"
+        == "listed test's file is not in the dataset: sandbox_auto_insurance_group1.py:test_bil_001"
     )
-    assert problems[0].line == 99
+    assert problems[0].line == 203
+    assert {p.message.split(": ")[1].split(":")[0] for p in problems} == {
+        "sandbox_auto_insurance_group1.py",
+        "sandbox_consulting_group1.py",
+        "sandbox_neobank_support_v1_group1.py",
+        "sandbox_neobank_support_v1_group1_rubrics_yesno.py",
+    }
+
+
+def test_parse_dataset_with_test_list_skips_and_counts_unlisted_tests():
+    read = read_dataset(DATASET, TEST_LIST)
+    # the base definitions of the 15 rubric tasks, and the non-benchmark scenarios' tests
+    assert read.skipped == {
+        "airline_tau_bench.py": 21,
+        "banking.py": 12,
+        "banking_email.py": 1,
+        "email_system_org.py": 3,
+        "external_booking_v1_group1.py": 15,
+        "mcs_defaults.py": 3,
+    }
+    assert read.skipped_count == 55
+    assert read.left_out == {}  # retail_banking_email (two servers) is never read: no listed test uses it
 
 
 def test_parse_dataset_content_hash_is_stable_and_task_specific(suite_and_problems):
@@ -108,7 +136,7 @@ def test_parse_dataset_content_hash_is_stable_and_task_specific(suite_and_proble
     again, _ = parse_dataset(DATASET)
     first = "sandbox_external_retail_group1.py:test_case_ST002_001"
     assert again.tasks[first].content_hash() == suite.tasks[first].content_hash()
-    assert len({t.content_hash() for t in suite.tasks.values()}) == 113
+    assert len({t.content_hash() for t in suite.tasks.values()}) == 202
 
 
 def test_init_config_merges_scenario_world_state_with_task_init(suite_and_problems):
@@ -186,3 +214,111 @@ def test_parse_test_file_duplicate_function_is_an_error(tmp_path):
     with pytest.raises(ThinkingBoxFormatError) as caught:
         parse_test_file(path)
     assert caught.value.message == "duplicate test id (first defined on line 43)"
+
+
+def test_parse_scenario_server_is_the_world_state_key_not_the_file_name():
+    domain = parse_scenario(DATASET / "scenario/airline_tau_bench_full.yaml")
+    assert (domain.name, domain.mcp["server"]) == ("airline_tau_bench_full", "airline_tau_bench")
+    assert sorted(domain.mcp["world_state"]) == ["flights", "reservations", "users"]
+    banking = parse_scenario(DATASET / "scenario/retail_banking.yaml")
+    assert (banking.name, banking.mcp["server"]) == ("retail_banking", "online_banking")
+
+
+def test_parse_scenario_with_two_servers_is_unsupported_naming_them():
+    with pytest.raises(UnsupportedScenario) as caught:
+        parse_scenario(DATASET / "scenario/retail_banking_email.yaml")
+    assert caught.value.servers == ["online_banking", "email_system"]
+    assert caught.value.message == (
+        "world_state names 2 servers (online_banking, email_system); an attempt talks to exactly one MCP server"
+    )
+
+
+def test_parse_dataset_whole_folder_as_shipped_without_a_test_list():
+    read = read_dataset(DATASET)
+    assert sorted(read.suite.domains) == [
+        "airline_tau_bench_full",
+        "email_system_org",
+        "external_booking_v1",
+        "mcs_defaults",
+        "retail_banking",
+        "sandbox_external_retail",
+    ]
+    assert len(read.suite.tasks) == 98 + 104 + 15 + 21 + 12 + 3 + 3
+    assert read.skipped == {}
+    assert read.left_out == {"retail_banking_email": ["banking_email.py:test_transfer_and_sendemail"]}
+    scenario_problems = [str(p) for p in read.problems if "scenario" in p.message]
+    assert scenario_problems == [
+        f"{DATASET / 'scenario/retail_banking_email.yaml'}: scenario retail_banking_email: world_state names "
+        "2 servers (online_banking, email_system); an attempt talks to exactly one MCP server; "
+        "its 1 test(s) are not imported"
+    ]
+    custom = [
+        p for p in read.problems if p.message == "custom test body: imported but not graded automatically"
+    ]
+    assert len(custom) == 21 + 12 + 3 + 3  # every non-benchmark test checks effects its own way
+
+
+def test_parse_dataset_non_benchmark_test_without_init_starts_from_the_scenario_state():
+    suite, _ = parse_dataset(DATASET)
+    task = suite.tasks["airline_tau_bench.py:test_000_book_one_way_economy_flight"]
+    assert (task.domain, task.data_patch, task.golden, task.extra["init"]) == (
+        "airline_tau_bench_full",
+        {},
+        (),
+        {},
+    )
+    assert [c.kind for c in task.checks] == ["custom_unsupported"]
+    config = init_config(suite.domains[task.domain], task)
+    assert sorted(config) == ["flights", "reservations", "users"]
+
+
+def test_parse_dataset_with_test_list_never_reads_unlisted_files_or_scenarios(tmp_path):
+    dataset = _copy_dataset(tmp_path)
+    (dataset / "scenario/mcs_defaults.yaml").write_text("world_state: [unclosed\n")
+    (dataset / "test_case/banking.py").write_text("def test_broken(:\n")
+    read = read_dataset(dataset, TEST_LIST)
+    assert len(read.suite.tasks) == 202
+    assert read.skipped["mcs_defaults.py"] == 3
+    assert "banking.py" not in read.skipped
+    assert [str(p) for p in read.problems if "Python" in p.message] == [
+        f"{dataset / 'test_case/banking.py'}: not in the test list and not valid Python: not counted"
+    ]
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        read_dataset(dataset)  # without a list every file is read: the broken ones are errors
+    assert (caught.value.file, caught.value.message.split(":")[0]) == (
+        str(dataset / "test_case/banking.py"),
+        "not valid Python",
+    )
+
+
+def test_parse_dataset_listed_test_missing_from_a_present_file_and_listed_twice(tmp_path):
+    listing = tmp_path / "list.yaml"
+    listing.write_text(
+        "- sandbox_external_retail_group1.py:test_case_ST002_001\n"
+        "- sandbox_external_retail_group1.py:test_no_such_test\n"
+        "- sandbox_external_retail_group1.py:test_case_ST002_001\n"
+        "- no_such_file.py:test_x\n"
+    )
+    read = read_dataset(DATASET, listing)
+    assert list(read.suite.tasks) == ["sandbox_external_retail_group1.py:test_case_ST002_001"]
+    assert [(p.line, p.message) for p in read.problems] == [
+        (2, "listed task not found in the dataset: sandbox_external_retail_group1.py:test_no_such_test"),
+        (3, "listed twice: sandbox_external_retail_group1.py:test_case_ST002_001"),
+        (4, "listed test's file is not in the dataset: no_such_file.py:test_x"),
+    ]
+    assert read.skipped["sandbox_external_retail_group1.py"] == 97
+
+
+def test_parse_dataset_listed_test_of_a_two_server_scenario_is_a_problem_not_a_crash(tmp_path):
+    listing = tmp_path / "list.yaml"
+    listing.write_text(
+        "- banking_email.py:test_transfer_and_sendemail\n"
+        "- sandbox_external_retail_group1.py:test_case_ST002_001\n"
+    )
+    read = read_dataset(DATASET, listing)
+    assert list(read.suite.tasks) == ["sandbox_external_retail_group1.py:test_case_ST002_001"]
+    assert read.left_out == {"retail_banking_email": ["banking_email.py:test_transfer_and_sendemail"]}
+    assert [p.message for p in read.problems] == [
+        "scenario retail_banking_email: world_state names 2 servers (online_banking, email_system); "
+        "an attempt talks to exactly one MCP server; its 1 test(s) are not imported"
+    ]

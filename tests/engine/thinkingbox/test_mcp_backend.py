@@ -71,7 +71,7 @@ def test_mcp_backend_lists_agent_tools_without_reserved_ones(pool):
 
 
 def test_mcp_backend_golden_calls_match_golden_state(pool):
-    backend = pool.backend(DOMAIN, _task())
+    backend = pool.backend(DOMAIN, _task(), attribute_writes="per_call")
     try:
         initial = backend.initial_snapshot()
         first = _call(backend, 0, "create_ticket", customer_id="C-1", subject="Different words")

@@ -110,7 +110,7 @@ def test_tb_agg_figures_match_printed_tb_agg_output():
 def test_tb_agg_figures_per_test_row_matches_printed_table():
     row = tb_agg_figures(parse_tb_results(JSONL)).per_test[0]
     assert (row.runs, row.passes, row.fails, row.errors) == (6, 4, 2, 0)
-    assert (row.assistant_texts.mean, row.user_texts.mean, row.tool_call_turns.mean) == (3, 1, 3)
+    assert (row.assistant_texts.mean, row.user_texts.mean, row.tool_responses.mean) == (3, 1, 3)
     assert (row.output_tokens.mean, row.reasoning_tokens.mean, row.char_length.mean) == (248, 19, 1948)
     assert (
         f"{row.execution_time.mean:.2f} ({row.execution_time.low:.2f}-{row.execution_time.high:.2f})"
@@ -138,9 +138,69 @@ def test_tb_agg_figures_drop_pass_at_k_when_attempt_counts_differ(tmp_path):
     other["uid"] = "cloud_drive.py:test_other"
     records = parse_tb_results(_write_rows(tmp_path / "r.jsonl", rows + [other]))
     figures = tb_agg_figures(records)
-    assert figures.runs_per_test is None
+    assert (figures.runs_per_test, figures.equal_runs) == (6, False)
     assert figures.pass_at_k == ()
-    assert format_tb_agg_summary(figures).splitlines()[1] == "Runs per test: (multiple)"
+    # tb agg prints the first test's count, not a marker that the counts differ
+    assert format_tb_agg_summary(figures).splitlines() == [
+        "Number of tests: 2",
+        "Runs per test: 6",
+        "Total runs: 7",
+        "Mean per-sample accuracy: 0.71 (95% CI: 0.35-0.94)",
+    ]
+
+
+def test_tb_agg_figures_runs_per_test_is_the_first_tests_count(tmp_path):
+    rows = _real_rows()
+    other = json.loads(json.dumps(rows[0]))
+    other["uid"] = "cloud_drive.py:test_other"
+    records = parse_tb_results(_write_rows(tmp_path / "r.jsonl", [other, *rows[:4]]))
+    figures = tb_agg_figures(records)
+    assert (figures.runs_per_test, figures.equal_runs, figures.total_runs) == (1, False, 5)
+
+
+def test_our_figures_with_unequal_run_counts_average_each_k_over_tasks_with_enough_attempts(tmp_path):
+    rows = _real_rows()  # 6 attempts, 4 pass
+    other = json.loads(json.dumps(rows[0]))  # 1 attempt, passes
+    other["uid"] = "cloud_drive.py:test_other"
+    ours = our_figures(parse_tb_results(_write_rows(tmp_path / "r.jsonl", rows + [other])))
+    assert dict(ours.k_tasks) == {1: 2, 5: 1}
+    assert dict(ours.pass_at_k) == pytest.approx({1: (4 / 6 + 1) / 2, 5: 1.0})
+    assert dict(ours.pass_power_k)[5] == 0.0
+    assert dict(ours.pass_power_k_plugin) == pytest.approx(
+        {1: (4 / 6 + 1) / 2, 5: (4 / 6) ** 5}
+    )  # as unbiased
+    assert (ours.runs_min, ours.runs_max) == (1, 6)
+
+
+def test_tb_agg_tool_call_column_counts_tool_responses(tmp_path):
+    row = _real_rows()[0]
+    calls = [m for m in row["messages"] if m["T"] == "ParallelToolCall"]
+    responses = [m for m in row["messages"] if m["T"] == "ToolResponse"]
+    assert (len(calls), len(responses)) == (3, 3)
+    # one message with two calls, both answered; then an end-turn call nobody answers
+    first = calls[0]
+    second_call = {**first["tool_calls"][0], "id": "call_extra"}
+    first["tool_calls"].append(second_call)
+    at = row["messages"].index(first) + 1
+    row["messages"].insert(at + 1, {**responses[0], "id": "call_extra"})
+    row["messages"].insert(
+        len(row["messages"]) - 1,
+        {"T": "ParallelToolCall", "tool_calls": [{"name": "end_turn", "arguments": {}, "id": "call_end"}]},
+    )
+    records = parse_tb_results(_write_rows(tmp_path / "r.jsonl", [row]))
+    assert records[0].stats.tool_responses == 4
+    assert tb_agg_figures(records).per_test[0].tool_responses.mean == 4
+
+
+def test_parse_tb_results_failure_keeps_the_failing_line_and_the_assert_message():
+    record = parse_tb_results(JSONL)[2]
+    assert record.verdict == "fail"
+    assert (record.failure["lineno"], record.failure["line_content"].strip()) == (19, "text == expected_text")
+    assert record.failure["message"] == (
+        "AssertionError: File content, expected: 'some text\\nsome more text', found 'some text some more text'"
+    )
+    assert record.to_attempt_result().extra["thinkingbox"]["failure"]["message"] == record.failure["message"]
+    assert "message" not in parse_tb_results(JSONL)[0].failure
 
 
 def test_our_figures_use_unbiased_pass_power_k():

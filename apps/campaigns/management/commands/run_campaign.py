@@ -28,6 +28,16 @@ class Command(BaseCommand):
             "--wait", action="store_true", help="wait for completion (starts an embedded worker if needed)"
         )
         parser.add_argument("--timeout", type=float, default=3600.0)
+        parser.add_argument(
+            "--adaptive",
+            action="store_true",
+            help="adaptive campaign: the suite's latest calibration picks tasks and repeats; figures estimated",
+        )
+        parser.add_argument("--calibration", type=int, help="calibration id for --adaptive (default: latest)")
+        parser.add_argument(
+            "--budget-share", type=float, help="--adaptive: attempt budget as a share of N x tasks"
+        )
+        parser.add_argument("--target-se", type=float, help="--adaptive: stop at this standard error")
 
     def handle(self, *args, **options):
         try:
@@ -47,8 +57,33 @@ class Command(BaseCommand):
             agent = agent_config_for(options["agent"])
         except UnknownAgent as exc:
             raise CommandError(str(exc)) from None
-        campaign = campaign_create(
-            name=options["name"] or f"{agent.name} × {suite.name} (N={options['repeat']})",
+        adaptive = None
+        if options["adaptive"]:
+            adaptive = {"calibration": options["calibration"]}
+            if options["budget_share"] is not None:
+                adaptive["budget_share"] = options["budget_share"]
+            if options["target_se"] is not None:
+                adaptive["target_se"] = options["target_se"]
+        elif options["calibration"] or options["budget_share"] or options["target_se"]:
+            raise CommandError("--calibration, --budget-share and --target-se need --adaptive")
+        kind = "adaptive, " if adaptive is not None else ""
+        try:
+            campaign = self._create(options, suite, tasks, owner, agent, adaptive, kind)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        created = campaign_start(campaign=campaign)
+        if adaptive is not None:
+            self.stdout.write(
+                f"campaign {campaign.pk} started (adaptive): attempts are chosen as results come in; "
+                f"estimated figures on /adaptive/campaigns/{campaign.pk}/"
+            )
+        else:
+            self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
+        self._wait(options, campaign)
+
+    def _create(self, options, suite, tasks, owner, agent, adaptive, kind):
+        return campaign_create(
+            name=options["name"] or f"{agent.name} × {suite.name} ({kind}N={options['repeat']})",
             team=team_default_for(user=owner),
             owner=owner,
             agent=agent,
@@ -57,9 +92,10 @@ class Command(BaseCommand):
             n_attempts=options["repeat"],
             seed=options["seed"],
             price_sheet=price_sheet_default(),
+            adaptive=adaptive,
         )
-        created = campaign_start(campaign=campaign)
-        self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
+
+    def _wait(self, options, campaign):
         if not options["wait"]:
             return
         worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from apps.suites.models import Suite
+from apps.thinkingbox.selectors import stored_suite_spec
 from tb_engine.loader import load_builtin_suite
 from tb_engine.training.environment import (
     DEFAULT_MAX_EPISODES,
@@ -34,11 +35,10 @@ def environment_for_pool(
             f"suite {suite_row.name} v{suite_row.version} is evaluation-only: its licence forbids training on its tasks. "
             "Pass --allow-evaluation-only to override."
         )
-    if suite_row.source != Suite.Source.BUILTIN:
-        raise CommandError(
-            f"suite {suite_row.name}: the environment server runs SQLite sandboxes of built-in suites only"
-        )
-    spec = load_builtin_suite(suite_row.name)
+    if suite_row.source == Suite.Source.BUILTIN:
+        spec = load_builtin_suite(suite_row.name)
+    else:  # an imported ThinkingBox suite: episodes run on its MCP servers, one fresh process each
+        spec = stored_suite_spec(suite=suite_row, task_ids=list(pool.task_ids))
     try:
         return Environment(
             spec,

@@ -1,0 +1,143 @@
+"""Demo-like data for the every-page smoke test: what `manage.py demo` builds, smaller, plus one of everything.
+
+The demo's five campaigns (golden + four simulated personas) over two tasks of every domain, a
+campaign still running, a cancelled one, a draft, one whose endpoint is down (infra errors), an
+imported `tb infer` campaign, Team B's own campaign, triage labels/notes/assignments with a
+task-health issue, an external score, a worker heartbeat and an API token: every page then has
+real rows to show, and every URL parameter has a real object to point at.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+
+from tests.campaigns.conftest import drain
+from tests.support.paths import THINKINGBOX_DIR
+
+DEMO_AGENTS = (
+    ("golden", "Demo · golden replay"),
+    ("sim:steady", "Demo · steady persona"),
+    ("sim:explorer", "Demo · explorer persona"),
+    ("sim:careless", "Demo · careless persona"),
+    ("sim:cautious", "Demo · cautious persona"),
+)
+TB_RESULTS = THINKINGBOX_DIR / "tb_infer/append_r6.jsonl"
+
+
+@dataclass
+class DemoData:
+    """The objects the smoke test's URLs point at (pks), by what they are."""
+
+    campaigns: dict[str, object] = field(default_factory=dict)
+    task: object = None
+    attempt: object = None
+    failed_attempt: object = None
+    issue: object = None
+    label: object = None
+    agent: object = None
+    price_sheet: object = None
+    suite: object = None
+
+
+def _two_tasks_per_domain(suite) -> list[str]:
+    chosen: dict[str, list[str]] = {}
+    for task_id, domain in suite.tasks.order_by("task_id").values_list("task_id", "domain__name"):
+        if len(chosen.setdefault(domain, [])) < 2:
+            chosen[domain].append(task_id)
+    return [task_id for ids in chosen.values() for task_id in ids]
+
+
+def _dead_endpoint_agent():
+    from apps.agents.models import AgentConfig
+
+    with socket.socket() as sock:  # a port nobody listens on: connection refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return AgentConfig.objects.create(
+        name="Endpoint down",
+        kind=AgentConfig.Kind.OPENAI,
+        model="gpt-4o-mini",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        parameters={"retry": {"max_retries": 0, "base_delay_s": 0.0, "max_delay_s": 0.0, "timeout_s": 2.0}},
+    )
+
+
+def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_b, alice, trish, erin):
+    """Create the smoke test's data set (a few hundred attempts, run in this process) and return its handles."""
+    from django.conf import settings
+    from rest_framework.authtoken.models import Token
+
+    from apps.agents.services import agent_config_for, price_sheet_load_starter
+    from apps.campaigns.models import Attempt
+    from apps.campaigns.services import campaign_cancel, campaign_create, campaign_start
+    from apps.core.services import record_worker_heartbeat
+    from apps.dashboard.services import external_score_save
+    from apps.thinkingbox.services import tb_results_import
+    from apps.triage import services as triage
+    from apps.triage.models import Label
+    from apps.triage.taxonomy import seed_labels
+
+    seed_labels(Label)  # transactional tests flush the migration's seed rows
+    data = DemoData(suite=starter_suite, price_sheet=price_sheet_load_starter())
+    task_ids = _two_tasks_per_domain(starter_suite)
+    for agent, name in DEMO_AGENTS:
+        data.campaigns[agent] = run_campaign(
+            agent, tasks=60, n=3, name=name, task_ids=task_ids, price_sheet=data.price_sheet
+        )
+    running = make_campaign("sim:steady", tasks=2, n=2)
+    running.name = "Still running"
+    running.save(update_fields=["name"])
+    campaign_start(campaign=running)  # dispatch is switched off by run_campaign: attempts stay queued
+    data.campaigns["running"] = running
+    cancelled = make_campaign("sim:explorer", tasks=2, n=2)
+    campaign_start(campaign=cancelled)
+    campaign_cancel(campaign=cancelled)
+    data.campaigns["cancelled"] = cancelled
+    data.campaigns["draft"] = make_campaign("golden", tasks=1, n=1)
+
+    saved_retries = settings.ATTEMPT_MAX_RETRIES
+    settings.ATTEMPT_MAX_RETRIES = 0
+    try:
+        down = make_campaign(_dead_endpoint_agent(), tasks=1, n=2)
+        campaign_start(campaign=down)
+        drain(down)
+    finally:
+        settings.ATTEMPT_MAX_RETRIES = saved_retries
+    data.campaigns["down"] = down
+
+    data.campaigns["tb"] = tb_results_import(
+        path=TB_RESULTS, campaign_name="tb infer r6", team=team_a
+    ).campaign
+    team_b_campaign = campaign_create(
+        name="Team B steady",
+        team=team_b,
+        owner=erin,
+        agent=agent_config_for("sim:steady"),
+        suite=starter_suite,
+        tasks=list(starter_suite.tasks.filter(task_id__in=task_ids[:2])),
+        n_attempts=2,
+    )
+    campaign_start(campaign=team_b_campaign)
+    drain(team_b_campaign)
+    data.campaigns["team_b"] = team_b_campaign
+
+    careless = data.campaigns["sim:careless"]
+    failed = (
+        Attempt.objects.filter(campaign=careless, verdict="fail", clean_looking=True).order_by("pk").first()
+        or Attempt.objects.filter(campaign=careless, verdict="fail").order_by("pk").first()
+    )
+    data.failed_attempt = failed
+    data.attempt = Attempt.objects.filter(campaign=data.campaigns["golden"]).order_by("pk").first()
+    data.task = failed.task
+    data.label = Label.objects.get(name="grader bug")
+    triage.attempt_toggle_label(attempt=failed, label=data.label, actor=trish)
+    triage.attempt_toggle_label(attempt=failed, label=Label.objects.get(name="wrong amount"), actor=trish)
+    triage.attempt_set_note(attempt=failed, note="Refund <b>twice</b> the fare — see call 3", actor=trish)
+    triage.attempt_assign(attempt=failed, assignee=trish, actor=trish)
+    data.issue = failed.task.health_issues.get()
+    external_score_save(campaign=careless, benchmark="tau-bench retail", score=0.42, actor=alice)
+    record_worker_heartbeat(hostname="smoke-worker@localhost")
+    Token.objects.get_or_create(user=alice)
+    data.agent = careless.agent
+    return data
