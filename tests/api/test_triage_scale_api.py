@@ -65,3 +65,66 @@ def test_schema_documents_the_three_endpoints(api_for, bob):
     assert "ClusterOutput" in schema["components"]["schemas"] or "Cluster" in str(
         schema["components"]["schemas"]
     )
+
+
+def _queries(client, url: str) -> tuple[int, dict]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        body = client.get(url).json()
+    return len(captured), body
+
+
+def test_clusters_api_query_count_is_the_same_for_one_and_three_clusters(signed_campaign, api_for, bob):
+    extra = DiffItem("extra_effect", "refunds", "7", None, None, {"amount": 5}, None, (2,))
+    one = signed_campaign([(T1, 0, {"diff": [LEFT_OPEN]})], name="One")
+    three = signed_campaign(
+        [(T1, 0, {"diff": [LEFT_OPEN]}), (T1, 1, {"diff": [WRONG]}), (T3, 0, {"diff": [LEFT_OPEN, extra]})],
+        name="Three",
+        model="model-b",
+    )
+    client = api_for(bob)
+    for campaign in (one, three):  # warm the token lookup and each scope's cached cluster index
+        client.get(f"/api/clusters/?campaign={campaign.pk}")
+
+    (n_one, body_one), (n_three, body_three) = (
+        _queries(client, f"/api/clusters/?campaign={campaign.pk}") for campaign in (one, three)
+    )
+
+    assert (body_one["count"], body_three["count"]) == (1, 3)
+    assert n_one == n_three
+
+
+def test_suspect_tasks_api_query_count_is_the_same_for_one_and_three_tasks(signed_campaign, api_for, bob):
+    from django.core.cache import cache
+
+    from tests.triage.conftest import T2
+
+    client = api_for(bob)
+    signed_campaign([(T1, 0, {"tools": ()})], name="one", model="m1")  # a do-nothing run that passes
+    client.get("/api/suspect-tasks/")
+    n_one, body_one = _queries(client, "/api/suspect-tasks/")
+    cache.clear()
+    signed_campaign([(T2, 0, {"tools": ()}), (T3, 0, {"tools": ()})], name="two", model="m2")
+    client.get("/api/suspect-tasks/")
+    n_three, body_three = _queries(client, "/api/suspect-tasks/")
+
+    assert (body_one["count"], body_three["count"]) == (1, 3)
+    assert n_one == n_three
+
+
+def test_judges_api_query_count_is_the_same_for_one_and_three_judges(signed_campaign, api_for, bob):
+    from tests.triage.test_calibration import JUDGE, _rubric_campaign
+
+    client = api_for(bob)
+    _rubric_campaign(signed_campaign, [True], name="j1", model="m1")
+    client.get("/api/judges/")
+    n_one, body_one = _queries(client, "/api/judges/")
+    _rubric_campaign(signed_campaign, [True], name="j2", model="m2", judge={**JUDGE, "model": "judge-m2"})
+    _rubric_campaign(signed_campaign, [True], name="j3", model="m3", judge={"kind": "keyword"})
+    client.get("/api/judges/")
+    n_three, body_three = _queries(client, "/api/judges/")
+
+    assert (body_one["count"], body_three["count"]) == (1, 3)
+    assert n_one == n_three

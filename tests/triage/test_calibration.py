@@ -152,13 +152,20 @@ def test_rubric_dependent_figures_carry_the_judge_note(signed_campaign, client, 
     plain = signed_campaign([(T2, 0, {})], name="No rubrics", model="model-z")
     client.force_login(bob)
 
-    for url in ("/leaderboard/", "/gap/", "/cost/", "/domains/", f"/compare/?a={judged.pk}&b={judged.pk}"):
+    for url in (
+        "/leaderboard/",
+        "/gap/",
+        "/cost/",
+        "/domains/",
+        "/noise/",
+        f"/compare/?a={judged.pk}&b={judged.pk}",
+    ):
         html = client.get(url).content.decode()
-        assert f'<li data-campaign="{judged.pk}" class="uncalibrated">Judged — judge llm judge-m1' in html, (
-            url
-        )
+        assert (
+            f'<li data-judged-campaign="{judged.pk}" class="uncalibrated">Judged — judge llm judge-m1' in html
+        ), url
         assert "no human labels yet" in html, url
-        assert f'data-campaign="{plain.pk}" class="uncalibrated"' not in html, url
+        assert f'data-judged-campaign="{plain.pk}" class="uncalibrated"' not in html, url
     assert set(judge_notes(campaigns=[judged, plain])) == {judged.pk}
 
 
