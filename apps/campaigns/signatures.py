@@ -158,10 +158,12 @@ def _backfill_orm(selection: _Selection) -> tuple[int, int, set[int]]:
 def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
     where, params = selection.sql()
     table = connection.ops.quote_name(Attempt._meta.db_table)
+    # The jsonb parts travel as one array per row: one JSON parse per attempt instead of six.
     select = (
-        "SELECT id, campaign_id, task_id, result->'diff', result->'checks', result->'rubrics', "
-        "result->'categories', jsonb_path_query_array(result->'transcript'->'tool_calls', '$[*].name'), "
-        f"signature, signature_items FROM {table} WHERE {where} ORDER BY id"
+        "SELECT id, campaign_id, task_id, signature, jsonb_build_array(result->'diff', result->'checks', "
+        "result->'rubrics', result->'categories', "
+        "jsonb_path_query_array(result->'transcript'->'tool_calls', '$[*].name'), signature_items) "
+        f"FROM {table} WHERE {where} ORDER BY id"
     )
     targets = _CheckTargets()
     scanned, changed, campaigns = 0, 0, set()
@@ -178,7 +180,11 @@ def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
             reader.itersize = BATCH
             reader.execute(select, params)
             # One COPY per batch: the connection cannot fetch from the reading cursor while a COPY is open.
-            while rows := reader.fetchmany(BATCH):
+            while fetched := reader.fetchmany(BATCH):
+                rows = [
+                    (pk, campaign, task, *parts[:5], old, parts[5])
+                    for pk, campaign, task, old, parts in fetched
+                ]
                 signed = []
                 for pk, campaign_id, digest, items, old, old_items in _sign(rows, targets):
                     scanned += 1

@@ -134,6 +134,7 @@ PAGES = (
     "/gap/",
     "/cost/",
     "/domains/",
+    "/noise/",
     "/compare/?a={judged}&b={judged}",
 )
 
