@@ -17,7 +17,8 @@ class KeywordJudge:
     """Offline string-matching judge: "yes" iff the reply contains every keyword listed for the question.
 
     It does not understand language. It exists so built-in tasks can be graded without a model;
-    a question with no keywords is answered "no" (it cannot be judged offline, so it cannot pass).
+    a question with no keywords cannot be judged offline: its answer is None (*unjudged*, SPEC §2),
+    which is never the agent's failure.
     """
 
     name = "keyword"
@@ -33,7 +34,7 @@ class KeywordJudge:
     def judge(self, question: str, final_reply: str) -> JudgeVerdict:
         words = self.keywords.get(question)
         if not words:
-            return JudgeVerdict(False, "keyword judge: no keywords for this question, cannot judge offline")
+            return JudgeVerdict(None, "unjudged: keyword judge has no keywords for this question")
         text = re.sub(r"\s+", " ", final_reply.lower())
         missing = [w for w in words if w not in text]
         if missing:

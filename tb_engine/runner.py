@@ -238,6 +238,30 @@ def compute_diff(
     return diff_states(initial, result, golden, writes), effects(initial, result, writes)
 
 
+SERVER_HASH_CHECK = "server_state_hash"
+
+
+def state_of_record_check(diff: list[DiffItem], state_of_record: bool | None) -> CheckResult | None:
+    """When the backend's own state verdict (a ThinkingBox server's hash) disagrees with our diff, the
+    check that records it: it is the verdict of record (SPEC §2), our diff stays as diagnostics."""
+    if state_of_record is None or state_of_record != bool(diff):
+        return None  # no verdict of its own, or the two agree
+    if state_of_record:
+        detail = (
+            f"our classified diff finds {len(diff)} item(s), kept as diagnostics: the server's hash decides"
+        )
+    else:
+        detail = (
+            "the result hash differs from the golden hash although our classified diff finds no difference"
+        )
+    return CheckResult(
+        SERVER_HASH_CHECK,
+        "server state hash equals the golden state hash (verdict of record)",
+        state_of_record,
+        detail,
+    )
+
+
 def grade_attempt(
     task: TaskSpec,
     dialogue: Dialogue,
@@ -247,13 +271,22 @@ def grade_attempt(
     diff: list[DiffItem],
     effect_list: list[Effect],
     judge: Judge | None,
+    state_of_record: bool | None = None,
 ) -> Graded:
-    """Phase 6: checks, rubrics, verdict, categories and the clean-looking flag."""
+    """Phase 6: checks, rubrics, verdict, categories and the clean-looking flag.
+
+    ``state_of_record`` is the backend's own state verdict when it has one (a ThinkingBox
+    server's hash equality); where it disagrees with our diff it decides the state part.
+    """
     checks = evaluate_checks(task.checks, initial, result)
+    record_check = state_of_record_check(diff, state_of_record)
+    if record_check is not None:
+        checks.append(record_check)
+    graded_diff = [] if record_check is not None and record_check.passed else diff
     rubrics, usage = judge_rubrics(task.rubrics, dialogue.transcript.final_reply(), judge)
     dialogue.transcript.judge_usage = dialogue.transcript.judge_usage + usage
     outcome = grade(
-        diff=diff,
+        diff=graded_diff,
         checks=checks,
         rubrics=rubrics,
         termination=dialogue.termination,
@@ -345,6 +378,7 @@ def attempt_steps(
             diff=diff,
             effect_list=effect_list,
             judge=judge,
+            state_of_record=_state_verdict_of_record(backend),
         )
         timed("grade", started)
         started = time.perf_counter()
@@ -370,6 +404,12 @@ def attempt_steps(
         return _infra_result(
             task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock
         )
+
+
+def _state_verdict_of_record(backend: Backend) -> bool | None:
+    """Optional Backend method ``state_verdict_of_record()``: the backend's own state verdict, if any."""
+    verdict = getattr(backend, "state_verdict_of_record", None)
+    return verdict() if callable(verdict) else None
 
 
 def _backend_evidence(backend: Backend) -> dict[str, Any]:

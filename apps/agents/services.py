@@ -11,6 +11,7 @@ from datetime import date
 from django.db import transaction
 
 from apps.agents.models import AgentConfig, PriceSheet
+from tb_engine.agents.harness_checks import CHECKS, LABELS
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.pricing import PriceList, load_starter_price_sheet
 
@@ -23,7 +24,7 @@ class AgentInUse(Exception):
 
 
 class UnknownAgent(ValueError):
-    """An agent spec that is neither golden, a known sim:<persona> nor an AgentConfig name."""
+    """An agent spec that is neither golden, a known sim:<persona> or check:<kind>, nor an AgentConfig name."""
 
 
 def agent_config_create(
@@ -74,9 +75,10 @@ def agent_config_update(*, agent: AgentConfig, changes: dict) -> AgentConfig:
 
 
 def agent_config_for(spec: str) -> AgentConfig:
-    """'golden', 'sim:<persona>' (either created on first use) or the name of an existing AgentConfig.
+    """'golden', 'sim:<persona>', 'check:<kind>' (each created on first use) or an existing AgentConfig's name.
 
-    Side effects: at most one AgentConfig row (golden or a simulated persona). Raises UnknownAgent.
+    Side effects: at most one AgentConfig row (golden, a simulated persona or a harness check).
+    Raises UnknownAgent.
     """
     if spec == "golden":
         agent, _ = AgentConfig.objects.get_or_create(
@@ -98,11 +100,20 @@ def agent_config_for(spec: str) -> AgentConfig:
             },
         )
         return agent
+    if spec.startswith("check:"):
+        kind = spec.split(":", 1)[1]
+        if kind not in CHECKS:
+            raise UnknownAgent(f"unknown harness check {kind!r}; known: {', '.join(CHECKS)}")
+        agent, _ = AgentConfig.objects.get_or_create(
+            name=LABELS[kind],
+            defaults={"kind": AgentConfig.Kind.CHECK, "persona": kind, "max_concurrency": 64},
+        )
+        return agent
     try:
         return AgentConfig.objects.get(name=spec)
     except AgentConfig.DoesNotExist:
         raise UnknownAgent(
-            f"unknown agent {spec!r}: use golden, sim:<persona> or an AgentConfig name"
+            f"unknown agent {spec!r}: use golden, sim:<persona>, check:<kind> or an AgentConfig name"
         ) from None
 
 

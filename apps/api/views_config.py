@@ -20,6 +20,7 @@ from apps.api.base import ApiView, api_schema, paginated
 from apps.api.errors import Conflict
 from apps.api.views_catalog import PageFilter
 from apps.core.roles import Role
+from tb_engine.agents.harness_checks import CHECKS
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.pricing import PriceSheetError
 
@@ -55,7 +56,10 @@ def _secret_paths(value, path: str) -> list[str]:
 
 
 class AgentOutput(serializers.ModelSerializer):
-    is_simulation = serializers.BooleanField(read_only=True)
+    is_simulation = serializers.BooleanField(read_only=True, help_text="Not a model.")
+    is_harness_check = serializers.BooleanField(
+        read_only=True, help_text="Golden replay or a harness check: tests the grader, not a model."
+    )
     parameters = serializers.DictField(read_only=True)
 
     class Meta:
@@ -71,6 +75,7 @@ class AgentOutput(serializers.ModelSerializer):
             "parameters",
             "max_concurrency",
             "is_simulation",
+            "is_harness_check",
             "created_at",
         ]
 
@@ -79,7 +84,9 @@ class AgentInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=AgentConfig.Kind.choices)
     persona = serializers.ChoiceField(
-        choices=sorted(PERSONAS), required=False, help_text="Simulated agents only."
+        choices=sorted(set(PERSONAS) | set(CHECKS)),
+        required=False,
+        help_text="Simulated agents: the persona; harness checks (kind check): " + ", ".join(CHECKS) + ".",
     )
     model = serializers.CharField(max_length=200, required=False, allow_blank=True)
     base_url = serializers.URLField(max_length=500, required=False, allow_blank=True)
@@ -122,6 +129,12 @@ class AgentInput(serializers.Serializer):
         merged = {**self._current(), **data}
         if merged.get("kind") == AgentConfig.Kind.SIMULATED and not merged.get("persona"):
             raise serializers.ValidationError({"persona": ["required for simulated agents"]})
+        if merged.get("kind") == AgentConfig.Kind.SIMULATED and merged.get("persona") not in PERSONAS:
+            raise serializers.ValidationError({"persona": ["not a simulated persona"]})
+        if merged.get("kind") == AgentConfig.Kind.CHECK and merged.get("persona") not in CHECKS:
+            raise serializers.ValidationError(
+                {"persona": [f"required for harness checks: one of {', '.join(CHECKS)}"]}
+            )
         if merged.get("kind") == AgentConfig.Kind.OPENAI and not merged.get("model"):
             raise serializers.ValidationError({"model": ["required for OpenAI-compatible agents"]})
         return data

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.agents.models import AgentConfig, PriceSheet
+from apps.core.charts import campaign_colour
 from apps.suites.models import Suite, Task
 
 
@@ -59,6 +60,16 @@ class Campaign(models.Model):
     def is_active(self) -> bool:
         return self.status == self.Status.RUNNING
 
+    @property
+    def colour(self) -> str:
+        """The campaign's colour on every chart and swatch (apps.core.charts.campaign_colour)."""
+        return campaign_colour(self.pk)
+
+    @property
+    def is_harness_check(self) -> bool:
+        """A golden-replay campaign checks the harness and the tasks; it is never ranked against models."""
+        return self.agent.kind == "golden"
+
 
 class Attempt(models.Model):
     class Status(models.TextChoices):
@@ -71,6 +82,9 @@ class Attempt(models.Model):
     class Verdict(models.TextChoices):
         PASS = "pass", "Pass"
         FAIL = "fail", "Fail"
+        # A rubric the judge could not answer and nothing else failed (SPEC §2): excluded from
+        # every success metric like an infra error, counted as missing coverage.
+        UNJUDGED = "unjudged", "Unjudged"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="attempts")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="attempts")
@@ -139,9 +153,10 @@ class TaskSummary(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="summaries")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="summaries")
-    n_done = models.PositiveIntegerField(default=0)
+    n_done = models.PositiveIntegerField(default=0, help_text="Done and judged (unjudged ones are coverage).")
     n_pass = models.PositiveIntegerField(default=0)
     n_infra_error = models.PositiveIntegerField(default=0)
+    n_unjudged = models.PositiveIntegerField(default=0)
     n_cancelled = models.PositiveIntegerField(default=0)
     n_clean_looking = models.PositiveIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)

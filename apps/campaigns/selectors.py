@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.core.access import teams_for
+from apps.core.models import WorkerHeartbeat
 
 
 def campaign_name_taken(*, team, name: str) -> bool:
@@ -34,20 +35,31 @@ class CampaignProgress:
     infra_error: int
     cancelled: int
     passed: int
+    unjudged: int  # done, but a rubric could not be judged: excluded from the pass rate (SPEC §2)
     throughput_per_min: float  # attempts finished over the last minute
     eta_seconds: float | None
 
     @property
+    def judged(self) -> int:
+        return self.done - self.unjudged
+
+    @property
     def finished(self) -> int:
-        return self.done + self.infra_error + self.cancelled
+        """Attempts that ran to an end (graded or infra error); cancelled attempts never ran."""
+        return self.done + self.infra_error
+
+    @property
+    def planned(self) -> int:
+        """Attempts the campaign still means to run: every attempt but the cancelled ones."""
+        return self.total - self.cancelled
 
     @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.done if self.done else None
+        return self.passed / self.judged if self.judged else None
 
     @property
     def percent(self) -> float:
-        return 100.0 * self.finished / self.total if self.total else 0.0
+        return 100.0 * self.finished / self.planned if self.planned else 0.0
 
 
 def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
@@ -60,13 +72,88 @@ def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
         infra_error=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
         cancelled=Count("id", filter=Q(status=Attempt.Status.CANCELLED)),
         passed=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.PASS)),
+        unjudged=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.UNJUDGED)),
     )
     window = timedelta(seconds=60)
-    recent = Attempt.objects.filter(campaign=campaign, finished_at__gte=timezone.now() - window).count()
+    # Throughput counts attempts that ran to an end; cancelling a queue is no work done.
+    recent = Attempt.objects.filter(
+        campaign=campaign,
+        finished_at__gte=timezone.now() - window,
+        status__in=(Attempt.Status.DONE, Attempt.Status.INFRA_ERROR),
+    ).count()
     remaining = counts["queued"] + counts["running"]
     rate = recent / window.total_seconds()
     eta = remaining / rate if rate > 0 and campaign.is_active else None
     return CampaignProgress(throughput_per_min=recent * 1.0, eta_seconds=eta, **counts)
+
+
+@dataclass(frozen=True)
+class CampaignListRow:
+    """A campaign with its progress, for the operations view of the campaign list."""
+
+    campaign: Campaign
+    progress: CampaignProgress
+
+
+def campaign_list_rows(*, user, limit: int = 200) -> list[CampaignListRow]:
+    """The user's campaigns, newest first, each with counts by status, throughput and ETA (one query)."""
+    since = timezone.now() - timedelta(seconds=60)
+    ended = Q(attempts__status__in=(Attempt.Status.DONE, Attempt.Status.INFRA_ERROR))
+    campaigns = campaigns_visible_to(user).annotate(
+        n_total=Count("attempts"),
+        n_queued=Count("attempts", filter=Q(attempts__status=Attempt.Status.QUEUED)),
+        n_running=Count("attempts", filter=Q(attempts__status=Attempt.Status.RUNNING)),
+        n_done=Count("attempts", filter=Q(attempts__status=Attempt.Status.DONE)),
+        n_infra=Count("attempts", filter=Q(attempts__status=Attempt.Status.INFRA_ERROR)),
+        n_cancelled=Count("attempts", filter=Q(attempts__status=Attempt.Status.CANCELLED)),
+        n_passed=Count(
+            "attempts",
+            filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.PASS),
+        ),
+        n_unjudged=Count(
+            "attempts",
+            filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.UNJUDGED),
+        ),
+        n_recent=Count("attempts", filter=ended & Q(attempts__finished_at__gte=since)),
+    )[:limit]
+    rows = []
+    for campaign in campaigns:
+        remaining = campaign.n_queued + campaign.n_running
+        rate = campaign.n_recent / 60.0
+        progress = CampaignProgress(
+            total=campaign.n_total,
+            queued=campaign.n_queued,
+            running=campaign.n_running,
+            done=campaign.n_done,
+            infra_error=campaign.n_infra,
+            cancelled=campaign.n_cancelled,
+            passed=campaign.n_passed,
+            unjudged=campaign.n_unjudged,
+            throughput_per_min=float(campaign.n_recent),
+            eta_seconds=remaining / rate if rate > 0 and campaign.is_active else None,
+        )
+        rows.append(CampaignListRow(campaign=campaign, progress=progress))
+    return rows
+
+
+def campaign_worker_activity(*, campaign: Campaign) -> list[dict]:
+    """Per worker: attempts of this campaign it is running now and has finished (one query)."""
+    return list(
+        Attempt.objects.filter(campaign=campaign)
+        .exclude(worker="")
+        .order_by()
+        .values("worker")
+        .annotate(
+            running=Count("id", filter=Q(status=Attempt.Status.RUNNING)),
+            finished=Count("id", filter=Q(status__in=(Attempt.Status.DONE, Attempt.Status.INFRA_ERROR))),
+        )
+        .order_by("worker")
+    )
+
+
+def workers_alive() -> int:
+    """Celery workers that beat recently: with none, queued attempts wait (one query)."""
+    return WorkerHeartbeat.alive_count()
 
 
 def campaign_recent_errors(*, campaign: Campaign, limit: int = 5) -> list[Attempt]:

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns import attempt_sql
+from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.outcomes import AttemptOutcome
 from apps.campaigns.signatures import BackfillReport, backfill_signatures
@@ -45,9 +46,11 @@ __all__ = [
     "ADAPTIVE_DISPATCH_TASK",
     "AttemptOutcome",
     "BackfillReport",
+    "EvaluatorConfigError",
     "NotReplicable",
     "Extension",
     "TaskCounts",
+    "evaluator_configs",
     "attempt_claim",
     "attempt_claim_prepare",
     "attempt_heartbeat",
@@ -102,6 +105,8 @@ def campaign_create(
 ) -> Campaign:
     """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
 
+    ``user_simulator`` / ``judge`` (default scripted / keyword) are checked and stored in their
+    normal form (apps.campaigns.evaluators); a bad one raises EvaluatorConfigError (a ValueError).
     ``adaptive`` (None: a full campaign) makes it an adaptive campaign: options of the engine's
     ``AdaptiveConfig`` (budget_share, target_se, …; its n_attempts is the campaign's N) plus
     ``calibration`` (an id, or None for the suite's latest calibration for the team, pinned when
@@ -110,6 +115,7 @@ def campaign_create(
     """
     if n_attempts < 1:
         raise ValueError("n_attempts must be at least 1")
+    user_simulator, judge = evaluator_configs(user=user_simulator, judge=judge)
     options = _adaptive_options(adaptive, n_attempts) if adaptive is not None else {}
     selected = list(tasks) if tasks is not None else list(suite.tasks.all())
     selected = [t for t in selected if t.is_gradable]
@@ -124,8 +130,8 @@ def campaign_create(
             suite=suite,
             n_attempts=n_attempts,
             seed=seed,
-            user_simulator=user_simulator or {"kind": "scripted"},
-            judge=judge or {"kind": "keyword"},
+            user_simulator=user_simulator,
+            judge=judge,
             price_sheet=price_sheet,
             harness_version=HARNESS_VERSION,
             suite_version=suite.version,

@@ -11,9 +11,19 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from apps.agents.models import AgentConfig
+from apps.agents.services import UnknownAgent, agent_config_for
+from apps.campaigns.evaluators import describe
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import campaign_progress, campaign_recent_errors, campaigns_visible_to
+from apps.campaigns.selectors import (
+    campaign_list_rows,
+    campaign_progress,
+    campaign_recent_errors,
+    campaign_worker_activity,
+    campaigns_visible_to,
+    workers_alive,
+)
 from apps.campaigns.services import (
     NotReplicable,
     campaign_cancel,
@@ -35,12 +45,19 @@ def _get_campaign_for_user(request, pk: int) -> Campaign:
 
 @login_required
 def campaign_list(request):
-    campaigns = list(campaigns_visible_to(request.user)[:200])
-    return render(
-        request,
-        "campaigns/list.html",
-        {"campaigns": campaigns, "can_launch": user_has_role(request.user, "operator")},
-    )
+    """The operations view: every campaign with progress, status, ETA and inline Cancel / Resume."""
+    rows = campaign_list_rows(user=request.user)
+    context = {
+        "rows": rows,
+        "workers_alive": workers_alive(),
+        "can_launch": user_has_role(request.user, "operator"),
+        "can_operate": user_has_role(request.user, "operator"),
+        "teams": teams_for(request.user),
+        "any_active": any(row.campaign.is_active for row in rows),
+    }
+    if request.htmx:
+        return render(request, "campaigns/list.html#campaign-rows", context)
+    return render(request, "campaigns/list.html", context)
 
 
 @login_required
@@ -49,6 +66,10 @@ def campaign_detail(request, pk: int):
     root = campaign.replicate_of or campaign
     context = {
         "campaign": campaign,
+        "evaluators": {
+            "user": describe(campaign.user_simulator, default="scripted"),
+            "judge": describe(campaign.judge, default="keyword"),
+        },
         "replicate_set": list(
             campaigns_visible_to(request.user)
             .filter(Q(pk=root.pk) | Q(replicate_of=root))
@@ -57,6 +78,8 @@ def campaign_detail(request, pk: int):
         "progress": campaign_progress(campaign=campaign),
         "errors": campaign_recent_errors(campaign=campaign),
         "can_operate": user_has_role(request.user, "operator"),
+        "workers_alive": workers_alive(),
+        "worker_activity": campaign_worker_activity(campaign=campaign),
     }
     if request.htmx:
         if not campaign.is_active and request.GET.get("poll"):
@@ -66,6 +89,17 @@ def campaign_detail(request, pk: int):
             return response
         return render(request, "campaigns/detail.html#progress", context)
     return render(request, "campaigns/detail.html", context)
+
+
+def _chosen_agent(value: str) -> AgentConfig:
+    """The launch form's agent: a stored configuration (pk:<id>) or a built-in spec created on first use."""
+    if value.startswith("pk:") and value[3:].isdigit():
+        agent = AgentConfig.objects.filter(pk=int(value[3:])).first()
+        if agent is not None:
+            return agent
+    elif value.startswith("spec:"):
+        return agent_config_for(value[5:])
+    raise UnknownAgent(f"unknown agent choice {value!r}")
 
 
 @require_role("operator")
@@ -83,11 +117,13 @@ def campaign_launch(request):
                 name=data["name"],
                 team=data["team"],
                 owner=request.user,
-                agent=data["agent"],
+                agent=_chosen_agent(data["agent"]),
                 suite=data["suite"],
                 tasks=list(tasks),
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
+                user_simulator=data["user_simulator"],
+                judge=data["judge"],
                 price_sheet=data["price_sheet"],
                 adaptive=form.adaptive_options(),
             )
@@ -96,7 +132,16 @@ def campaign_launch(request):
         else:
             campaign_start(campaign=campaign)
             return HttpResponseRedirect(reverse("campaigns:detail", args=[campaign.pk]))
-    return render(request, "campaigns/launch.html", {"form": form})
+    return render(request, "campaigns/launch.html", {"form": form, "workers_alive": workers_alive()})
+
+
+def _back(request, pk: int) -> str:
+    """Where an inline Cancel / Resume returns: the campaign list when it came from there."""
+    return (
+        reverse("campaigns:list")
+        if request.POST.get("next") == "list"
+        else reverse("campaigns:detail", args=[pk])
+    )
 
 
 @require_POST
@@ -104,7 +149,7 @@ def campaign_launch(request):
 def campaign_cancel_view(request, pk: int):
     campaign = _get_campaign_for_user(request, pk)
     campaign_cancel(campaign=campaign)
-    return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
+    return HttpResponseRedirect(_back(request, pk))
 
 
 @require_POST
@@ -112,7 +157,7 @@ def campaign_cancel_view(request, pk: int):
 def campaign_resume_view(request, pk: int):
     campaign = _get_campaign_for_user(request, pk)
     campaign_resume(campaign=campaign)
-    return HttpResponseRedirect(reverse("campaigns:detail", args=[pk]))
+    return HttpResponseRedirect(_back(request, pk))
 
 
 @require_POST

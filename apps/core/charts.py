@@ -10,10 +10,18 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-PALETTE = ("#2f5bd3", "#d9822b", "#1e7a46", "#b3261e", "#7b4bc4", "#0f8a9d", "#8a6d3b", "#c2185b")
+# Okabe & Ito's colour-blind-safe palette (blue, orange, green, vermillion, purple, sky, yellow, black),
+# ordered so the first few stay distinct on white for every common colour-vision deficiency.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#1d2330"}
 # Shown with every chart: hover and zoom come with Plotly, PNG download is the modebar's camera.
 CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def campaign_colour(pk: int | None) -> str:
+    """The one colour a campaign has on every chart, swatch and legend: fixed by its id, never by
+    its position in a particular chart, so the same campaign looks the same on every page."""
+    return PALETTE[(pk or 0) % len(PALETTE)]
 
 
 def layout(title: str, **extra: Any) -> dict:

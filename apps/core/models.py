@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -33,6 +35,10 @@ class Team(models.Model):
         return (self.slug,)
 
 
+# A worker that beat within this many seconds counts as alive (the heartbeat task runs every minute).
+WORKER_ALIVE_SECONDS = 180
+
+
 class WorkerHeartbeat(models.Model):
     """The last time a Celery worker (by hostname) executed the heartbeat task."""
 
@@ -46,6 +52,12 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname} @ {self.last_seen:%Y-%m-%d %H:%M:%S}"
+
+    @classmethod
+    def alive_count(cls, now=None) -> int:
+        """How many workers beat within WORKER_ALIVE_SECONDS (one query)."""
+        since = (now or timezone.now()) - timedelta(seconds=WORKER_ALIVE_SECONDS)
+        return cls.objects.filter(last_seen__gte=since).count()
 
     def age_seconds(self, now=None) -> float:
         """Seconds since this worker last beat."""

@@ -15,12 +15,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.core.access import require_role, roles_of, teams_for, user_has_role
 from apps.core.health import run_checks
-from apps.core.models import WorkerHeartbeat
+from apps.core.models import WORKER_ALIVE_SECONDS, WorkerHeartbeat
 from apps.core.roles import Role
 from apps.core.tasks import record_heartbeat
 
 # A worker is shown as alive if it beat within this window (beat runs the task every minute).
-WORKER_ALIVE_SECONDS = 180
 
 
 @require_GET

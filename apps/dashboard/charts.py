@@ -23,7 +23,8 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
         "y": clean(frame["all_n"] * 100),
         "text": list(frame["name"]),
         "textposition": "top center",
-        "marker": {"size": 12, "color": PALETTE[0]},
+        # One colour per campaign (its stored colour) when the frame carries it, else the house blue.
+        "marker": {"size": 12, "color": list(frame["colour"]) if "colour" in frame else PALETTE[0]},
         "hovertemplate": "%{text}<br>pass@N observed %{x:.1f}%<br>all-N %{y:.1f}%<extra></extra>",
     }
     diagonal = {
@@ -48,8 +49,11 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
     }
 
 
-def pass_hat_k_figure(frame: pd.DataFrame, *, title: str = "pass^k by k (unbiased)") -> dict:
-    """Lines of pass^k against k, one per series. Input columns: series, k, value (0..1)."""
+def pass_hat_k_figure(
+    frame: pd.DataFrame, *, title: str = "pass^k by k (unbiased)", colours: dict[str, str] | None = None
+) -> dict:
+    """Lines of pass^k against k, one per series. Input columns: series, k, value (0..1). `colours`
+    maps a series to its campaign's colour (else the palette in order)."""
     traces = []
     for position, (series, group) in enumerate(frame.groupby("series", sort=False)):
         group = group.sort_values("k")
@@ -60,7 +64,7 @@ def pass_hat_k_figure(frame: pd.DataFrame, *, title: str = "pass^k by k (unbiase
                 "name": str(series),
                 "x": [int(k) for k in group["k"]],
                 "y": clean(group["value"] * 100),
-                "line": {"color": PALETTE[position % len(PALETTE)]},
+                "line": {"color": (colours or {}).get(str(series), PALETTE[position % len(PALETTE)])},
                 "hovertemplate": f"{series}<br>k = %{{x}}<br>pass^k %{{y:.1f}}%<extra></extra>",
             }
         )

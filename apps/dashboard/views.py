@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.campaigns.selectors import campaigns_visible_to
-from apps.core.access import require_role, user_has_role
+from apps.core.access import require_role, teams_for, user_has_role
 from apps.core.charts import chart
 from apps.core.roles import Role
 from apps.dashboard import charts, services
@@ -38,17 +38,51 @@ def _selected_ids(request) -> list[int] | None:
     return [int(value) for value in ids] or None
 
 
+# Column presets of the leaderboard: what each job needs on one screen ("all" shows every column).
+# Rank and campaign are always shown; $/dependable task is in every preset, since it is the one
+# cost figure that charges for unreliability.
+LEADERBOARD_COLUMNS = (
+    "pass1",
+    "pass5",
+    "pass10",
+    "passn",
+    "hat5",
+    "hatn",
+    "observed",
+    "alln",
+    "gap",
+    "tokens",
+    "cost_attempt",
+    "cost_success",
+    "cost_dependable",
+    "infra",
+)
+PRESETS = {
+    "reliability": ("Reliability", ("pass1", "hat5", "hatn", "alln", "gap", "cost_dependable", "infra")),
+    "cost": ("Cost", ("alln", "tokens", "cost_attempt", "cost_success", "cost_dependable", "infra")),
+    "discovery": ("Discovery", ("pass1", "pass5", "pass10", "passn", "observed", "gap", "cost_dependable")),
+    "all": ("All columns", LEADERBOARD_COLUMNS),
+}
+
+
 @require_GET
 @require_role(Role.VIEWER)
 def leaderboard(request):
-    """Campaign leaderboard over a task slice: pass@k, pass^k, all-N, gap, cost, coverage."""
-    campaigns = figures.figure_campaigns(request.user)
+    """Campaign leaderboard over a task slice, ranked by all-N (dependability) unless sorted otherwise.
+
+    Harness self-checks (golden replays) are pinned above the ranking, never ranked among models.
+    """
+    visible = figures.figure_campaigns(request.user)
+    harness = [c for c in visible if c.is_harness_check]
+    campaigns = [c for c in visible if not c.is_harness_check]
     domain, tag = request.GET.get("domain", ""), request.GET.get("tag", "")
-    sort = request.GET.get("sort", "pass1")
-    sort = sort if sort in figures.LEADERBOARD_SORTS else "pass1"
+    sort = request.GET.get("sort", "alln")
+    sort = sort if sort in figures.LEADERBOARD_SORTS else "alln"
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
+    preset = request.GET.get("preset", "reliability")
+    preset = preset if preset in PRESETS else "reliability"
     # Triage: tasks with open health issues (grader bug, ambiguous) can be left out of every figure.
-    health = task_health_scope(request.GET, campaigns)
+    health = task_health_scope(request.GET, visible)
     healthy = health.context()["healthy"]
     rank_by = figures.rank_metric(sort)
     rows = figures.sort_rows(
@@ -56,14 +90,23 @@ def leaderboard(request):
         key=sort,
         descending=descending,
     )
+    harness_rows = (
+        figures.leaderboard_rows(harness, domain=domain, tag=tag, exclude=health.exclude) if harness else []
+    )
     external = external_scores(campaigns=[row.campaign for row in rows])
     benchmarks, correlations = _correlations(rows, external)
-    domains, tags = figures.filter_options(campaigns)
+    domains, tags = figures.filter_options(visible)
     filter_query = urlencode(
-        {key: value for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy)) if value}
+        {
+            key: value
+            for key, value in (("domain", domain), ("tag", tag), ("healthy", healthy), ("preset", preset))
+            if value
+        }
     )
+    columns = PRESETS[preset][1]
     context = {
         "rows": rows,
+        "harness_rows": harness_rows,
         "groups": _band_groups(rows, grouped=sort in figures.BAND_SORTS),
         "rank_label": figures.METRIC_LABELS[rank_by],
         "drift_alerts": open_alert_count(user=request.user),
@@ -72,6 +115,10 @@ def leaderboard(request):
         "tag": tag,
         "sort": sort,
         "descending": descending,
+        "preset": preset,
+        "presets": [(key, label) for key, (label, _) in PRESETS.items()],
+        "cols": columns,
+        "colspan": 2 + len(columns) + len(benchmarks),
         **health.context(),
         "export_query": f"{filter_query}&sort={sort}&dir={'desc' if descending else 'asc'}".lstrip("&"),
         "base_query": filter_query,
@@ -79,9 +126,11 @@ def leaderboard(request):
         "tags": tags,
         "benchmarks": benchmarks,
         "correlations": correlations,
-        "score_form": ExternalScoreForm(campaigns=campaigns),
+        "score_form": ExternalScoreForm(campaigns=visible),
         "can_edit": user_has_role(request.user, Role.OPERATOR),
         "judge_note_rows": judge_note_rows(campaigns=[row.campaign for row in rows]),
+        "can_launch": user_has_role(request.user, Role.OPERATOR),
+        "teams": teams_for(request.user),
     }
     return _render(request, "dashboard/leaderboard.html", "leaderboard-table", context)
 
@@ -141,11 +190,13 @@ def gap(request):
                 "pass_at_n": row.figures.pass_at_n_observed.value,
                 "all_n": row.figures.all_n.value,
                 "gap": row.figures.gap_pp.value,
+                "colour": row.campaign.colour,
                 "campaign": row.campaign,
             }
         )
         curves[row.campaign] = figures.pass_hat_curves(tables, row.campaign)
-    scatter = charts.gap_scatter(pd.DataFrame(points, columns=["name", "pass_at_n", "all_n"]))
+    scatter = charts.gap_scatter(pd.DataFrame(points, columns=["name", "pass_at_n", "all_n", "colour"]))
+    colours = {campaign.name: campaign.colour for campaign in curves}
     overall = [
         {"series": campaign.name, "k": k, "value": value}
         for campaign, by in curves.items()
@@ -165,7 +216,9 @@ def gap(request):
                 "id": f"chart-passk-{position}",
                 "chart": chart(
                     charts.pass_hat_k_figure(
-                        pd.DataFrame(rows, columns=["series", "k", "value"]), title=f"pass^k · {name}"
+                        pd.DataFrame(rows, columns=["series", "k", "value"]),
+                        title=f"pass^k · {name}",
+                        colours=colours,
                     )
                 ),
             }
@@ -173,7 +226,9 @@ def gap(request):
     context = {
         "points": points,
         "scatter": chart(scatter),
-        "overall": chart(charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]))),
+        "overall": chart(
+            charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]), colours=colours)
+        ),
         "per_domain": per_domain,
         "all_campaigns": figures.figure_campaigns(request.user),
         "selected": {c.pk for c in campaigns},
@@ -369,11 +424,13 @@ def task_detail(request, pk: int):
 @require_GET
 @require_role(Role.VIEWER)
 def compare(request):
-    """Paired comparison of two campaigns: deltas with intervals, gained/lost tasks, P(A > B) per task."""
+    """Paired comparison of two campaigns: a plain verdict, deltas with intervals and noise floors,
+    the cost of each, and a sortable per-task table (optionally only the tasks where they differ)."""
     campaigns = figures.figure_campaigns(request.user)
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
-    result, error = None, ""
+    result, error, costs, verdict, per_task, task_links = None, "", None, "", (), {}
+    differences_only = request.GET.get("diff") == "1"
     health = task_health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:
         tables = figures.per_task_tables([a, b] if a.pk != b.pk else [a], exclude=health.exclude)
@@ -381,6 +438,15 @@ def compare(request):
             result = figures.comparison(tables, a, b)
         except ValueError as exc:
             error = str(exc)
+        if result is not None:
+            costs = (figures.campaign_figures(tables, a).cost, figures.campaign_figures(tables, b).cost)
+            verdict = compare_verdict(result, a=a.name, b=b.name, cost_a=costs[0], cost_b=costs[1])
+            per_task = tuple(t for t in result.per_task if not differences_only or _differs(t))
+            task_links = dict(
+                Task.objects.filter(
+                    suite_id=a.suite_id, task_id__in=[t.task_id for t in per_task]
+                ).values_list("task_id", "pk")
+            )
     context = {
         "campaigns": campaigns,
         "a": a,
@@ -388,6 +454,49 @@ def compare(request):
         "result": result,
         "error": error,
         "judge_note_rows": judge_note_rows(campaigns=[c for c in (a, b) if c]) if result else [],
+        "costs": costs,
+        "verdict": verdict,
+        "per_task": per_task,
+        "task_links": task_links,
+        "differences_only": differences_only,
         **health.context(),
     }
     return _render(request, "dashboard/compare.html", "compare-body", context)
+
+
+def _differs(task: figures.TaskComparison) -> bool:
+    """The two campaigns did not do equally well on the task (different success rate)."""
+    return task.c_a * task.n_b != task.c_b * task.n_a
+
+
+def compare_verdict(result: figures.Comparison, *, a: str, b: str, cost_a, cost_b) -> str:
+    """One plain sentence on the comparison: which campaign is more dependable, whether the difference
+    clears the noise floor, and what each dependable task costs."""
+    delta = result.delta_all_n
+    gained, lost = len(result.gained), len(result.lost)
+    if delta.clears is None:
+        head = f"Too few shared tasks ({result.tasks}) to tell whether {a} and {b} really differ"
+    elif delta.clears:
+        better, worse = (a, b) if (delta.value or 0) > 0 else (b, a)
+        head = (
+            f"{better} is more dependable than {worse}: {abs(delta.value or 0) * 100:.1f} points more tasks "
+            f"solved every time ({gained} gained, {lost} lost), beyond the noise floor"
+        )
+    else:
+        head = (
+            f"No real difference in dependability between {a} and {b}: the all-N difference "
+            f"({(delta.value or 0) * 100:+.1f} points) is below the noise floor ({(delta.mdd or 0) * 100:.1f} points)"
+        )
+    price_a, price_b = cost_a.cost_per_dependable_task, cost_b.cost_per_dependable_task
+    if price_a is not None and price_b is not None:
+        tail = f"; a dependable task costs ${price_a:.4f} with {a} and ${price_b:.4f} with {b}."
+    else:
+        tail = "."
+    return head + tail
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def glossary(request):
+    """Every figure the dashboard and the exports show, defined in plain words (anchors per term)."""
+    return render(request, "dashboard/glossary.html", {"terms": figures.GLOSSARY})

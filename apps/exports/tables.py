@@ -67,8 +67,9 @@ def leaderboard_table(user, query: QueryDict) -> Table:
     campaigns = figure_campaigns(user)
     domain, tag = query.get("domain", ""), query.get("tag", "")
     exclude = task_health_scope(query, campaigns).exclude
-    sort = query.get("sort", "pass1")
-    sort = sort if sort in figures.LEADERBOARD_SORTS else "pass1"
+    # The page's default: dependability (all-N) first.
+    sort = query.get("sort", "alln")
+    sort = sort if sort in figures.LEADERBOARD_SORTS else "alln"
     descending = query.get("dir", "desc" if sort != "name" else "asc") == "desc"
     rank_by = figures.rank_metric(sort)
     rows = figures.sort_rows(
@@ -100,13 +101,15 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         Column("infra_errors", "infra errors", "int"),
         Column("incomplete_tasks", "incomplete tasks", "int"),
         EXCLUDED_COLUMN,
-        # The noise floor (SPEC §9), last so existing column positions stay where they were.
+        # The noise floor, last so existing column positions stay where they were.
         Column("rank", f"rank by {figures.METRIC_LABELS[rank_by]} (= tied within the noise floor)"),
         Column("band", "band", "int"),
         Column("delta_to_band_leader", "Δ to band leader", "share"),
         Column("mdd_to_band_leader", "noise floor to band leader (MDD)", "share"),
         Column("pass_at_1_se", "pass@1 SE", "share"),
         Column("all_n_se", "all-N SE", "share"),
+        Column("all_n_lo", "all-N share 95% lo", "share"),
+        Column("all_n_hi", "all-N share 95% hi", "share"),
     ]
     out = []
     for row in rows:
@@ -119,6 +122,8 @@ def leaderboard_table(user, query: QueryDict) -> Table:
                 "mdd_to_band_leader": band.mdd_to_leader if band else None,
                 "pass_at_1_se": row.se.get("pass_at_1"),
                 "all_n_se": row.se.get("all_n"),
+                "all_n_lo": m.all_n.lo,
+                "all_n_hi": m.all_n.hi,
                 "campaign": campaign.name,
                 "simulation": campaign.agent.is_simulation,
                 "n_attempts": campaign.n_attempts,

@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.core.access import require_role
+from apps.core.access import require_role, teams_for
 from apps.core.roles import Role
 from apps.exports import selectors
 from apps.figures.selectors import figure_campaigns
@@ -38,11 +38,18 @@ def procurement_workbook(request):
     """Pick campaigns; with ?c=…&download=1 returns the workbook (only visible campaigns count)."""
     chosen = _chosen(request)
     if chosen and request.GET.get("download"):
-        file, digest = selectors.procurement_file(campaigns=chosen)
+        file, digest = selectors.procurement_file(campaigns=chosen, user=request.user)
         response = _attachment(HttpResponse(file.content, content_type=file.content_type), file.filename)
         response["X-Content-SHA256"] = digest
         return response
-    context = {"campaigns": figure_campaigns(request.user), "selected": {c.pk for c in chosen}}
+    # Submitting the form with nothing ticked says so instead of quietly showing the form again.
+    error = "Choose at least one campaign to put in the workbook." if request.GET.get("download") else ""
+    context = {
+        "campaigns": figure_campaigns(request.user),
+        "selected": {c.pk for c in chosen},
+        "error": error,
+        "teams": teams_for(request.user),
+    }
     return render(request, "exports/procurement.html", context)
 
 

@@ -31,9 +31,12 @@ def _plain(value):
     return value
 
 
-def table_csv(table: Table) -> str:
-    """CSV text: a header of column titles, then raw values (shares as 0..1, empty for undefined)."""
+def table_csv(table: Table, *, about: list[tuple[str, str]] = ()) -> str:
+    """CSV text: the About block as `# key: value` comment lines, a header of column titles, then raw
+    values (shares as 0..1, empty for undefined). Readers skip the block with comment="#"."""
     buffer = io.StringIO()
+    for key, value in about:
+        buffer.write(f"# {key.strip()}: {value}\n")
     writer = csv.writer(buffer)
     writer.writerow([column.title for column in table.columns])
     for row in table.values():
@@ -57,6 +60,20 @@ def write_sheet(sheet: Worksheet, columns: list[Column], rows: list[list]) -> No
         longest = max([len(column.title)] + [len(_display(row[position - 1], column.kind)) for row in rows])
         sheet.column_dimensions[letter].width = min(MAX_WIDTH, longest + 2)
     sheet.freeze_panes = "A2"
+    sheet.auto_filter.ref = f"A1:{get_column_letter(max(1, len(columns)))}{max(1, len(rows) + 1)}"
+
+
+def write_about(workbook: Workbook, about: list[tuple[str, str]]) -> None:
+    """An About sheet: what the workbook is, filters, time, user, suite hashes, price sheets, definitions."""
+    sheet = workbook.create_sheet("About")
+    sheet.append(["item", "value"])
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    for key, value in about:
+        sheet.append([key, value])
+    sheet.column_dimensions["A"].width = 34
+    sheet.column_dimensions["B"].width = 100
+    sheet.freeze_panes = "A2"
 
 
 def _display(value, kind: str) -> str:
@@ -71,12 +88,14 @@ def _display(value, kind: str) -> str:
     return str(_plain(value))
 
 
-def table_xlsx(table: Table) -> bytes:
-    """One-sheet workbook of the table."""
+def table_xlsx(table: Table, *, about: list[tuple[str, str]] = ()) -> bytes:
+    """The table's sheet (frozen header, autofilter), then an About sheet when `about` is given."""
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = table.title[:31]
     write_sheet(sheet, table.columns, table.values())
+    if about:
+        write_about(workbook, list(about))
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()

@@ -17,6 +17,8 @@ import pandas as pd
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.figures import noise as _noise
+from apps.figures.glossary import BY_SLUG as GLOSSARY_BY_SLUG
+from apps.figures.glossary import TERMS as GLOSSARY
 from apps.figures.results import (
     DOMAIN_METRICS,
     NO_ESTIMATE,
@@ -55,6 +57,8 @@ from tb_engine.metrics.estimators import pass_hat_k
 __all__ = [
     "BAND_SORTS",
     "DOMAIN_METRICS",
+    "GLOSSARY",
+    "GLOSSARY_BY_SLUG",
     "LEADERBOARD_SORTS",
     "METRIC_LABELS",
     "NOISE_METRICS",

@@ -79,3 +79,16 @@ def suite_load_builtin(*, name: str = "starter", validate: bool = True) -> Suite
         for report in validate_suite(spec):
             validations[report.task_id] = (report.status, "\n".join(report.problems))
     return suite_store(spec=spec, validations=validations)
+
+
+def task_validation_set(*, task: Task, status: str, detail: str = "") -> Task:
+    """Record the outcome of validating ``task`` on the row campaigns select by (``Task.validation``).
+
+    Side effects: the task's validation and detail. An ``unknown`` outcome (infrastructure error)
+    leaves an earlier verdict alone: it says nothing about the task.
+    """
+    if status == Task.Validation.UNKNOWN and task.validation != Task.Validation.UNKNOWN:
+        return task
+    Task.objects.filter(pk=task.pk).update(validation=status, validation_detail=detail[:10_000])
+    task.validation, task.validation_detail = status, detail[:10_000]
+    return task

@@ -228,3 +228,74 @@ class RubricVerdict(models.Model):
     @property
     def agrees(self) -> bool | None:
         return None if self.judge_answer is None else self.judge_answer == self.human_answer
+
+
+class SuiteValidation(models.Model):
+    """One request to validate a suite (the suite page's button, ``validate_suite``) and its progress."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    suite = models.ForeignKey("suites.Suite", on_delete=models.CASCADE, related_name="validations")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True, help_text="status -> tasks (valid, invalid, …).")
+    disagreements = models.PositiveIntegerField(
+        default=0, help_text="Runs where our verdict and the server's hash differ."
+    )
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"validation of {self.suite_id} ({self.status})"
+
+    @property
+    def checked(self) -> int:
+        return sum(self.counts.values())
+
+
+class TaskValidation(models.Model):
+    """The outcome of validating one task version: golden twice and do-nothing on the task's own backend.
+
+    ``runs`` keeps each run's verdict, our state verdict beside the server's hash verdict, and both
+    diffs (ours classified, the server's positional one) — the task-health page shows them.
+    """
+
+    class Status(models.TextChoices):
+        VALID = "valid", "Valid"
+        INVALID = "invalid", "Invalid"
+        NON_DISCRIMINATING = "non_discriminating", "Non-discriminating"
+        UNKNOWN = "unknown", "Not validated (infrastructure error)"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validations")
+    run = models.ForeignKey(
+        SuiteValidation, null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks"
+    )
+    task_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=Status.choices)
+    problems = models.JSONField(default=list, blank=True)
+    rubrics_note = models.CharField(max_length=200, blank=True)
+    runs = models.JSONField(default=list, blank=True)
+    disagreements = models.PositiveIntegerField(default=0)
+    validated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    validated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-validated_at", "-pk"]
+        indexes = [models.Index(fields=["task", "-validated_at"], name="taskvalidation_task_at")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.status}"

@@ -105,7 +105,7 @@ def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
     if filters.domain:
         queryset = queryset.filter(task__domain__name=filters.domain)
     if filters.task:
-        queryset = queryset.filter(task__task_id=filters.task)
+        queryset = queryset.filter(task__task_id__icontains=filters.task)  # substring, as typed
     if filters.category:
         queryset = queryset.filter(_has_category(filters.category))
     if filters.label:

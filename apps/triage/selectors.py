@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Max, Prefetch, Q, QuerySet
 
 from apps.campaigns.models import Attempt, Campaign
 
@@ -25,7 +25,14 @@ from apps.triage.clusters import cluster_campaigns as cluster_campaigns
 from apps.triage.clusters import cluster_index as cluster_index
 from apps.triage.clusters import cluster_rows as cluster_rows
 from apps.triage.clusters import others_like as others_like
-from apps.triage.models import AttemptReview, AuditEntry, Label, TaskHealthIssue
+from apps.triage.models import (
+    AttemptReview,
+    AuditEntry,
+    Label,
+    SuiteValidation,
+    TaskHealthIssue,
+    TaskValidation,
+)
 from apps.triage.queue import CATEGORIES as CATEGORIES
 from apps.triage.queue import SCOPES as SCOPES
 from apps.triage.queue import QueueFilters as QueueFilters
@@ -211,3 +218,48 @@ def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
             }
         )
     return summary
+
+
+# --- Validation results (task health) ---------------------------------------------------------
+
+
+def _latest_ids(queryset) -> list[int]:
+    return list(
+        queryset.order_by().values("task_id").annotate(latest=Max("pk")).values_list("latest", flat=True)
+    )
+
+
+def latest_task_validations(*, task_pks) -> dict[int, TaskValidation]:
+    """The most recent validation of each of the tasks (two queries)."""
+    ids = _latest_ids(TaskValidation.objects.filter(task_id__in=list(task_pks)))
+    return {v.task_id: v for v in TaskValidation.objects.filter(pk__in=ids)}
+
+
+def validation_findings(*, limit: int = 200) -> list[TaskValidation]:
+    """Tasks whose latest validation flags them (invalid, non-discriminating) or saw our verdict and the
+    server's hash disagree, newest first, with their task and suite (two queries)."""
+    ids = _latest_ids(TaskValidation.objects.all())
+    flagged = TaskValidation.objects.filter(pk__in=ids).filter(
+        Q(status__in=[TaskValidation.Status.INVALID, TaskValidation.Status.NON_DISCRIMINATING])
+        | Q(disagreements__gt=0)
+    )
+    return list(
+        flagged.select_related("task__suite", "task__domain").order_by("-validated_at", "-pk")[:limit]
+    )
+
+
+def suite_validation_runs(*, suite, limit: int = 5) -> list[SuiteValidation]:
+    """The suite's most recent validation requests, newest first."""
+    return list(SuiteValidation.objects.filter(suite=suite).select_related("requested_by")[:limit])
+
+
+def verdict_disagreements(*, campaigns: list[Campaign], limit: int = 50) -> list[Attempt]:
+    """Attempts of the campaigns where our verdict and the server's hash verdict differ (the hash decided)."""
+    return list(
+        Attempt.objects.filter(
+            campaign_id__in=[c.pk for c in campaigns], result__extra__thinkingbox__disagree=True
+        )
+        .select_related("task", "campaign")
+        .only("id", "index", "verdict", "task__task_id", "campaign__name", "finished_at")
+        .order_by("-finished_at", "-pk")[:limit]
+    )

@@ -15,15 +15,31 @@ from django.utils import timezone
 from apps.campaigns.models import Attempt
 from apps.core.access import user_has_role
 from apps.core.roles import Role
+from apps.suites.models import Suite, Task
 from apps.triage.models import (
     AttemptReview,
     AuditEntry,
     Label,
     RubricVerdict,
+    SuiteValidation,
     SuspectDecision,
     TaskHealthIssue,
+    TaskValidation,
 )
 from tb_engine.judges import judge_identity
+from thinkingbox_web.celery import app as celery_app
+
+# Celery task that runs a requested suite validation (registered by apps.worker.tasks).
+VALIDATE_SUITE_TASK = "worker.validate_suite"
+# Health labels validation opens itself (never from a triager's label on an attempt).
+INVALID_TASK = "invalid task"
+NON_DISCRIMINATING = "non-discriminating"
+VERDICT_DISAGREEMENT = "verdict disagreement"
+VALIDATION_LABELS = {
+    INVALID_TASK: "Validation: the golden trajectory fails, errors or is not deterministic",
+    NON_DISCRIMINATING: "Validation: a do-nothing attempt passes",
+    VERDICT_DISAGREEMENT: "Validation: our verdict and the server's hash verdict differ (the hash decides)",
+}
 
 
 def _ensure_triager(actor) -> None:
@@ -287,12 +303,13 @@ def _sync_task_health(*, attempt: Attempt, actor) -> None:
     used = set(
         Label.objects.filter(flags_task_health=True, reviews__attempt__task=task).values_list("pk", flat=True)
     )
-    # Only issues opened by labels follow the labels; an exclusion from the suspect queue stays.
+    # Only issues opened by labels on attempts follow the labels; an exclusion from the suspect queue
+    # and the issues validation opens itself stay.
     open_issues = {
         issue.label_id: issue
         for issue in TaskHealthIssue.objects.filter(
             task=task, resolved_at__isnull=True, source=TaskHealthIssue.Source.LABEL
-        )
+        ).exclude(label__name__in=list(VALIDATION_LABELS))
     }
     for label_pk in used - set(open_issues):
         issue = TaskHealthIssue.objects.create(task=task, label_id=label_pk, attempt=attempt, opened_by=actor)
@@ -517,3 +534,117 @@ def rubric_verdict_set(
             else None,
         )
     return existing if human_answer is not None else None
+
+
+# --- Suite validation: requests, per-task results (task health), issues it opens and closes ---
+
+
+def _validation_label(name: str) -> Label:
+    label, _ = Label.objects.get_or_create(
+        name=name,
+        defaults={"description": VALIDATION_LABELS[name], "flags_task_health": True, "position": 100},
+    )
+    return label
+
+
+def suite_validation_request(*, suite: Suite, actor) -> SuiteValidation:
+    """Queue a validation of every task of ``suite`` (operators only).
+
+    Side effects: one SuiteValidation row (queued) and, after commit, a VALIDATE_SUITE_TASK message
+    (run inline in Celery's eager mode). An already queued or running validation of the suite is
+    returned instead of starting a second one.
+    """
+    if not user_has_role(actor, Role.OPERATOR):
+        raise PermissionDenied("validating a suite needs the operator role")
+    with transaction.atomic():
+        Suite.objects.select_for_update().filter(pk=suite.pk).first()
+        pending = SuiteValidation.objects.filter(
+            suite=suite, status__in=[SuiteValidation.Status.QUEUED, SuiteValidation.Status.RUNNING]
+        ).first()
+        if pending is not None:
+            return pending
+        run = SuiteValidation.objects.create(suite=suite, requested_by=actor, total=suite.tasks.count())
+        transaction.on_commit(lambda: celery_app.signature(VALIDATE_SUITE_TASK, args=(run.pk,)).apply_async())
+    return run
+
+
+def suite_validation_claim(*, run_id: int) -> SuiteValidation | None:
+    """Move a queued validation to running (None when another worker has it, or it is over).
+
+    Side effects: the row's status and start time.
+    """
+    claimed = SuiteValidation.objects.filter(pk=run_id, status=SuiteValidation.Status.QUEUED).update(
+        status=SuiteValidation.Status.RUNNING, started_at=timezone.now()
+    )
+    return SuiteValidation.objects.select_related("suite").get(pk=run_id) if claimed else None
+
+
+def suite_validation_start(*, suite: Suite, actor=None) -> SuiteValidation:
+    """A validation run started right away (``validate_suite`` in the foreground). Side effects: one row."""
+    return SuiteValidation.objects.create(
+        suite=suite,
+        requested_by=actor,
+        status=SuiteValidation.Status.RUNNING,
+        started_at=timezone.now(),
+        total=suite.tasks.count(),
+    )
+
+
+@transaction.atomic
+def task_validation_record(
+    *, run: SuiteValidation | None, task: Task, validation: dict, actor=None
+) -> TaskValidation:
+    """Store one task's validation (tb_engine.validation.TaskValidation.to_dict()) as task health.
+
+    Side effects: one TaskValidation row; the run's counts; task-health issues opened for an invalid
+    or non-discriminating task or a verdict disagreement, and the ones validation opened before
+    resolved when this validation no longer finds them.
+    """
+    runs = list(validation.get("runs") or [])
+    disagreements = sum(1 for r in runs if r.get("disagree"))
+    record = TaskValidation.objects.create(
+        task=task,
+        run=run,
+        task_hash=task.content_hash,
+        status=validation["status"],
+        problems=list(validation.get("problems") or []),
+        rubrics_note=validation.get("rubrics_note") or "",
+        runs=runs,
+        disagreements=disagreements,
+        validated_by=actor,
+    )
+    found = set()
+    if record.status == TaskValidation.Status.INVALID:
+        found.add(INVALID_TASK)
+    if record.status == TaskValidation.Status.NON_DISCRIMINATING:
+        found.add(NON_DISCRIMINATING)
+    if disagreements:
+        found.add(VERDICT_DISAGREEMENT)
+    if record.status != TaskValidation.Status.UNKNOWN:  # an infra error tells nothing about the task
+        open_issues = {
+            issue.label.name: issue
+            for issue in TaskHealthIssue.objects.filter(
+                task=task, resolved_at__isnull=True, label__name__in=list(VALIDATION_LABELS)
+            ).select_related("label")
+        }
+        for name in found - set(open_issues):
+            TaskHealthIssue.objects.create(task=task, label=_validation_label(name), opened_by=actor)
+        for name in set(open_issues) - found:
+            _close(open_issues[name], actor=actor, resolution=f"validation {record.pk} no longer finds it")
+    if run is not None:
+        locked = SuiteValidation.objects.select_for_update().get(pk=run.pk)
+        counts = dict(locked.counts)
+        counts[record.status] = counts.get(record.status, 0) + 1
+        locked.counts = counts
+        locked.disagreements += disagreements
+        locked.save(update_fields=["counts", "disagreements"])
+    return record
+
+
+def suite_validation_finish(*, run: SuiteValidation, error: str = "") -> SuiteValidation:
+    """Mark a validation done (or failed with ``error``). Side effects: the row's status and end time."""
+    run.status = SuiteValidation.Status.FAILED if error else SuiteValidation.Status.DONE
+    run.error = error
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "error", "finished_at"])
+    return run

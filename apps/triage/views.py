@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
-from apps.core.access import get_visible_or_404, require_role, user_has_role
+from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
 from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns, filter_options
 from apps.suites.models import Task
@@ -87,6 +87,9 @@ def queue(request):
             "scopes": SCOPES,
             "statuses": AttemptReview.Status.choices,
             "assignees": context.get("assignees") or _assignees(campaigns),
+            "no_campaigns": not campaigns,
+            "teams": teams_for(request.user),
+            "can_launch": user_has_role(request.user, Role.OPERATOR),
         }
     )
     return render(request, "triage/queue.html", context)
@@ -247,11 +250,14 @@ def summary(request):
 @require_GET
 @require_role(Role.VIEWER)
 def health(request):
-    """Tasks with open health issues (grader bug, task ambiguous) in the user's campaigns."""
+    """Tasks with open health issues in the user's campaigns, validation findings (invalid, non-discriminating,
+    verdict disagreements, with every run's verdicts and both diffs), and attempts whose verdicts disagree."""
     campaigns = figure_campaigns(request.user)
     task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
     context = {
         "issues": selectors.open_health_issues(task_pks=task_pks),
+        "findings": selectors.validation_findings(),
+        "disagreements": selectors.verdict_disagreements(campaigns=campaigns),
         "can_edit": user_has_role(request.user, Role.TRIAGER),
     }
     return render(request, "triage/health.html", context)

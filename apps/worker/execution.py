@@ -18,7 +18,7 @@ from django.conf import settings
 from apps.agents.models import AgentConfig
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
-from apps.suites.models import Suite
+from apps.suites.models import Suite, Task
 from apps.suites.selectors import builtin_suite_sources, task_spec_data
 from apps.thinkingbox.selectors import runnable_mcp_domain
 from tb_engine.attempt_setup import AttemptSetup
@@ -156,10 +156,20 @@ def task_spec(attempt: Attempt) -> TaskSpec:
     return _task_spec(attempt.task_id, attempt.task.content_hash)
 
 
+def task_spec_of(task: Task) -> TaskSpec:
+    """A stored task's spec, parsed once per worker process and task version."""
+    return _task_spec(task.pk, task.content_hash)
+
+
 def runnable_domain(attempt: Attempt) -> DomainSpec:
     """The domain with tool implementations (built-in) or its MCP launch config (imported)."""
-    suite = attempt.task.suite
-    domain_row = attempt.task.domain
+    return task_domain(attempt.task)
+
+
+def task_domain(task: Task) -> DomainSpec:
+    """The runnable domain of a stored task (built-in tools, or the imported suite's MCP launch config)."""
+    suite = task.suite
+    domain_row = task.domain
     spec = domain_row.spec  # small, and may change without the suite hash changing (MCP launch config)
     if suite.source == Suite.Source.BUILTIN:
         # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.

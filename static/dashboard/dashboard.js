@@ -40,6 +40,52 @@
     }
   });
 
-  document.addEventListener("DOMContentLoaded", function () { renderCharts(document); });
-  document.addEventListener("htmx:afterSwap", function (event) { renderCharts(event.detail.target); });
+  /* Client-side sort of a fully rendered table[data-sortable]: each header becomes a button (keyboard
+     reachable); cells sort by data-sort (numbers when every value parses, text otherwise). */
+  function sortable(root) {
+    root.querySelectorAll("table[data-sortable]:not([data-sort-ready])").forEach(function (table) {
+      table.dataset.sortReady = "1";
+      table.querySelectorAll("thead th").forEach(function (th, column) {
+        var button = document.createElement("button");
+        button.type = "button";
+        button.className = "th-sort";
+        while (th.firstChild && !(th.firstChild.classList && th.firstChild.classList.contains("term"))) {
+          button.appendChild(th.firstChild);
+        }
+        th.insertBefore(button, th.firstChild);
+        th.setAttribute("aria-sort", "none");
+        button.addEventListener("click", function () { sortBy(table, th, column); });
+      });
+    });
+  }
+
+  function sortKey(cell, numeric) {
+    var raw = cell ? (cell.dataset.sort !== undefined ? cell.dataset.sort : cell.textContent.trim()) : "";
+    return numeric ? (raw === "" ? null : parseFloat(raw)) : raw.toLowerCase();
+  }
+
+  function sortBy(table, th, column) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows).filter(function (row) { return row.cells.length > 1; });
+    var numeric = th.dataset.sortType !== "text" && rows.every(function (row) {
+      var key = sortKey(row.cells[column], false);
+      return key === "" || !isNaN(parseFloat(key));
+    });
+    var descending = th.getAttribute("aria-sort") !== "descending";
+    table.querySelectorAll("thead th").forEach(function (other) { other.setAttribute("aria-sort", "none"); });
+    th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+    rows.sort(function (x, y) {
+      var a = sortKey(x.cells[column], numeric), b = sortKey(y.cells[column], numeric);
+      if (a === null || a === "") { return 1; }
+      if (b === null || b === "") { return -1; }
+      var order = a < b ? -1 : (a > b ? 1 : 0);
+      return descending ? -order : order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { renderCharts(document); sortable(document); });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    renderCharts(event.detail.target); sortable(document);
+  });
 })();

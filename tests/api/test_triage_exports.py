@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -101,8 +102,14 @@ def test_table_export_equals_the_exports_app_file(api_for, bob, failed_attempt, 
     request = rf.get("/")
     expected = table_csv(BUILDERS["leaderboard"](bob, request.GET))
     assert response.status_code == 200
-    assert response["Content-Disposition"] == 'attachment; filename="leaderboard.csv"'
-    assert response.content.decode() == expected
+    assert re.fullmatch(
+        r'attachment; filename="leaderboard-\d{8}-\d{4}\.csv"', response["Content-Disposition"]
+    )
+    body = response.content.decode()
+    assert body.startswith("# export: Leaderboard\n")  # the About block, then the table itself
+    assert "\n".join(
+        line for line in body.splitlines() if not line.startswith("# ")
+    ) + "\n" == expected.replace("\r\n", "\n")
     assert list(csv.reader(io.StringIO(expected)))[1][0] == "Careless"
 
 

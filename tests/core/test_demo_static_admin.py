@@ -26,11 +26,12 @@ def test_demo_no_serve_creates_working_login(client, settings):
     call_command("demo", "--no-serve", "--no-campaigns", stdout=out)
     lines = out.getvalue().splitlines()
     assert lines == [
-        "[1/5] create the demo login",
-        "[2/5] load the personas (alice, bob, trish, charlie, erin)",
-        "[3/5] load the built-in five-domain suite",
-        "[4/5] load price sheets",
-        "[5/5] run the demo campaigns (golden + 4 simulated personas) on the worker pool",
+        "[1/6] create the demo login",
+        "[2/6] load the personas (alice, bob, trish, charlie, erin)",
+        "[3/6] load the built-in five-domain suite",
+        "[4/6] load price sheets",
+        "[5/6] run the demo campaigns (golden + 4 simulated personas) on the worker pool",
+        "[6/6] calibrate the starter suite on the demo campaigns",
         "Demo ready.",
         "URL: http://127.0.0.1:8000/",
         "Login: demo / demo (admin role, team 'Demo team')",

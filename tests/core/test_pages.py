@@ -20,6 +20,8 @@ NAV_LABELS = [
     "Triage",
     "Campaigns",
     "Training",
+    "Calibration",
+    "Suites",
     "Drift",
 ]
 
@@ -48,7 +50,7 @@ def test_navigation_lists_all_sections_in_order_with_leaderboard_first(client, b
         "url": "/leaderboard/",
         "active": True,
     }
-    assert [entry["active"] for entry in entries[1:]] == [False] * 9
+    assert [entry["active"] for entry in entries[1:]] == [False] * (len(NAV_LABELS) - 1)
 
 
 def test_register_nav_item_points_entry_at_existing_url(monkeypatch):

@@ -17,17 +17,59 @@ T1, T2, T3 = (
 PAGES = ("/leaderboard/", "/gap/", "/cost/", "/domains/", "/tasks/", "/compare/")
 
 
-def test_leaderboard_golden_campaign_shows_exact_figures_and_simulation_label(client, bob, run_campaign):
-    run_campaign("golden", tasks=3, n=2, name="Golden self-check")
+def test_leaderboard_pins_golden_campaign_as_harness_check_not_ranked(client, bob, run_campaign):
+    golden = run_campaign("golden", tasks=3, n=2, name="Golden self-check")
+    client.force_login(bob)
+
+    response = client.get("/leaderboard/")
+    html = response.content.decode()
+
+    assert [row.campaign.pk for row in response.context["harness_rows"]] == [golden.pk]
+    assert response.context["rows"] == []  # never ranked among models
+    pinned = html[html.index('<tbody class="pinned"') : html.index("</tbody>")]
+    assert "harness ✓" in pinned
+    assert "golden run solved all 3 tasks" in pinned
+    assert "Golden self-check" in pinned  # the long name, on hover and beside "not ranked"
+
+
+def test_leaderboard_ranks_by_all_n_by_default(client, bob, summaries_campaign):
+    # Often: high pass@1 but no task solved every time; Always: lower pass@1, one task always solved.
+    summaries_campaign({T1: (4, 3), T2: (4, 3), T3: (4, 3)}, name="Often", n=4)
+    summaries_campaign({T1: (4, 4), T2: (4, 0), T3: (4, 0)}, name="Always", n=4)
+    client.force_login(bob)
+
+    response = client.get("/leaderboard/")
+
+    assert response.context["sort"] == "alln"
+    assert [row.campaign.name for row in response.context["rows"]] == ["Always", "Often"]
+    assert response.context["rank_label"] == "all-N share"
+
+
+def test_leaderboard_column_presets_choose_the_columns(client, bob, summaries_campaign):
+    summaries_campaign({T1: (4, 3)}, name="Some", n=4)
+    client.force_login(bob)
+
+    reliability = client.get("/leaderboard/").content.decode()
+    cost = client.get("/leaderboard/?preset=cost").content.decode()
+    discovery = client.get("/leaderboard/?preset=discovery").content.decode()
+
+    for html in (reliability, cost, discovery):
+        assert ">$/dependable<" in html  # the cost of dependability is in every preset
+    assert ">pass^5<" in reliability and ">pass^5<" not in cost
+    assert ">$/attempt<" in cost and ">$/attempt<" not in reliability
+    assert ">pass@10<" in discovery and ">pass@10<" not in reliability
+
+
+def test_leaderboard_short_name_keeps_long_name_on_hover(client, bob, summaries_campaign):
+    long_name = "gpt-frontier-2025-11 · temperature 0.7 · retail + neobank · seed 42"
+    summaries_campaign({T1: (4, 3)}, name=long_name, n=4)
     client.force_login(bob)
 
     html = client.get("/leaderboard/").content.decode()
 
-    assert "Golden self-check" in html
-    assert "simulation, not a model" in html
-    assert html.count("100.0%") >= 3  # pass@1, pass@N observed and all-N share all 100%
-    row = html[html.index('data-campaign="') :]
-    assert '3 <span class="ci">100.0%' in row  # all-N: 3 tasks dependable
+    assert f'title="{long_name} · N = 4 · 1 tasks">gpt-frontier-2025-11 · te…</a>' in html.replace(
+        "&#x27;", "'"
+    )
 
 
 def test_home_redirects_role_holders_to_leaderboard(client, bob):
@@ -104,9 +146,9 @@ def test_leaderboard_flags_reversal_between_pass_at_n_and_all_n(client, bob, sum
 
     html = client.get("/leaderboard/").content.decode()
 
-    assert html.count("reversal vs Narrow") == 1
-    assert html.count("reversal vs Broad") == 1
-    assert "reversal vs Nothing" not in html
+    assert html.count("this campaign and Narrow in opposite order") == 1
+    assert html.count("this campaign and Broad in opposite order") == 1
+    assert "and Nothing in opposite order" not in html
 
 
 def test_leaderboard_recomputes_when_an_attempt_changes(client, bob, run_campaign):
@@ -114,13 +156,14 @@ def test_leaderboard_recomputes_when_an_attempt_changes(client, bob, run_campaig
 
     campaign = run_campaign("golden", tasks=1, n=2, name="Golden")
     client.force_login(bob)
-    assert '100.0%<span class="ci">' in client.get("/leaderboard/").content.decode()
+    assert "harness ✓" in client.get("/leaderboard/").content.decode()
 
     Attempt.objects.filter(campaign=campaign, index=0).update(verdict=Attempt.Verdict.FAIL)
     summary_refresh(campaign_id=campaign.pk)
-    html = client.get("/leaderboard/").content.decode()
+    response = client.get("/leaderboard/")
 
-    assert '50.0%<span class="ci">' in html
+    assert response.context["harness_rows"][0].figures.pass_at_1.value == 0.5
+    assert "harness ✗" in response.content.decode()
 
 
 def test_leaderboard_shows_external_scores_with_spearman(client, alice, summaries_campaign):

@@ -104,7 +104,7 @@ def test_make_agent_unknown_spec_and_persona_without_domain_are_errors():
         make_agent("gpt", task=WITH_RUBRICS)
     with pytest.raises(ValueError) as no_domain:
         make_agent("sim:steady", task=WITH_RUBRICS)
-    assert str(unknown.value) == "unknown agent spec 'gpt' (use 'golden' or 'sim:<persona>')"
+    assert str(unknown.value) == "unknown agent spec 'gpt' (use 'golden', 'sim:<persona>' or 'check:<kind>')"
     assert str(no_domain.value) == "agent spec 'sim:steady': simulated personas need the task's domain"
 
 

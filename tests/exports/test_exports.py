@@ -27,7 +27,9 @@ def two_campaigns(summaries_campaign):
 
 
 def _csv(response) -> list[dict]:
-    return list(csv.DictReader(io.StringIO(response.content.decode())))
+    # The About block comes first as "# key: value" comment lines.
+    lines = [line for line in response.content.decode().splitlines() if not line.startswith("# ")]
+    return list(csv.DictReader(lines))
 
 
 def test_leaderboard_csv_numbers_equal_the_dashboard_figures(client, bob, two_campaigns):
@@ -100,7 +102,9 @@ def test_every_dashboard_table_downloads_and_hides_other_teams(client, erin, bob
         sheet = load_workbook(io.BytesIO(theirs.content)).active
         assert sheet.max_row == 1  # header only: erin sees nothing of team A
     else:
-        assert len(theirs.content.decode().strip().splitlines()) == 1
+        body = theirs.content.decode()
+        assert len([line for line in body.strip().splitlines() if not line.startswith("# ")]) == 1
+        assert a.name not in body and b.name not in body  # nor in the About block
 
 
 def test_domains_and_tasks_exports_equal_their_pages_tables(client, bob, two_campaigns):
@@ -152,7 +156,7 @@ def test_procurement_workbook_has_the_four_sheets_and_the_dashboard_numbers(two_
     assert provenance["content hash (sha256 of the data sheets)"] == digest == digest_again
     assert provenance["  suite hash"] == a.suite_hash
     assert provenance["  N attempts per task"] == 4
-    assert "how: pass@1" in provenance
+    assert "how: pass@1" in provenance  # a plain definition, the glossary's
     assert len(again) > 0
 
 

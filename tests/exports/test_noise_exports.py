@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db
 
 def _csv(response) -> list[dict]:
     assert response.status_code == 200
-    return list(csv.DictReader(io.StringIO(response.content.decode())))
+    # The About block comes first as "# key: value" comment lines.
+    lines = [line for line in response.content.decode().splitlines() if not line.startswith("# ")]
+    return list(csv.DictReader(lines))
 
 
 @pytest.fixture
@@ -34,7 +36,9 @@ def pair(summaries_campaign):
 def test_leaderboard_export_carries_rank_band_and_standard_errors(client, bob, pair):
     client.force_login(bob)
     rows = {r.campaign.name: r for r in figures.leaderboard_rows(list(pair))}
-    exported = {row["campaign"]: row for row in _csv(client.get("/exports/tables/leaderboard.csv"))}
+    exported = {
+        row["campaign"]: row for row in _csv(client.get("/exports/tables/leaderboard.csv?sort=pass1"))
+    }
     for name, row in rows.items():
         assert exported[name]["rank by pass@1 (= tied within the noise floor)"] == row.band.label
         assert float(exported[name]["pass@1 SE"]) == pytest.approx(row.se["pass_at_1"])

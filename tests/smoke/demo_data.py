@@ -38,6 +38,9 @@ class DemoData:
     agent: object = None
     price_sheet: object = None
     suite: object = None
+    watch: object = None
+    watch_run: object = None
+    calibration: object = None
 
 
 def _two_tasks_per_domain(suite) -> list[str]:
@@ -140,4 +143,54 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     record_worker_heartbeat(hostname="smoke-worker@localhost")
     Token.objects.get_or_create(user=alice)
     data.agent = careless.agent
+    from apps.thinkingbox.search import search_service_set
+
+    search_service_set(suite=data.campaigns["tb"].suite, url="http://127.0.0.1:8108")
+    _add_noise_drift_and_adaptive(data, make_campaign=make_campaign, team_a=team_a, alice=alice)
     return data
+
+
+def _add_noise_drift_and_adaptive(data, *, make_campaign, team_a, alice):
+    """A replicate of the steady campaign, a drift watch with one evaluated run, a calibration on the
+    demo campaigns and an adaptive campaign run to its end on it — real rows for those pages."""
+    from django.utils import timezone
+
+    from apps.adaptive.services import adaptive_dispatch, calibration_create
+    from apps.campaigns.services import campaign_replicate, campaign_start
+    from apps.drift.models import WatchRun
+    from apps.drift.services import drift_tick, watch_create
+
+    steady = data.campaigns["sim:steady"]
+    replicate = campaign_replicate(campaign=steady, owner=alice)
+    drain(replicate)
+    data.campaigns["replicate"] = replicate
+
+    data.watch = watch_create(
+        name="Nightly <script>alert(1)</script>",
+        team=team_a,
+        owner=alice,
+        agent=steady.agent,
+        suite=data.suite,
+        tasks=list(steady.tasks.all()[:2]),
+        n_attempts=2,
+        interval_minutes=60,
+        webhook=False,
+    )
+    now = timezone.now()
+    drift_tick(now=now)
+    data.watch_run = WatchRun.objects.filter(watch=data.watch).order_by("pk").first()
+    drain(data.watch_run.campaign)
+    drift_tick(now=now)  # evaluates the finished run
+
+    data.calibration = calibration_create(suite=data.suite, team=team_a, user=alice, validate=False)
+    adaptive = make_campaign("sim:explorer", tasks=len(data.suite.tasks.all()), n=3, adaptive={})
+    adaptive.name = "Adaptive explorer"
+    adaptive.save(update_fields=["name"])
+    campaign_start(campaign=adaptive)
+    for _ in range(200):
+        adaptive_dispatch(campaign_id=adaptive.pk)
+        drain(adaptive)
+        adaptive.refresh_from_db()
+        if not adaptive.is_active:
+            break
+    data.campaigns["adaptive"] = adaptive

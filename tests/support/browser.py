@@ -21,7 +21,7 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def signed_in_page(live_server, client, user) -> Iterator:
+def signed_in_page(live_server, client, user, *, viewport: tuple[int, int] = (1440, 900)) -> Iterator:
     """A Chromium page carrying `user`'s session cookie; `page.errors` collects console and page errors."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
@@ -32,7 +32,7 @@ def signed_in_page(live_server, client, user) -> Iterator:
     session = client.cookies["sessionid"].value
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
         host = live_server.url.split("//")[1].split(":")[0]
         context.add_cookies([{"name": "sessionid", "value": session, "domain": host, "path": "/"}])
         page = context.new_page()

@@ -51,7 +51,7 @@ def test_keyboard_walks_the_queue_and_digits_toggle_labels(
 
     page.fill("#triage-note", "digits typed here must not toggle labels 1 2 3")
     page.click("#save-note")
-    page.wait_for_selector("#audit-list li >> text=digits typed here")
+    page.wait_for_selector("#audit-list li >> text=digits typed here", state="attached")  # history is folded
 
     first = campaign.attempts.get(pk=ordered[0])
     assert sorted(first.review.labels.values_list("name", flat=True)) == ["grader bug", "wrong amount"]

@@ -6,7 +6,10 @@ import json
 import math
 
 from django import template
+from django.urls import reverse
 from django.utils.html import format_html
+
+from apps.figures.selectors import GLOSSARY_BY_SLUG
 
 register = template.Library()
 DASH = "—"
@@ -81,30 +84,59 @@ def pretty_json(value) -> str:
 
 @register.simple_tag
 def sim_badge(agent):
-    """The label every simulated agent carries wherever it appears."""
-    if agent is not None and agent.is_simulation:
+    """The label every agent that is not a model carries wherever it appears (harness check or simulation)."""
+    if agent is not None and agent.badge_text:
         return format_html(
-            '<span class="badge sim" title="{}">simulation, not a model</span>', agent.get_kind_display()
+            '<span class="badge sim" title="{}">{}</span>', agent.get_kind_display(), agent.badge_text
         )
     return ""
 
 
 @register.simple_tag
-def sort_th(label: str, key: str, current: str, descending: bool, base_query: str, title: str = ""):
-    """A sortable column header: htmx swaps only the table; clicking the sorted column flips direction."""
+def term(slug: str, label: str = "?"):
+    """A glossary popover: a focusable link to the glossary entry whose definition shows on hover and
+    on keyboard focus (CSS), and is the link's accessible description for screen readers."""
+    entry = GLOSSARY_BY_SLUG[slug]
+    return format_html(
+        '<a class="term" href="{}#{}" data-tip="{}" aria-label="{}: {}">{}</a>',
+        reverse("dashboard:glossary"),
+        entry.slug,
+        entry.definition,
+        entry.name,
+        entry.definition,
+        label,
+    )
+
+
+@register.simple_tag
+def sort_th(
+    label: str, key: str, current: str, descending: bool, base_query: str, glossary: str = "", title: str = ""
+):
+    """A sortable column header: htmx swaps only the table; clicking the sorted column flips direction.
+    `glossary` names the term whose plain definition the header's popover shows."""
     direction = "asc" if key == current and descending else "desc"
     arrow = (" ↓" if descending else " ↑") if key == current else ""
     href = f"?{base_query}&sort={key}&dir={direction}" if base_query else f"?sort={key}&dir={direction}"
+    sorted_state = ("descending" if descending else "ascending") if key == current else "none"
     return format_html(
-        '<th class="num" title="{}"><a href="{}" hx-get="{}" hx-target="#leaderboard-table" hx-swap="outerHTML" '
-        'hx-push-url="true" class="{}">{}{}</a></th>',
-        title,
+        '<th class="num" scope="col" aria-sort="{}"{}><a href="{}" hx-get="{}" hx-target="#leaderboard-table" '
+        'hx-swap="outerHTML" hx-push-url="true" class="{}">{}{}</a>{}</th>',
+        sorted_state,
+        format_html(' title="{}"', title) if title else "",
         href,
         href,
         "sorted" if key == current else "",
         label,
         arrow,
+        term(glossary) if glossary else "",
     )
+
+
+@register.filter
+def short_name(name: str, limit: int = 26) -> str:
+    """A display name that fits a compact row: the full name is the element's title (hover)."""
+    name = str(name)
+    return name if len(name) <= int(limit) else name[: int(limit) - 1].rstrip() + "…"
 
 
 @register.filter
@@ -128,3 +160,9 @@ def metric_noise(scope_metrics, key: str):
 def delta_of(compared, metric: str):
     """A drift comparison's delta of one watched figure (pass_at_1 or all_n)."""
     return getattr(compared, metric, None) if compared is not None else None
+
+
+@register.filter
+def minus(value, other):
+    """value − other for two numbers (None when either is missing)."""
+    return None if _missing(value) or _missing(other) else float(value) - float(other)
