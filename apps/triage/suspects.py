@@ -132,7 +132,9 @@ def _evidence(campaigns: list[Campaign]) -> dict[int, list[Evidence]]:
                 f"the golden agent passed {int(row['c'])} of {int(row['n'])} attempts in {names[int(row['campaign'])]}",
             )
         )
-    contenders = long[~long["campaign"].isin(list(golden))]
+    # Harness checks (the golden replay and its deliberate variants) test the grader, not a model.
+    harness = {c.pk for c in campaigns if c.agent.is_harness_check}
+    contenders = long[~long["campaign"].isin(list(harness))]
     for item in item_rest_correlations(contenders):
         if item.r is not None and item.r < 0 and item.p_value is not None and item.p_value <= MAX_P:
             found[int(item.task)].append(

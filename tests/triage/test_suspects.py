@@ -114,6 +114,25 @@ def test_a_task_better_campaigns_fail_more_is_flagged_for_negative_discriminatio
     assert evidence.detail.startswith("item–rest r = -1.00 over 4 campaigns (one-sided permutation p = 0.04)")
 
 
+def test_harness_check_campaigns_do_not_count_in_the_item_rest_correlation(
+    signed_campaign, starter_suite, bob
+):
+    tasks = list(starter_suite.tasks.order_by("task_id").values_list("task_id", flat=True)[:6])
+    _skill_campaigns(signed_campaign, tasks, inverted=tasks[2])
+    # A do-nothing harness check passes the inverted task only: it tests the grader, not a model.
+    rows = []
+    for task_id in tasks:
+        rows += [(task_id, i, {} if task_id == tasks[2] else {"diff": [WRONG]}) for i in range(4)]
+    signed_campaign(rows, name="do-nothing check", model="check-do-nothing", kind="check")
+
+    [evidence] = [
+        e for e in _suspects(_visible(bob))[tasks[2]].evidence if e.kind == "negative_discrimination"
+    ]
+
+    assert evidence.value == pytest.approx(-1.0)
+    assert evidence.detail.startswith("item–rest r = -1.00 over 4 campaigns")
+
+
 def test_do_nothing_passes_and_validation_flags_are_evidence(signed_campaign, starter_suite, bob):
     signed_campaign([(T1, 0, {"tools": ()}), (T1, 1, {"tools": ()}), (T2, 0, {})])
     Task.objects.filter(suite=starter_suite, task_id=T3).update(
