@@ -114,7 +114,7 @@ def test_human_rubric_verdicts_by_keyboard(live_server, client, trish, scale_dat
 
         page.fill("#triage-note", "typing y and n here answers nothing")
         page.click("#save-note")
-        page.wait_for_selector("#audit-list li >> text=typing y and n")
+        page.wait_for_selector("#audit-list li >> text=typing y and n", state="attached")  # history folded
         verdicts = RubricVerdict.objects.filter(attempt=attempt).order_by("position")
         assert [(v.question, v.judge_answer, v.human_answer) for v in verdicts] == [
             (QUESTIONS[0], True, True),
