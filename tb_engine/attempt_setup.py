@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tb_engine.agents.openai_parameters import split_parameters
 from tb_engine.backend import Backend, SqliteBackend
 from tb_engine.interfaces import Agent, InfraError, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
@@ -289,7 +290,11 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
         )
     from tb_engine.agents.openai_agent import OpenAIAgent
 
-    return OpenAIAgent.from_dict({"endpoint": agent_endpoint(config), "name": config.get("name", "openai")})
+    # Agent options (end_marker, max_attempt_tokens, …) go to the agent, the rest to its endpoint.
+    _, options = split_parameters(dict(config.get("parameters") or {}))
+    return OpenAIAgent.from_dict(
+        {"endpoint": agent_endpoint(config), **options, "name": config.get("name", "openai")}
+    )
 
 
 def scheduled_persona(spec: str, parameters: Mapping[str, Any], *, now: datetime | None = None) -> str:
@@ -312,8 +317,7 @@ def agent_endpoint(config: Mapping[str, Any]) -> dict[str, Any]:
 
     ``provider_headers`` names the response headers recorded with each call's model identity.
     """
-    parameters = config.get("parameters") or {}
-    endpoint = {key: value for key, value in parameters.items() if key != "end_marker"}
+    endpoint, _ = split_parameters(dict(config.get("parameters") or {}))
     endpoint.update(
         model=config.get("model", ""),
         base_url=config.get("base_url") or endpoint.get("base_url"),

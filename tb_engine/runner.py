@@ -39,7 +39,7 @@ from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, Rubr
 from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import TaskSpec
-from tb_engine.transcript import Message, ToolCall, Transcript
+from tb_engine.transcript import Message, ToolCall, Transcript, Usage
 
 
 @dataclass(frozen=True)
@@ -154,12 +154,26 @@ def run_dialogue(
 
 
 def dialogue_steps(
-    task: TaskSpec, backend: Backend, prepared: Prepared, *, user: UserSimulator, limits: Limits, clock=None
+    task: TaskSpec,
+    backend: Backend,
+    prepared: Prepared,
+    *,
+    user: UserSimulator,
+    limits: Limits,
+    clock=None,
+    transcript: Transcript | None = None,
 ) -> Steps[Dialogue]:
-    """Phase 2 as a step generator (see module docstring): the agent's step is whatever is sent in."""
+    """Phase 2 as a step generator (see module docstring): the agent's step is whatever is sent in.
+
+    ``transcript`` (filled in place) lets the caller keep the messages and usage so far when the
+    dialogue ends in an exception (an infra error is billed too, SPEC §5).
+    """
     clock = clock or _Clock()
-    transcript = Transcript()
+    transcript = Transcript() if transcript is None else transcript
     messages = transcript.messages
+    unbilled = (
+        Usage()
+    )  # usage of unusable outputs since the last usable step (the agent bills it with the next)
     opening = user.reply(_user_view(task, messages))
     transcript.user_usage = transcript.user_usage + opening.usage
     messages.append(Message("user", opening.text or task.query, turn=0, at_ms=clock.ms()))
@@ -175,7 +189,10 @@ def dialogue_steps(
             step = yield view
         except AgentOutputError as exc:
             repairs += 1
+            unbilled = unbilled + (getattr(exc, "usage", None) or Usage())
             if repairs > limits.max_repairs:
+                # No usable step follows: the unusable calls' tokens are billed here.
+                transcript.agent_usage = transcript.agent_usage + unbilled
                 return Dialogue(
                     transcript,
                     "agent_error",
@@ -192,7 +209,12 @@ def dialogue_steps(
             )
             turn += 1
             continue
+        except BaseException:
+            # An infra error (or cancellation) ends the attempt: what unusable calls cost is billed.
+            transcript.agent_usage = transcript.agent_usage + unbilled
+            raise
         transcript.agent_usage = transcript.agent_usage + step.usage
+        unbilled = Usage()  # included in step.usage
         messages.append(
             Message(
                 "assistant",
@@ -356,7 +378,9 @@ def attempt_steps(
         prepared = prepare(task, backend, policy=policy)
         timed("prepare", started)
         phase, started = "dialogue", time.perf_counter()
-        dialogue = yield from dialogue_steps(task, backend, prepared, user=user, limits=limits, clock=clock)
+        dialogue = yield from dialogue_steps(
+            task, backend, prepared, user=user, limits=limits, clock=clock, transcript=transcript
+        )
         transcript = dialogue.transcript
         timed("dialogue", started)
         phase, started = "snapshot", time.perf_counter()

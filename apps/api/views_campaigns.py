@@ -187,6 +187,9 @@ class CampaignInput(serializers.Serializer):
         return team
 
     def validate(self, data: dict) -> dict:
+        suite_team = data["suite"].team_id
+        if suite_team is not None and suite_team != data["team"].pk:
+            raise serializers.ValidationError({"suite": ["not a suite of this team"]})
         if ("agent" in data) == ("agent_spec" in data):
             raise serializers.ValidationError({"agent": ["give exactly one of agent and agent_spec"]})
         if "agent_spec" in data:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.db.models import Q
 
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
@@ -114,6 +115,10 @@ class CampaignLaunchForm(forms.Form):
         # One team: preselect it, so launching takes one choice fewer.
         if teams is not None and not self.is_bound and len(teams) == 1:
             self.fields["team"].initial = teams[0].pk
+        # Shared suites and the teams' own (a suite made from imported results is one team's).
+        self.fields["suite"].queryset = Suite.objects.filter(
+            Q(team__isnull=True) | Q(team__in=self.fields["team"].queryset)
+        )
         self.fields["budget_share"].required = False
         self.fields["target_se"].required = False
 

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from apps.campaigns.models import Attempt
+from apps.core.text import without_nul
 from tb_engine.results import AttemptResult
 from tb_engine.signatures import signature_of_result
 from tb_engine.transcript import Usage
@@ -71,11 +72,12 @@ class AttemptOutcome:
         )
 
     def as_fields(self) -> dict[str, Any]:
+        """The row's columns; text with NUL characters (PostgreSQL refuses them) shown as ␀."""
         return {
             "status": self.status,
             "termination": self.termination,
             "verdict": self.verdict,
-            "categories": self.categories,
+            "categories": without_nul(self.categories),
             "clean_looking": self.clean_looking,
             "task_hash": self.task_hash,
             "input_tokens": self.agent_usage.input_tokens,
@@ -90,7 +92,7 @@ class AttemptOutcome:
             "signature": self.signature,
             "signature_items": self.signature_items,
             "duration_ms": self.duration_ms,
-            "result": self.result,
-            "error_detail": self.error_detail,
-            "provider": self.provider,
+            "result": without_nul(self.result),
+            "error_detail": without_nul(self.error_detail),
+            "provider": without_nul(self.provider),
         }

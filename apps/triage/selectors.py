@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.db.models import Max, Prefetch, Q, QuerySet
+from django.db.models import Exists, Max, OuterRef, Prefetch, Q, QuerySet
 
 from apps.campaigns.models import Attempt, Campaign
 
@@ -118,13 +118,24 @@ def triagers_of(campaign: Campaign) -> list:
     return list(members.distinct().order_by("username"))
 
 
-def open_health_issues(*, task_pks=None) -> list[TaskHealthIssue]:
-    """Open task-health issues (optionally of some tasks) with task and label, newest first."""
+def open_health_issues(*, task_pks=None, campaigns: list[Campaign] | None = None) -> list[TaskHealthIssue]:
+    """Open task-health issues (optionally of some tasks) with task and label, newest first.
+
+    With ``campaigns`` (the viewer's), each issue's ``source_visible`` says whether the attempt it
+    was opened from belongs to one of them: a health issue belongs to a task that several teams
+    run, so who opened it and from which attempt is shown only to the attempt's team.
+    """
     queryset = TaskHealthIssue.objects.filter(resolved_at__isnull=True).select_related(
         "task__domain", "label", "opened_by"
     )
     if task_pks is not None:
         queryset = queryset.filter(task_id__in=list(task_pks))
+    if campaigns is not None:
+        queryset = queryset.annotate(
+            source_visible=Exists(
+                Attempt.objects.filter(pk=OuterRef("attempt_id"), campaign_id__in=[c.pk for c in campaigns])
+            )
+        )
     return list(queryset)
 
 

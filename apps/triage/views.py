@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
+from apps.core.redirects import safe_next
 from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns, filter_options
 from apps.suites.models import Task
@@ -255,7 +256,7 @@ def health(request):
     campaigns = figure_campaigns(request.user)
     task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
     context = {
-        "issues": selectors.open_health_issues(task_pks=task_pks),
+        "issues": selectors.open_health_issues(task_pks=task_pks, campaigns=campaigns),
         "findings": selectors.validation_findings(),
         "disagreements": selectors.verdict_disagreements(campaigns=campaigns),
         "can_edit": user_has_role(request.user, Role.TRIAGER),
@@ -273,7 +274,7 @@ def health_resolve(request, pk: int):
     services.health_issue_resolve(
         issue=issue, actor=request.user, resolution=request.POST.get("resolution", "")
     )
-    return redirect(request.POST.get("next") or reverse("triage:health"))
+    return redirect(safe_next(request, reverse("triage:health")))
 
 
 @require_http_methods(["GET", "POST"])

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from apps.agents.models import AgentConfig
+from apps.agents.services import api_key_env_refusal
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
 from apps.suites.models import Suite, Task
@@ -33,6 +34,23 @@ class AttemptCancelled(BaseException):
 
     A BaseException so the runner's catch-all for harness crashes (infra errors) lets it through.
     """
+
+
+class KeyVariableRefused(ValueError):
+    """A stored endpoint names a key variable the worker may not send (older rows, admin edits)."""
+
+
+def check_key_variables(campaign: Campaign) -> None:
+    """Refuse to run with an endpoint whose api_key_env the allow-list refuses: its value would leave the worker."""
+    named = {"agent": campaign.agent.api_key_env}
+    for role, config in (("user simulator", campaign.user_simulator), ("judge", campaign.judge)):
+        if isinstance(config, dict):
+            endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else config
+            named[role] = str(endpoint.get("api_key_env") or "")
+    for role, name in named.items():
+        refusal = api_key_env_refusal(name)
+        if refusal:
+            raise KeyVariableRefused(f"{role} api_key_env: {refusal}")
 
 
 class HeartbeatAgent:
@@ -201,6 +219,7 @@ def price_list(campaign: Campaign) -> PriceList | None:
 def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> AttemptOutcome:
     """Run one stored attempt through the engine and price it (raises AttemptCancelled)."""
     campaign = attempt.campaign
+    check_key_variables(campaign)
     task = task_spec(attempt)
     setup = AttemptSetup.from_config(
         runnable_domain(attempt),

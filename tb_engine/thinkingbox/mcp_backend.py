@@ -263,7 +263,7 @@ class McpSession:
         session to validate structured content against their output schemas: a second tools/list
         per attempt (~50 KB for a ThinkingBox server, parsed on both ends) for a check we do not use.
         """
-        import mcp_types
+        from mcp import types as mcp_types
 
         request = mcp_types.CallToolRequest(
             params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
