@@ -9,6 +9,7 @@ from typing import Any
 from tb_engine.diff import diff_kinds
 from tb_engine.interfaces import Judge
 from tb_engine.results import CheckResult, DiffItem, RubricResult, Verdict
+from tb_engine.signatures import check_target
 from tb_engine.snapshot import Snapshot, TableState, normalise_value
 from tb_engine.spec import CheckSpec
 from tb_engine.transcript import ToolCall, Usage
@@ -104,7 +105,8 @@ def evaluate_checks(checks: Iterable[CheckSpec], initial: Snapshot, result: Snap
                 passed, detail = evaluate(check, initial, result)
             except KeyError as exc:
                 passed, detail = False, f"check refers to something the state lacks: {exc}"
-        results.append(CheckResult(check.kind, _describe(check), passed, detail, check.forbidden))
+        target = check_target(check.kind, check.params, check.description)
+        results.append(CheckResult(check.kind, _describe(check), passed, detail, check.forbidden, target))
     return results
 
 

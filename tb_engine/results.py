@@ -78,6 +78,7 @@ class CheckResult:
     passed: bool
     detail: str = ""
     forbidden: bool = False
+    target: str = ""  # what the check is about without row keys (tb_engine.signatures.check_target)
 
     def to_dict(self) -> dict[str, Any]:
         return shallow_fields(self)

@@ -38,6 +38,7 @@ ATTEMPT_COLUMNS = (
     "eval_cost",
     "tool_calls",
     "diff_items",
+    "signature",
     "duration_ms",
     "retries",
     "error_detail",
@@ -84,6 +85,9 @@ class CheckOutput(serializers.Serializer):
     passed = serializers.BooleanField()
     detail = serializers.CharField(allow_blank=True)
     forbidden = serializers.BooleanField()
+    target = serializers.CharField(
+        required=False, allow_blank=True, help_text="What the check is about, without row keys."
+    )
 
 
 class RubricOutput(serializers.Serializer):

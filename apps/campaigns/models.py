@@ -105,6 +105,11 @@ class Attempt(models.Model):
     eval_cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     tool_calls = models.PositiveIntegerField(default=0)
     diff_items = models.PositiveIntegerField(default=0)
+    # SPEC §8: a failed attempt's failure signature (tb_engine.signatures) — its digest, and its
+    # elements with their phrases ([kind, table, target, tool, phrase, generic phrase] each) so
+    # clusters are grouped and described without reading result JSON. Blank for other attempts.
+    signature = models.CharField(max_length=32, blank=True, default="")
+    signature_items = models.JSONField(default=list, blank=True)
     duration_ms = models.FloatField(default=0.0)
     result = models.JSONField(
         default=dict, blank=True, help_text="AttemptResult.to_dict(): transcript, diff, checks…"
@@ -131,6 +136,8 @@ class Attempt(models.Model):
             models.Index(fields=["campaign", "status", "index", "task"], name="attempt_dispatch_order"),
             models.Index(fields=["status", "lease_expires_at"], name="attempt_status_lease"),
             models.Index(fields=["campaign", "clean_looking"], name="attempt_campaign_clean"),
+            # A cluster's attempts across the visible campaigns (cluster page, "N others failed the same way").
+            models.Index(fields=["signature", "campaign"], name="attempt_signature_campaign"),
         ]
 
     def __str__(self) -> str:

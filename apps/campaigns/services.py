@@ -31,6 +31,7 @@ from apps.campaigns import attempt_sql
 from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.outcomes import AttemptOutcome
+from apps.campaigns.signatures import BackfillReport, backfill_signatures
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
 from tb_engine.irt.adaptive import AdaptiveConfig
@@ -44,6 +45,7 @@ __all__ = [
     "SWEEP_TASK",
     "ADAPTIVE_DISPATCH_TASK",
     "AttemptOutcome",
+    "BackfillReport",
     "EvaluatorConfigError",
     "NotReplicable",
     "Extension",
@@ -53,6 +55,7 @@ __all__ = [
     "attempt_claim_prepare",
     "attempt_heartbeat",
     "attempt_record",
+    "attempts_backfill_signatures",
     "attempts_sweep",
     "campaign_cancel",
     "campaign_create",
@@ -693,6 +696,17 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
         if campaign.adaptive:  # a lost decision message must not stall the campaign
             _send_adaptive_dispatch(campaign.pk)
     return len(stale_ids)
+
+
+def attempts_backfill_signatures(
+    *, campaign_ids: list[int] | None = None, recompute: bool = False
+) -> BackfillReport:
+    """Give every stored failed attempt its SPEC §8 signature (all of them again with ``recompute``).
+
+    Side effects: Attempt.signature / signature_items of the attempts whose signature changed;
+    the touched campaigns' TaskSummary.updated_at (pages cached by summary stamp recompute).
+    """
+    return backfill_signatures(campaign_ids=campaign_ids, recompute=recompute)
 
 
 def _dead_on_this_host(worker: str, host: str) -> bool:

@@ -5,13 +5,26 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
-from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Prefetch, Q, QuerySet
 
 from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.selectors import campaigns_visible_to
+
+# Public from here: failure clusters (SPEC §8), the suspect-task queue, judge calibration, and the
+# queue's filters and query (queue.py, which clusters.py reads too).
+from apps.triage import suspects
+from apps.triage.calibration import JudgeNote as JudgeNote
+from apps.triage.calibration import JudgeRow as JudgeRow
+from apps.triage.calibration import judge_note_rows as judge_note_rows
+from apps.triage.calibration import judge_notes as judge_notes
+from apps.triage.calibration import judge_rows as judge_rows
+from apps.triage.clusters import Cluster as Cluster
+from apps.triage.clusters import ClusterIndex as ClusterIndex
+from apps.triage.clusters import ClusterRow as ClusterRow
+from apps.triage.clusters import cluster_campaigns as cluster_campaigns
+from apps.triage.clusters import cluster_index as cluster_index
+from apps.triage.clusters import cluster_rows as cluster_rows
+from apps.triage.clusters import others_like as others_like
 from apps.triage.models import (
     AttemptReview,
     AuditEntry,
@@ -20,9 +33,18 @@ from apps.triage.models import (
     TaskHealthIssue,
     TaskValidation,
 )
+from apps.triage.queue import CATEGORIES as CATEGORIES
+from apps.triage.queue import SCOPES as SCOPES
+from apps.triage.queue import QueueFilters as QueueFilters
+from apps.triage.queue import queue_queryset as queue_queryset
+from apps.triage.suspects import Evidence as Evidence
+from apps.triage.suspects import SuspectTask as SuspectTask
+from apps.triage.suspects import suspect_tasks as suspect_tasks
+from tb_engine.metrics.agreement import MIN_LABELS
 
-CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
-SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
+SUSPECT_KINDS = suspects.KINDS
+MIN_JUDGE_LABELS = MIN_LABELS
+SUSPECT_STATUSES = suspects.STATUSES
 QUEUE_FIELDS = (
     "id",
     "campaign_id",
@@ -38,90 +60,6 @@ QUEUE_FIELDS = (
     "task__domain__name",
     "campaign__name",
 )
-
-
-def _int(value: str) -> int | None:
-    return int(value) if value and value.isdigit() else None
-
-
-@dataclass(frozen=True)
-class QueueFilters:
-    """What the queue shows; parsed from a query string so the drilldown can rebuild the same order."""
-
-    campaigns: tuple[int, ...] = ()
-    domain: str = ""
-    task: str = ""
-    category: str = ""
-    label: int | None = None
-    assignee: str = ""  # a user id, "none" (unassigned) or "" (anyone)
-    status: str = ""
-    scope: str = "clean"
-
-    @classmethod
-    def from_query(cls, query) -> QueueFilters:
-        """From request.GET (or a QueryDict); unknown values fall back to the defaults."""
-        category = query.get("category", "")
-        status = query.get("status", "")
-        assignee = query.get("assignee", "")
-        scope = query.get("scope", "clean")
-        return cls(
-            campaigns=tuple(sorted({int(v) for v in query.getlist("c") if v.isdigit()})),
-            domain=query.get("domain", "").strip(),
-            task=query.get("task", "").strip(),
-            category=category if category in CATEGORIES else "",
-            label=_int(query.get("label", "")),
-            assignee=assignee if assignee == "none" or assignee.isdigit() else "",
-            status=status if status in AttemptReview.Status.values else "",
-            scope=scope if scope in SCOPES else "clean",
-        )
-
-    def querystring(self) -> str:
-        """The filters as a query string (defaults left out), the inverse of from_query."""
-        pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
-        for name in ("domain", "task", "category", "label", "assignee", "status"):
-            value = getattr(self, name)
-            if value not in ("", None):
-                pairs.append((name, value))
-        if self.scope != "clean":
-            pairs.append(("scope", self.scope))
-        return urlencode(pairs)
-
-
-def _has_category(category: str) -> Q:
-    # JSON containment is native (and indexable) on PostgreSQL; SQLite has no JSON contains, so
-    # match the quoted element in the serialised list (category names never contain quotes).
-    if connection.vendor == "postgresql":
-        return Q(categories__contains=[category])
-    return Q(categories__icontains=f'"{category}"')
-
-
-def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
-    """Failed attempts of the user's visible campaigns matching the filters, in queue order."""
-    visible = campaigns_visible_to(user)
-    if filters.campaigns:
-        visible = visible.filter(pk__in=filters.campaigns)
-    queryset = Attempt.objects.filter(
-        campaign__in=visible.values("pk"), status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
-    )
-    if filters.scope == "clean":
-        queryset = queryset.filter(clean_looking=True)
-    if filters.domain:
-        queryset = queryset.filter(task__domain__name=filters.domain)
-    if filters.task:
-        queryset = queryset.filter(task__task_id__icontains=filters.task)  # substring, as typed
-    if filters.category:
-        queryset = queryset.filter(_has_category(filters.category))
-    if filters.label:
-        queryset = queryset.filter(review__labels=filters.label)
-    if filters.assignee == "none":
-        queryset = queryset.filter(Q(review__isnull=True) | Q(review__assignee__isnull=True))
-    elif filters.assignee:
-        queryset = queryset.filter(review__assignee_id=int(filters.assignee))
-    if filters.status == AttemptReview.Status.OPEN:
-        queryset = queryset.filter(Q(review__isnull=True) | Q(review__status=AttemptReview.Status.OPEN))
-    elif filters.status:
-        queryset = queryset.filter(review__status=filters.status)
-    return queryset.order_by("campaign_id", "task__task_id", "index", "pk")
 
 
 def queue_rows(queryset: QuerySet[Attempt]) -> QuerySet[Attempt]:

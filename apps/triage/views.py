@@ -27,26 +27,55 @@ from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
 
 PER_PAGE = 50
+# The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
+# queue is grouped when its attempts do not fit on one page (a screenful).
+VIEWS = ("grouped", "list")
 
 
-def _queue_context(request, filters: QueueFilters) -> dict:
-    rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
-    page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
-    return {
-        "page": page,
+def _queue_context(request, filters: QueueFilters, view: str = "", page_number: str | None = None) -> dict:
+    can_edit = user_has_role(request.user, Role.TRIAGER)
+    context = {
         "filters": filters,
         "query": filters.querystring(),
         "labels": selectors.labels(),
-        "can_edit": user_has_role(request.user, Role.TRIAGER),
+        "can_edit": can_edit,
+        "rows_url": reverse("triage:queue"),
+        "view_param": view if view in VIEWS else "",
     }
+    index = None
+    if view not in VIEWS:
+        view = "list"
+        if not filters.signature:
+            index = selectors.cluster_index(user=request.user, filters=filters)
+            view = "grouped" if index.attempts > PER_PAGE else "list"
+    page_number = page_number or request.GET.get("page")
+    if view == "grouped":
+        index = index or selectors.cluster_index(user=request.user, filters=filters)
+        page = Paginator(index, PER_PAGE).get_page(page_number)
+        context.update(
+            grouped=True,
+            index=index,
+            **url_prefixes(),
+            page=page,
+            rows=selectors.cluster_rows(
+                user=request.user, filters=filters, index=index, page=page.object_list
+            ),
+        )
+        if can_edit:
+            context["assignees"] = _assignees(figure_campaigns(request.user))
+        return context
+    rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
+    context.update(grouped=False, page=Paginator(rows, PER_PAGE).get_page(page_number))
+    return context
 
 
 @require_GET
 @require_role(Role.VIEWER)
 def queue(request):
-    """Clean-looking failures of the chosen campaigns (all failures with scope=failed), filtered and paged."""
+    """Failed attempts of the chosen campaigns (clean-looking ones by default), grouped by failure
+    signature or one row per attempt (?view=grouped|list; grouped when more than a page), filtered and paged."""
     filters = QueueFilters.from_query(request.GET)
-    context = _queue_context(request, filters)
+    context = _queue_context(request, filters, request.GET.get("view", ""))
     if request.htmx:
         return render(request, "triage/queue.html#triage-rows", context)
     campaigns = figure_campaigns(request.user)
@@ -58,13 +87,21 @@ def queue(request):
             "categories": CATEGORIES,
             "scopes": SCOPES,
             "statuses": AttemptReview.Status.choices,
-            "assignees": _assignees(campaigns),
+            "assignees": context.get("assignees") or _assignees(campaigns),
             "no_campaigns": not campaigns,
             "teams": teams_for(request.user),
             "can_launch": user_has_role(request.user, Role.OPERATOR),
         }
     )
     return render(request, "triage/queue.html", context)
+
+
+def url_prefixes() -> dict[str, str]:
+    """Link prefixes for rows that would otherwise reverse a URL per link (hundreds per grouped page)."""
+    return {
+        "cluster_prefix": reverse("triage:cluster", args=["0" * 32]).removesuffix("0" * 32 + "/"),
+        "attempt_prefix": reverse("dashboard:attempt", args=[0]).removesuffix("0/"),
+    }
 
 
 def _assignees(campaigns) -> list:
@@ -92,7 +129,11 @@ def bulk_label(request):
         attempts=list(attempts), label=label, actor=request.user, add=request.POST.get("action") != "remove"
     )
     if request.htmx:
-        return render(request, "triage/queue.html#triage-rows", _queue_context(request, filters))
+        return render(
+            request,
+            "triage/queue.html#triage-rows",
+            _queue_context(request, filters, request.POST.get("view", "")),
+        )
     return redirect(f"{reverse('triage:queue')}?{filters.querystring()}")
 
 

@@ -121,6 +121,9 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         ],
         "dashboard:external_score_add": [("action", "/leaderboard/scores/")],
         "dashboard:glossary": [("page", "/glossary/")],
+        "dashboard:suites": [("page", "/suites/")],
+        "dashboard:suite": [("page", f"/suites/{data.suite.pk}/")],
+        "dashboard:suite_validate": [("action", f"/suites/{data.suite.pk}/validate/")],
         "dashboard:gap": [("page", "/gap/"), ("page", "/gap/" + _q(c=[golden, careless]))],
         "dashboard:cost": [("page", "/cost/")],
         "dashboard:domains": [("page", "/domains/"), ("page", "/domains/" + _q(a=steady, b=careless))],
@@ -165,6 +168,17 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "triage:attempt_note": [("action", f"/triage/attempts/{data.failed_attempt.pk}/note/")],
         "triage:attempt_assign": [("action", f"/triage/attempts/{data.failed_attempt.pk}/assign/")],
         "triage:attempt_status": [("action", f"/triage/attempts/{data.failed_attempt.pk}/status/")],
+        "triage:cluster_act": [("action", "/triage/clusters/act/")],
+        "triage:cluster": [
+            ("page", f"/triage/clusters/{data.failed_attempt.signature}/"),
+            ("page", f"/triage/clusters/{data.failed_attempt.signature}/" + _q(scope="failed")),
+        ],
+        "triage:suspects": [("page", "/triage/suspects/"), ("page", "/triage/suspects/" + _q(status="all"))],
+        "triage:suspect_decide": [("action", f"/triage/suspects/{data.task.pk}/decide/")],
+        "triage:judges": [("page", "/triage/judges/")],
+        "triage:rubric_verdict": [
+            ("action", f"/triage/attempts/{data.failed_attempt.pk}/rubrics/0/verdict/")
+        ],
         "api:schema": [("file", "/api/schema/")],
         "api:docs": [("page", "/api/docs/")],
         "api:suites": [("page", "/api/suites/")],
@@ -190,6 +204,9 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "api:compare": [("page", "/api/metrics/compare/" + _q(a=steady, b=careless))],
         "api:attempt_review": [("page", f"/api/attempts/{data.failed_attempt.pk}/review/")],
         "api:labels": [("page", "/api/triage/labels/")],
+        "api:clusters": [("page", "/api/clusters/"), ("page", "/api/clusters/" + _q(campaign=careless))],
+        "api:suspect_tasks": [("page", "/api/suspect-tasks/")],
+        "api:judges": [("page", "/api/judges/")],
         "api:export_table": [
             ("file", f"/api/exports/tables/{name}/" + _q(campaign=[golden, careless], a=steady, b=careless))
             for name in TABLES
