@@ -172,6 +172,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_DB_REUSE_MAX = read_int(env, "CELERY_DB_REUSE_MAX", 1000)
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Retries a lost broker connection every 1-2 s and, once connected, asks for the messages a
+# broker restart lost to be re-sent (thinkingbox_web.celery.Consumer / ResendLostMessages).
+CELERY_WORKER_CONSUMER = "thinkingbox_web.celery:Consumer"
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

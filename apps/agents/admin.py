@@ -1,7 +1,9 @@
 from django import forms
 from django.contrib import admin
+from django.http import Http404
 
 from apps.agents.models import AgentConfig, PriceSheet
+from apps.agents.selectors import agent_editable_by, agents_visible_to
 from apps.agents.services import agent_config_problems
 
 
@@ -34,7 +36,25 @@ class AgentConfigForm(forms.ModelForm):
 @admin.register(AgentConfig)
 class AgentConfigAdmin(admin.ModelAdmin):
     form = AgentConfigForm
-    list_display = ("name", "kind", "model", "base_url", "api_key_env", "max_concurrency")
+    list_display = ("name", "kind", "model", "base_url", "api_key_env", "team", "max_concurrency")
+
+    def get_queryset(self, request):
+        # Staff who are not administrators see shared agents and their teams' own, as in the API.
+        return agents_visible_to(request.user)
+
+    def get_object(self, request, object_id, from_field=None):
+        found = super().get_object(request, object_id, from_field)
+        if found is None:  # another team's agent answers like a missing one: 404, not a redirect
+            raise Http404("no such agent configuration")
+        return found
+
+    def has_change_permission(self, request, obj=None):
+        allowed = super().has_change_permission(request, obj)
+        return allowed and (obj is None or agent_editable_by(obj, request.user))
+
+    def has_delete_permission(self, request, obj=None):
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and (obj is None or agent_editable_by(obj, request.user))
 
 
 @admin.register(PriceSheet)

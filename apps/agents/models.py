@@ -37,6 +37,12 @@ class AgentConfig(models.Model):
         default=dict, blank=True, help_text="temperature, max_tokens, reasoning, headers…"
     )
     max_concurrency = models.PositiveIntegerField(default=16, help_text="Concurrent attempts per endpoint.")
+    # The team that owns the configuration: its operators edit it and its members see and use it.
+    # None is shared (the built-in golden, simulated and harness-check agents, an administrator's):
+    # everyone may use it, only administrators edit it.
+    team = models.ForeignKey(
+        "core.Team", null=True, blank=True, on_delete=models.PROTECT, related_name="agent_configs"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

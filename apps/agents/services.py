@@ -121,8 +121,11 @@ def agent_config_create(
     api_key_env: str = "",
     parameters: dict | None = None,
     max_concurrency: int = 16,
+    team=None,
 ) -> AgentConfig:
     """Create an agent configuration. Side effects: one AgentConfig row (credentials only by env-var name).
+
+    ``team`` owns it (its operators edit it); None makes it shared (administrators edit it).
 
     Raises InvalidAgentConfig (field -> problem) for parameters its kind cannot run or a key
     variable that is not allowed (api_key_env_refusal).
@@ -139,6 +142,7 @@ def agent_config_create(
         api_key_env=api_key_env,
         parameters=parameters or {},
         max_concurrency=max_concurrency,
+        team=team,
     )
 
 

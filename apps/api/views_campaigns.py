@@ -192,6 +192,11 @@ class CampaignInput(serializers.Serializer):
             raise serializers.ValidationError({"suite": ["not a suite of this team"]})
         if ("agent" in data) == ("agent_spec" in data):
             raise serializers.ValidationError({"agent": ["give exactly one of agent and agent_spec"]})
+        agent_team = data["agent"].team_id if "agent" in data else None
+        if agent_team is not None and agent_team != data["team"].pk:
+            visible = teams_for(self.context["request"].user).filter(pk=agent_team).exists()
+            problem = "not an agent of this team" if visible else "Invalid pk - object does not exist."
+            raise serializers.ValidationError({"agent": [problem]})
         if "agent_spec" in data:
             try:
                 data["agent"] = agent_config_for(data.pop("agent_spec"))

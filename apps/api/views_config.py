@@ -10,9 +10,11 @@ from __future__ import annotations
 from django.db import IntegrityError
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from apps.agents.models import AgentConfig, PriceSheet
+from apps.agents.selectors import agent_editable_by, agents_visible_to
 from apps.agents.services import (
     AgentInUse,
     InvalidAgentConfig,
@@ -25,6 +27,7 @@ from apps.agents.services import (
 from apps.api.base import ApiView, api_schema, paginated
 from apps.api.errors import Conflict
 from apps.api.views_catalog import PageFilter
+from apps.core.access import role_rank, teams_for
 from apps.core.roles import Role
 from tb_engine.agents.harness_checks import CHECKS
 from tb_engine.agents.simulated import PERSONAS
@@ -79,10 +82,12 @@ class AgentOutput(serializers.ModelSerializer):
             "api_key_env",
             "parameters",
             "max_concurrency",
+            "team",
             "is_simulation",
             "is_harness_check",
             "created_at",
         ]
+        extra_kwargs = {"team": {"help_text": "The owning team (its operators edit it); null: shared."}}
 
 
 class AgentInput(serializers.Serializer):
@@ -109,6 +114,12 @@ class AgentInput(serializers.Serializer):
         "max_tool_result_chars); golden and simulated agents take none. Unknown or mistyped ones are a 400.",
     )
     max_concurrency = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    team = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="One of your teams (its operators edit the agent, its members use it); default: your only "
+        "team. Null (shared: everyone uses it, administrators edit it) only for administrators.",
+    )
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -125,6 +136,17 @@ class AgentInput(serializers.Serializer):
             raise serializers.ValidationError(refusal)
         return value
 
+    def validate_team(self, value: int | None):
+        user = self.context["request"].user
+        if value is None:
+            if role_rank(user) < Role.ADMIN.rank:
+                raise serializers.ValidationError("only administrators make shared agents")
+            return None
+        team = teams_for(user).filter(pk=value).first()
+        if team is None:
+            raise serializers.ValidationError("not one of your teams")
+        return team
+
     def validate_name(self, value: str) -> str:
         others = AgentConfig.objects.filter(name=value)
         if self.instance is not None:
@@ -134,6 +156,8 @@ class AgentInput(serializers.Serializer):
         return value
 
     def validate(self, data: dict) -> dict:
+        if self.instance is None and "team" not in data:
+            data["team"] = self._default_team()
         merged = {**self._current(), **data}
         if merged.get("kind") == AgentConfig.Kind.SIMULATED and not merged.get("persona"):
             raise serializers.ValidationError({"persona": ["required for simulated agents"]})
@@ -150,6 +174,18 @@ class AgentInput(serializers.Serializer):
             if problems:
                 raise serializers.ValidationError({field: [problem] for field, problem in problems.items()})
         return data
+
+    def _default_team(self):
+        """A new agent's team when none is given: the user's only team (an administrator's: shared)."""
+        user = self.context["request"].user
+        if role_rank(user) >= Role.ADMIN.rank:
+            return None
+        teams = list(teams_for(user)[:2])
+        if len(teams) != 1:
+            raise serializers.ValidationError(
+                {"team": ["required: you belong to several teams" if teams else "you belong to no team"]}
+            )
+        return teams[0]
 
     def _current(self) -> dict:
         if self.instance is None:
@@ -174,7 +210,7 @@ class AgentListView(ApiView):
     )
     def get(self, request):
         self.validated_query(PageFilter)
-        return self.paginate(AgentConfig.objects.order_by("name"), AgentOutput)
+        return self.paginate(agents_visible_to(request.user).order_by("name"), AgentOutput)
 
     @api_schema(
         summary="Create an agent configuration (operator)",
@@ -206,7 +242,7 @@ class AgentDetailView(ApiView):
         errors=(401, 403, 404),
     )
     def get(self, request, pk: int):
-        return Response(AgentOutput(get_object_or_404(AgentConfig, pk=pk)).data)
+        return Response(AgentOutput(get_object_or_404(agents_visible_to(request.user), pk=pk)).data)
 
     @api_schema(
         summary="Update an agent configuration (operator)",
@@ -214,11 +250,14 @@ class AgentDetailView(ApiView):
         request=AgentInput(partial=True),
         responses={200: AgentOutput},
         errors=(400, 401, 403, 404, 409),
-        description="kind, persona, model, base_url and parameters cannot change once a campaign uses the agent (409).",
+        description="kind, persona, model, base_url and parameters cannot change once a campaign uses the agent "
+        "(409). Operators edit their teams' agents only: another team's is a 404, a shared one a 403.",
     )
     def patch(self, request, pk: int):
-        agent = get_object_or_404(AgentConfig, pk=pk)
-        serializer = AgentInput(agent, data=request.data, partial=True)
+        agent = get_object_or_404(agents_visible_to(request.user), pk=pk)
+        if not agent_editable_by(agent, request.user):
+            raise PermissionDenied("a shared agent: only administrators edit it")
+        serializer = AgentInput(agent, data=request.data, partial=True, context={"request": request})
         serializer.is_valid(raise_exception=True)
         try:
             agent = agent_config_update(agent=agent, changes=serializer.validated_data)

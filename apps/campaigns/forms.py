@@ -17,10 +17,11 @@ BUILTIN_AGENTS = [("spec:golden", "golden (harness self-check, not a model)")] +
 ]
 
 
-def agent_choices() -> list[tuple[str, list[tuple[str, str]]]]:
-    """The agent select: stored configurations (with their label), then the built-in harness checks."""
+def agent_choices(teams) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The agent select: shared configurations and the teams' own (with their label), then the
+    built-in harness checks."""
     stored, present = [], set()
-    for agent in AgentConfig.objects.order_by("name"):
+    for agent in AgentConfig.objects.filter(Q(team__isnull=True) | Q(team__in=teams)).order_by("name"):
         badge = f" ({agent.badge_text})" if agent.badge_text and agent.badge_text not in agent.name else ""
         stored.append((f"pk:{agent.pk}", f"{agent.name}{badge}"))
         present.add(agent.engine_spec)
@@ -111,7 +112,7 @@ class CampaignLaunchForm(forms.Form):
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
-        self.fields["agent"].choices = agent_choices()
+        self.fields["agent"].choices = agent_choices(self.fields["team"].queryset)
         # One team: preselect it, so launching takes one choice fewer.
         if teams is not None and not self.is_bound and len(teams) == 1:
             self.fields["team"].initial = teams[0].pk

@@ -43,6 +43,7 @@ __all__ = [
     "HARNESS_VERSION",
     "RUN_ATTEMPT_TASK",
     "SWEEP_TASK",
+    "RESEND_LOST_TASK",
     "ADAPTIVE_DISPATCH_TASK",
     "AttemptOutcome",
     "BackfillReport",
@@ -56,6 +57,7 @@ __all__ = [
     "attempt_heartbeat",
     "attempt_record",
     "attempts_backfill_signatures",
+    "attempts_resend_lost",
     "attempts_sweep",
     "campaign_cancel",
     "campaign_create",
@@ -79,6 +81,8 @@ IN_FLIGHT = (Attempt.Status.QUEUED, Attempt.Status.RUNNING)
 # Celery task names, registered by apps.worker.tasks (which imports these constants).
 RUN_ATTEMPT_TASK = "worker.run_attempt"
 SWEEP_TASK = "worker.sweep"
+# Sent by the worker each time it (re)connects to the broker (thinkingbox_web.celery).
+RESEND_LOST_TASK = "worker.resend_lost"
 # Registered by apps.adaptive.tasks: decides an adaptive campaign's next attempts (idempotent).
 ADAPTIVE_DISPATCH_TASK = "adaptive.dispatch"
 
@@ -688,14 +692,36 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
         Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=now - lost_after).update(
             dispatched_at=None
         )
+    _dispatch_running_campaigns(refresh_summaries=bool(exhausted_ids))
+    return len(stale_ids)
+
+
+def attempts_resend_lost(*, sent_before) -> int:
+    """Re-send the messages of queued attempts dispatched before ``sent_before``.
+
+    A Redis broker restarted without persistence lost every message it held: an attempt queued
+    and dispatched before the broker started again is never delivered. The worker calls this
+    with the broker's start time as soon as it is connected again, instead of waiting for the
+    sweep's ATTEMPT_REDISPATCH_SECONDS. Side effects: clears those attempts' dispatched_at, then
+    tops up every running campaign's window (messages after commit) and sends adaptive campaigns
+    a fresh decision message. Duplicate messages are harmless: claims are conditional updates.
+    Returns the number of attempts whose messages were lost.
+    """
+    lost = Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=sent_before).update(
+        dispatched_at=None
+    )
+    _dispatch_running_campaigns(refresh_summaries=False)
+    return lost
+
+
+def _dispatch_running_campaigns(*, refresh_summaries: bool) -> None:
     for campaign in Campaign.objects.filter(status=Campaign.Status.RUNNING).select_related("agent"):
         campaign_dispatch(campaign=campaign)
-        if exhausted_ids:
+        if refresh_summaries:
             summary_refresh(campaign_id=campaign.pk)
         campaign_finish_if_complete(campaign_id=campaign.pk)
         if campaign.adaptive:  # a lost decision message must not stall the campaign
             _send_adaptive_dispatch(campaign.pk)
-    return len(stale_ids)
 
 
 def attempts_backfill_signatures(

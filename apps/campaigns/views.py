@@ -91,10 +91,13 @@ def campaign_detail(request, pk: int):
     return render(request, "campaigns/detail.html", context)
 
 
-def _chosen_agent(value: str) -> AgentConfig:
-    """The launch form's agent: a stored configuration (pk:<id>) or a built-in spec created on first use."""
+def _chosen_agent(value: str, team) -> AgentConfig:
+    """The launch form's agent: a stored configuration (pk:<id>) of no team or the campaign's, or a
+    built-in spec created on first use."""
     if value.startswith("pk:") and value[3:].isdigit():
         agent = AgentConfig.objects.filter(pk=int(value[3:])).first()
+        if agent is not None and agent.team_id not in (None, team.pk):
+            raise UnknownAgent(f"agent {agent.name!r} belongs to another team than {team.name!r}")
         if agent is not None:
             return agent
     elif value.startswith("spec:"):
@@ -117,7 +120,7 @@ def campaign_launch(request):
                 name=data["name"],
                 team=data["team"],
                 owner=request.user,
-                agent=_chosen_agent(data["agent"]),
+                agent=_chosen_agent(data["agent"], data["team"]),
                 suite=data["suite"],
                 tasks=list(tasks),
                 n_attempts=data["n_attempts"],

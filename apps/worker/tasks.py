@@ -1,6 +1,7 @@
 """Celery tasks: take ids, claim rows conditionally, call a service. Safe to run twice.
 
-Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK) and
+Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK,
+RESEND_LOST_TASK) and
 apps.triage.services sends (VALIDATE_SUITE_TASK).
 """
 
@@ -9,9 +10,15 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from apps.campaigns.services import RUN_ATTEMPT_TASK, SWEEP_TASK, attempts_sweep
+from apps.campaigns.services import (
+    RESEND_LOST_TASK,
+    RUN_ATTEMPT_TASK,
+    SWEEP_TASK,
+    attempts_resend_lost,
+    attempts_sweep,
+)
 from apps.triage.services import VALIDATE_SUITE_TASK
-from apps.worker import attempts, validation
+from apps.worker import attempts, broker, validation
 from apps.worker.connections import connection_distrusted, connection_served, drop_stale_connections
 
 
@@ -35,6 +42,16 @@ def run_attempt(attempt_id: int) -> str:
 def sweep() -> int:
     drop_stale_connections()
     return attempts_sweep()
+
+
+@shared_task(name=RESEND_LOST_TASK, ignore_result=True)
+def resend_lost() -> int:
+    """Re-send the messages a broker restart lost (sent by each worker when it reconnects)."""
+    started_at = broker.broker_started_at()
+    if started_at is None:
+        return 0
+    drop_stale_connections()
+    return attempts_resend_lost(sent_before=started_at)
 
 
 @shared_task(name=VALIDATE_SUITE_TASK, acks_late=True, ignore_result=True)

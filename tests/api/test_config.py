@@ -76,8 +76,10 @@ def test_agent_api_key_env_outside_the_allow_list_is_refused_on_create(api_for, 
     assert AgentConfig.objects.filter(name="gpt endpoint").count() == 0
 
 
-def test_agent_api_key_env_outside_the_allow_list_is_refused_on_edit(api_for, alice):
-    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a", api_key_env="TB_KEY_A")
+def test_agent_api_key_env_outside_the_allow_list_is_refused_on_edit(api_for, alice, team_a):
+    agent = AgentConfig.objects.create(
+        name="draft agent", kind="openai", model="a", api_key_env="TB_KEY_A", team=team_a
+    )
 
     response = api_for(alice).patch(f"/api/agents/{agent.pk}/", {"api_key_env": "SECRET_KEY"}, format="json")
 
@@ -126,9 +128,11 @@ def test_agent_options_are_accepted_and_stored(api_for, alice):
         ({"retry": {"max_retries": "x"}}, "parameters.retry.max_retries"),
     ],
 )
-def test_agent_parameters_its_kind_cannot_run_are_a_400_naming_the_field(api_for, alice, parameters, field):
+def test_agent_parameters_its_kind_cannot_run_are_a_400_naming_the_field(
+    api_for, alice, parameters, field, team_a
+):
     client = api_for(alice)
-    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a")
+    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a", team=team_a)
 
     created = client.post("/api/agents/", {**OPENAI_AGENT, "parameters": parameters}, format="json")
     edited = client.patch(f"/api/agents/{agent.pk}/", {"parameters": parameters}, format="json")
@@ -183,8 +187,8 @@ def test_agent_name_must_be_unique(api_for, alice):
     assert error_of(response)["details"] == {"name": ["an agent configuration with this name exists"]}
 
 
-def test_operator_updates_an_unused_agent(api_for, alice):
-    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a")
+def test_operator_updates_an_unused_agent(api_for, alice, team_a):
+    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a", team=team_a)
 
     response = api_for(alice).patch(
         f"/api/agents/{agent.pk}/", {"model": "b", "max_concurrency": 2}, format="json"
@@ -195,9 +199,9 @@ def test_operator_updates_an_unused_agent(api_for, alice):
     assert (agent.model, agent.max_concurrency) == ("b", 2)
 
 
-def test_agent_used_by_a_campaign_keeps_its_behaviour(api_for, alice, make_campaign):
+def test_agent_used_by_a_campaign_keeps_its_behaviour(api_for, admin_user_persona, make_campaign):
     campaign = make_campaign("sim:careless", tasks=1, n=1)
-    client = api_for(alice)
+    client = api_for(admin_user_persona)  # a shared built-in agent: only administrators edit it
 
     refused = client.patch(f"/api/agents/{campaign.agent_id}/", {"persona": "steady"}, format="json")
     renamed = client.patch(
@@ -215,8 +219,8 @@ def test_agent_used_by_a_campaign_keeps_its_behaviour(api_for, alice, make_campa
     )
 
 
-def test_agent_patch_with_api_key_is_rejected(api_for, alice):
-    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a")
+def test_agent_patch_with_api_key_is_rejected(api_for, alice, team_a):
+    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a", team=team_a)
 
     response = api_for(alice).patch(f"/api/agents/{agent.pk}/", {"API-KEY": "sk-1"}, format="json")
 

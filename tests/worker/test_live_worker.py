@@ -12,6 +12,7 @@ import time
 from urllib.parse import urlparse
 
 import pytest
+from django.utils import timezone
 
 from apps.agents.models import AgentConfig
 from apps.campaigns.models import Attempt, Campaign, TaskSummary
@@ -183,6 +184,58 @@ def test_campaign_survives_redis_restart(celery_worker_process, make_campaign, s
     attempts = Attempt.objects.filter(campaign=campaign)
     assert attempts.count() == 50
     assert set(attempts.values_list("status", flat=True)) == {"done"}
+
+
+def test_messages_lost_in_a_redis_restart_are_resent_within_seconds_and_no_attempt_runs_twice(
+    celery_worker_process, make_campaign, slow_endpoint, settings
+):
+    # Nothing in this process sweeps, and the worker's periodic re-send of lost messages is 120 s
+    # away: only the worker's own reaction to the broker coming back can revive the campaign.
+    broker = urlparse(settings.CELERY_BROKER_URL)
+    campaign = make_campaign(_endpoint_agent(slow_endpoint, name="restart agent"), tasks=10, n=3)
+    campaign_start(campaign=campaign)
+    _wait(
+        lambda: Attempt.objects.filter(campaign=campaign, status="done").count() >= 4,
+        timeout=60,
+        what="4 done",
+    )
+
+    subprocess.run(
+        ["redis-cli", "-h", broker.hostname, "-p", str(broker.port), "shutdown", "nosave"], check=False
+    )
+    # Down for longer than an attempt (~0.3 s): the running attempts finish meanwhile and their
+    # hand-off to the next attempt fails too, so no message at all survives the restart.
+    time.sleep(3.0)
+    subprocess.run(
+        [
+            shutil.which("redis-server"),
+            "--bind",
+            broker.hostname,
+            "--port",
+            str(broker.port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "yes",
+        ],
+        check=True,
+    )
+    back_at = timezone.now()
+    try:
+        _wait(
+            lambda: _campaign_status(campaign) == "done", timeout=60, what="campaign done after Redis restart"
+        )
+    finally:
+        reset_broker_connections()  # this process's pooled connections died with the old server
+
+    attempts = Attempt.objects.filter(campaign=campaign)
+    first_start_after = min(attempts.filter(started_at__gt=back_at).values_list("started_at", flat=True))
+    assert (first_start_after - back_at).total_seconds() < 10
+    assert sorted(attempts.values_list("status", "retries")) == [("done", 0)] * 30
+    # One tool call and a final reply per attempt: 60 model calls means no attempt ran twice.
+    assert len(slow_endpoint.requests) == 60
 
 
 def test_cancel_stops_new_attempts_and_ends_running_ones_cancelled(

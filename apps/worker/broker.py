@@ -1,0 +1,22 @@
+"""What the worker asks the broker itself: when a Redis broker last started."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from celery import current_app
+from django.utils import timezone
+
+
+def broker_started_at() -> datetime | None:
+    """The latest moment the Redis broker can have started, by this host's clock (None: not Redis).
+
+    Redis reports its uptime in whole seconds, so ``now - uptime`` is at or after the real start:
+    every message sent before the start is older than it (a few sent just after are too, and are
+    re-sent needlessly, which claims make harmless). Durations, not clocks, cross hosts here.
+    """
+    with current_app.connection_for_read() as connection:
+        if connection.transport.driver_type != "redis":
+            return None
+        uptime = int(connection.default_channel.client.info("server")["uptime_in_seconds"])
+    return timezone.now() - timedelta(seconds=uptime)
