@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.exceptions import NotFound
@@ -9,6 +11,11 @@ from rest_framework.permissions import IsAuthenticated
 
 from apps.api.base import ApiView
 from apps.api.errors import api_exception_handler
+
+# drf-spectacular's schema generation is not thread-safe: generators share view instances and
+# global stats, and two concurrent requests in a threaded server can fail with "Schema generation
+# REQUIRES a view instance" (tfranzel/drf-spectacular#1123). One generation at a time per process.
+_SCHEMA_LOCK = threading.Lock()
 
 
 @extend_schema(exclude=True)
@@ -20,6 +27,10 @@ class SchemaView(SpectacularAPIView):
 
     def get_exception_handler(self):
         return api_exception_handler
+
+    def _get_schema_response(self, request):
+        with _SCHEMA_LOCK:
+            return super()._get_schema_response(request)
 
 
 class DocsView(SpectacularSwaggerView):

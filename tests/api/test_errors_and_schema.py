@@ -169,3 +169,27 @@ def test_favicon_points_at_the_static_icon_for_everyone(client):
     response = client.get("/favicon.ico")
 
     assert (response.status_code, response["Location"]) == (301, "/static/favicon.svg")
+
+
+def test_concurrent_schema_requests_all_succeed(bob):
+    """A threaded server generates the schema for several requests at once (drf-spectacular#1123)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rest_framework.test import APIRequestFactory, force_authenticate
+
+    from apps.api.views_meta import SchemaView
+
+    view = SchemaView.as_view()
+    factory = APIRequestFactory()
+
+    def fetch(_: int) -> int:
+        request = factory.get("/api/schema/", HTTP_ACCEPT="application/json")
+        force_authenticate(request, user=bob)
+        response = view(request)
+        response.render()
+        return response.status_code
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        statuses = list(pool.map(fetch, range(18)))
+
+    assert statuses == [200] * 18
