@@ -10,6 +10,13 @@ and rubrics) — through COPY, with no signatures, as a database from before sig
    Django's test client (middleware, session, templates included), the first load cold (empty cache);
 3. cluster pages of the largest clusters.
 
+What the page figures measure: every request is a real GET through Django's test client in this
+process. The first grouped request runs with an empty cache (the cluster index is built from the
+attempts); the following ones are what a returning user sees: the app's own cache of the index and
+of each page's details (keyed by the scope's task-summary stamp, which is recomputed per request, so
+they are as fresh as in production), the stamp, review progress and everything else read anew.
+Pages 1-3 rotate; cluster pages are drawn at random from the 200 largest clusters.
+
 Run:  python3 bench/clusters.py            # starts a throwaway PostgreSQL cluster
       DATABASE_URL=postgres://... python3 bench/clusters.py   # an empty database you own
 Options: --requests 30 (per page). backfill_per_s counts the failed attempts signed per second of

@@ -67,7 +67,7 @@ class Signature:
 
     @cached_property
     def digest(self) -> str:
-        return digest_of(self.elements)
+        return _digest_of_sorted(self.elements)
 
     def items(self) -> list[list[str]]:
         """JSON for storage: per element [kind, table, target, tool, phrase, generic phrase]."""
@@ -100,6 +100,13 @@ def digest_of(elements: Iterable[Element]) -> str:
     ordered = sorted(set(elements))
     blob = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False)  # tuples encode as lists
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+@lru_cache(maxsize=65536)
+def _digest_of_sorted(elements: tuple[Element, ...]) -> str:
+    """digest_of for elements already sorted and unique (a Signature's), cached: a backfill meets the same
+    signature many times."""
+    return digest_of(elements)
 
 
 def related(a: Iterable[Element], b: Iterable[Element]) -> bool:

@@ -72,12 +72,12 @@ class _Selection:
         return condition
 
     def sql(self) -> tuple[str, list]:
-        where = ["status = %s", "verdict = %s"]
+        where = ["a.status = %s", "a.verdict = %s"]
         params: list = [Attempt.Status.DONE, Attempt.Verdict.FAIL]
         if not self.recompute:
-            where.append("signature = ''")
+            where.append("a.signature = ''")
         if self.campaign_ids is not None:
-            where.append("campaign_id = ANY(%s)")
+            where.append("a.campaign_id = ANY(%s)")
             params.append(list(self.campaign_ids))
         return " AND ".join(where), params
 
@@ -158,12 +158,13 @@ def _backfill_orm(selection: _Selection) -> tuple[int, int, set[int]]:
 def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
     where, params = selection.sql()
     table = connection.ops.quote_name(Attempt._meta.db_table)
-    # The jsonb parts travel as one array per row: one JSON parse per attempt instead of six.
+    # The jsonb parts travel as one array per row: one JSON parse per attempt instead of six. The
+    # result is taken apart once (jsonb_to_record): each result->'…' would decompress it again.
     select = (
-        "SELECT id, campaign_id, task_id, signature, jsonb_build_array(result->'diff', result->'checks', "
-        "result->'rubrics', result->'categories', "
-        "jsonb_path_query_array(result->'transcript'->'tool_calls', '$[*].name'), signature_items) "
-        f"FROM {table} WHERE {where} ORDER BY id"
+        "SELECT a.id, a.campaign_id, a.task_id, a.signature, jsonb_build_array(r.diff, r.checks, "
+        "r.rubrics, r.categories, jsonb_path_query_array(r.transcript->'tool_calls', '$[*].name'), "
+        f"a.signature_items) FROM {table} a, jsonb_to_record(a.result) AS r(diff jsonb, checks jsonb, "
+        f"rubrics jsonb, categories jsonb, transcript jsonb) WHERE {where} ORDER BY a.id"
     )
     targets = _CheckTargets()
     scanned, changed, campaigns = 0, 0, set()
@@ -201,4 +202,6 @@ def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
                 f"UPDATE {table} a SET signature = t.signature, signature_items = t.items "
                 "FROM tb_signature_backfill t WHERE a.id = t.id"
             )
+            # ON COMMIT DROP alone leaves it to a later backfill in the same (outer) transaction.
+            cursor.execute("DROP TABLE tb_signature_backfill")
     return scanned, changed, campaigns

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter, defaultdict
+import threading
+import uuid
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -30,7 +32,7 @@ from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
-from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe, neighbour_digests
+from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 
 PER_PAGE = 50
 CACHE_SECONDS = 6 * 3600
@@ -226,11 +228,38 @@ def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
     campaign_ids, filters = _scope(user, filters)
     stamp = _stamp(campaign_ids, filters)
     key = _key("index", campaign_ids, filters, stamp)
-    found = cache.get(key)
-    if found is None:
-        found = _build_index(queue_queryset(user=user, filters=filters), stamp)
-        cache.set(key, found, CACHE_SECONDS)
+    token = cache.get(key + ":token")
+    if token is not None:
+        with _LOCAL_LOCK:
+            held = _LOCAL.get(key)
+        if held is not None and held[0] == token:
+            return held[1]
+        found = cache.get(key)
+        if found is not None:
+            _remember(key, token, found)
+            return found
+    found = _build_index(queue_queryset(user=user, filters=filters), stamp)
+    token = uuid.uuid4().hex
+    cache.set_many({key: found, key + ":token": token}, CACHE_SECONDS)
+    _remember(key, token, found)
     return found
+
+
+# The last few indexes this process read, as live objects: unpickling an index of thousands of
+# clusters from the shared cache costs more than the rest of a warm page. An entry is used only
+# while the shared cache still holds the token it was stored under (the key carries the scope's
+# stamp), so it is exactly as fresh as the shared cache and disappears with cache.clear().
+_LOCAL: OrderedDict[str, tuple[str, ClusterIndex]] = OrderedDict()
+_LOCAL_LOCK = threading.Lock()
+_LOCAL_SIZE = 8
+
+
+def _remember(key: str, token: str, index: ClusterIndex) -> None:
+    with _LOCAL_LOCK:
+        _LOCAL[key] = (token, index)
+        _LOCAL.move_to_end(key)
+        while len(_LOCAL) > _LOCAL_SIZE:
+            _LOCAL.popitem(last=False)
 
 
 def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
@@ -259,14 +288,15 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
         found = cursor.fetchall()
     firsts = [int(row[6]) for row in found]
     items: dict[int, str] = {}
-    for chunk in _chunks(firsts):
+    # One read on PostgreSQL (an array parameter); IN lists in chunks elsewhere.
+    for chunk in [firsts] if connection.vendor == "postgresql" else _chunks(firsts):
         items.update(
             Attempt.objects.filter(pk__in=chunk)
             .annotate(items_text=Cast("signature_items", TextField()))
             .values_list("pk", "items_text")
         )
     elements = {
-        signature: Signature.from_items(json.loads(items.get(int(first)) or "[]")).elements
+        signature: frozenset(Element(*item[:4]) for item in json.loads(items.get(int(first)) or "[]"))
         for signature, *_, first, _last in found
         if signature
     }
@@ -295,12 +325,18 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
     )
 
 
-def _related(elements: dict[str, tuple[Element, ...]]) -> dict[str, set[str]]:
-    """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours."""
+def _related(elements: dict[str, frozenset[Element]]) -> dict[str, set[str]]:
+    """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours.
+
+    A digest names its set of elements (tb_engine.signatures.digest_of), so the neighbours are
+    looked up by the element sets themselves: no digest is recomputed.
+    """
+    by_elements = {own: signature for signature, own in elements.items()}
     links: dict[str, set[str]] = defaultdict(set)
     for signature, own in elements.items():
-        for smaller in neighbour_digests(own):
-            if smaller in elements:
+        for element in own:
+            smaller = by_elements.get(own - {element})
+            if smaller is not None:
                 links[signature].add(smaller)
                 links[smaller].add(signature)
     return links
@@ -346,17 +382,20 @@ TOP = 3
 
 
 def _page_details(base: QuerySet[Attempt], signatures: list[str]) -> dict[str, tuple]:
-    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (four queries)."""
+    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (two queries)."""
     scoped = base.filter(signature__in=signatures)
     terminations: dict[str, Counter] = defaultdict(Counter)
-    for row in scoped.values("signature", "termination").annotate(n=Count("id")):
-        terminations[row["signature"]][row["termination"]] = row["n"]
     tasks: dict[str, Counter] = defaultdict(Counter)
-    for row in scoped.values("signature", "task__task_id").annotate(n=Count("id")):
-        tasks[row["signature"]][row["task__task_id"]] = row["n"]
     models: dict[str, Counter] = defaultdict(Counter)
-    for row in scoped.values("signature", "campaign__agent__name").annotate(n=Count("id")):
-        models[row["signature"]][row["campaign__agent__name"]] = row["n"]
+    # One pass over the page's attempts, grouped by everything the three counts need.
+    for signature, termination, task, model, n in (
+        scoped.values("signature", "termination", "task__task_id", "campaign__agent__name")
+        .annotate(n=Count("id"))
+        .values_list("signature", "termination", "task__task_id", "campaign__agent__name", "n")
+    ):
+        terminations[signature][termination] += n
+        tasks[signature][task] += n
+        models[signature][model] += n
     variants = dict(
         scoped.values("signature")
         .annotate(v=Count("signature_items", distinct=True))
