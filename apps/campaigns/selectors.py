@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -175,3 +176,31 @@ def done_verdicts(*, campaign_ids: list[int]) -> list[tuple[int, str, int, bool]
         (campaign_id, task_id, index, verdict == Attempt.Verdict.PASS)
         for campaign_id, task_id, index, verdict in rows
     ]
+
+
+# One-line headlines of stored diff items: the attempt page, the triage queue's "what went wrong".
+def singular(table: str) -> str:
+    """'tickets' -> 'ticket', 'policies' -> 'policy' (for one-line diff headlines)."""
+    if table.endswith("ies"):
+        return table[:-3] + "y"
+    if table.endswith("s") and not table.endswith("ss"):
+        return table[:-1]
+    return table
+
+
+def _short(value) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def diff_headline(item: dict) -> str:
+    """One line a reader takes in at a glance, e.g. 'ticket 20 · status: solved (golden: hold)'."""
+    subject = f"{singular(item['table'])} {item['key']}"
+    if item.get("field"):
+        return f"{subject} · {item['field']}: {_short(item['result'])} (golden: {_short(item['golden'])})"
+    result = "row present" if item["result"] is not None else "row absent"
+    golden = "present" if item["golden"] is not None else "absent"
+    return f"{subject} · {result} (golden: {golden})"

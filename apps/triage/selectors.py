@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.db import connection
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet
 
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.selectors import campaigns_visible_to
@@ -16,6 +16,21 @@ from apps.triage.models import AttemptReview, AuditEntry, Label, TaskHealthIssue
 
 CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
 SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
+QUEUE_PER_PAGE = 50
+# Sortable queue columns: the ?sort= value (a leading "-" reverses) -> the ORM ordering it means.
+# The queue order always ends with the default order, so equal keys keep a stable, shared order
+# for the list and for j/k in the drilldown.
+QUEUE_SORTS = {
+    "campaign": ("campaign__name",),
+    "task": ("task__task_id",),
+    "index": ("index",),
+    "termination": ("termination",),
+    "calls": ("tool_calls",),
+    "diff": ("diff_items",),
+    "assignee": ("review__assignee__username",),
+    "status": ("review__status",),
+}
+DEFAULT_QUEUE_ORDER = ("campaign_id", "task__task_id", "index", "pk")
 QUEUE_FIELDS = (
     "id",
     "campaign_id",
@@ -49,6 +64,7 @@ class QueueFilters:
     assignee: str = ""  # a user id, "none" (unassigned) or "" (anyone)
     status: str = ""
     scope: str = "clean"
+    sort: str = ""
 
     @classmethod
     def from_query(cls, query) -> QueueFilters:
@@ -57,6 +73,7 @@ class QueueFilters:
         status = query.get("status", "")
         assignee = query.get("assignee", "")
         scope = query.get("scope", "clean")
+        sort = query.get("sort", "")
         return cls(
             campaigns=tuple(sorted({int(v) for v in query.getlist("c") if v.isdigit()})),
             domain=query.get("domain", "").strip(),
@@ -66,12 +83,21 @@ class QueueFilters:
             assignee=assignee if assignee == "none" or assignee.isdigit() else "",
             status=status if status in AttemptReview.Status.values else "",
             scope=scope if scope in SCOPES else "clean",
+            sort=sort if sort.removeprefix("-") in QUEUE_SORTS else "",
         )
+
+    def ordering(self) -> tuple[str, ...]:
+        """The ORM order of the queue: the chosen column (if any), then the default order."""
+        if not self.sort:
+            return DEFAULT_QUEUE_ORDER
+        descending = self.sort.startswith("-")
+        keys = QUEUE_SORTS[self.sort.removeprefix("-")]
+        return (*(f"-{key}" if descending else key for key in keys), *DEFAULT_QUEUE_ORDER)
 
     def querystring(self) -> str:
         """The filters as a query string (defaults left out), the inverse of from_query."""
         pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
-        for name in ("domain", "task", "category", "label", "assignee", "status"):
+        for name in ("domain", "task", "category", "label", "assignee", "status", "sort"):
             value = getattr(self, name)
             if value not in ("", None):
                 pairs.append((name, value))
@@ -114,14 +140,16 @@ def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
         queryset = queryset.filter(Q(review__isnull=True) | Q(review__status=AttemptReview.Status.OPEN))
     elif filters.status:
         queryset = queryset.filter(review__status=filters.status)
-    return queryset.order_by("campaign_id", "task__task_id", "index", "pk")
+    return queryset.order_by(*filters.ordering())
 
 
 def queue_rows(queryset: QuerySet[Attempt]) -> QuerySet[Attempt]:
-    """The queue rows for display: no result JSON; review, assignee and labels in two extra queries."""
+    """The queue rows for display: no result JSON but its first diff item (`first_diff`, the
+    headline of what went wrong); review, assignee and labels in two extra queries."""
     return (
         queryset.select_related("task__domain", "campaign")
         .only(*QUEUE_FIELDS)
+        .annotate(first_diff=F("result__diff__0"))
         .prefetch_related(
             Prefetch(
                 "review", queryset=AttemptReview.objects.select_related("assignee").prefetch_related("labels")
@@ -134,13 +162,14 @@ def queue_neighbours(*, user, filters: QueueFilters, attempt_id: int) -> dict:
     """Previous/next attempt ids around `attempt_id` in the queue order, its position and the total (one query)."""
     ids = list(queue_queryset(user=user, filters=filters).values_list("id", flat=True))
     if attempt_id not in ids:
-        return {"previous": None, "next": None, "position": None, "total": len(ids)}
+        return {"previous": None, "next": None, "position": None, "total": len(ids), "page": None}
     at = ids.index(attempt_id)
     return {
         "previous": ids[at - 1] if at > 0 else None,
         "next": ids[at + 1] if at + 1 < len(ids) else None,
         "position": at + 1,
         "total": len(ids),
+        "page": at // QUEUE_PER_PAGE + 1,  # the queue page that lists it (the panel links back there)
     }
 
 
