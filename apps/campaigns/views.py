@@ -14,11 +14,13 @@ from django_htmx.http import HttpResponseStopPolling
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
+    LaunchEstimate,
     campaign_list_rows,
     campaign_progress,
     campaign_recent_errors,
     campaign_worker_activity,
     campaigns_visible_to,
+    launch_estimate,
     workers_alive,
 )
 from apps.campaigns.services import (
@@ -90,10 +92,6 @@ def campaign_launch(request):
     form = CampaignLaunchForm(request.POST or None, teams=teams)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        tasks = data["suite"].tasks.all()
-        domains = [d.strip() for d in data["domains"].split(",") if d.strip()]
-        if domains:
-            tasks = tasks.filter(domain__name__in=domains)
         try:
             campaign = campaign_create(
                 name=data["name"],
@@ -101,9 +99,11 @@ def campaign_launch(request):
                 owner=request.user,
                 agent=data["agent"],
                 suite=data["suite"],
-                tasks=list(tasks),
+                tasks=list(form.chosen_tasks()),
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
+                user_simulator=form.endpoint("user_simulator"),
+                judge=form.endpoint("judge"),
                 price_sheet=data["price_sheet"],
                 adaptive=form.adaptive_options(),
             )
@@ -112,7 +112,30 @@ def campaign_launch(request):
         else:
             campaign_start(campaign=campaign)
             return HttpResponseRedirect(reverse("campaigns:detail", args=[campaign.pk]))
-    return render(request, "campaigns/launch.html", {"form": form, "workers_alive": workers_alive()})
+    context = {"form": form, "workers_alive": workers_alive(), "estimate": _estimate(request, teams)}
+    if request.htmx and request.method == "GET":
+        return render(request, "campaigns/launch.html#launch-estimate", context)
+    return render(request, "campaigns/launch.html", context)
+
+
+def _estimate(request, teams) -> LaunchEstimate | None:
+    """The estimate of what the form as filled in would launch (the POST, or the htmx GET on change)."""
+    source = request.POST if request.method == "POST" else request.GET
+    form = CampaignLaunchForm(source or None, teams=teams)
+    if not form.is_bound:
+        return None
+    form.is_valid()  # fills cleaned_data with the fields that parse; the name may still be empty
+    data = form.cleaned_data
+    if not data.get("agent") or not data.get("suite") or not data.get("n_attempts"):
+        return None
+    tasks = form.chosen_tasks()
+    return launch_estimate(
+        agent=data["agent"],
+        suite=data["suite"],
+        tasks=[task for task in tasks if task.is_gradable],
+        n_attempts=data["n_attempts"],
+        price_sheet=data.get("price_sheet"),
+    )
 
 
 def _back(request, pk: int) -> str:

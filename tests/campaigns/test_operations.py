@@ -111,3 +111,132 @@ def test_launch_form_warns_without_workers_and_preselects_the_only_team(client, 
 
     assert 'id="no-workers-warning"' in html
     assert response.context["form"].fields["team"].initial == team_a.pk
+
+
+def _launch_data(team, agent, suite, **extra) -> dict:
+    return {
+        "name": "launched",
+        "team": team.pk,
+        "agent": agent.pk,
+        "suite": suite.pk,
+        "n_attempts": 3,
+        "seed": 0,
+    } | extra
+
+
+def test_launch_form_offers_domains_tasks_user_simulator_and_judge_as_choices(client, alice, starter_suite):
+    from apps.agents.models import AgentConfig
+
+    endpoint = AgentConfig.objects.create(
+        name="Judge model", kind="openai", model="gpt-x", base_url="http://127.0.0.1:9/v1"
+    )
+    client.force_login(alice)
+
+    form = client.get("/campaigns/new/").context["form"]
+
+    assert [name for name, _ in form.fields["domains"].choices] == sorted(
+        set(starter_suite.domains.values_list("name", flat=True))
+    )
+    assert form.fields["tasks"].queryset.count() == starter_suite.tasks.count()
+    assert [value for value, _ in form.fields["judge"].choices] == ["keyword", str(endpoint.pk)]
+    assert [value for value, _ in form.fields["user_simulator"].choices] == ["scripted", str(endpoint.pk)]
+
+
+def test_launch_with_chosen_tasks_and_an_llm_judge_stores_them(
+    client, alice, team_a, starter_suite, monkeypatch
+):
+    from apps.agents.models import AgentConfig
+    from apps.agents.services import agent_config_for
+    from apps.campaigns import services
+    from apps.campaigns.models import Campaign
+
+    monkeypatch.setattr(services, "campaign_dispatch", lambda **kwargs: 0)
+    judge = AgentConfig.objects.create(
+        name="Judge model",
+        kind="openai",
+        model="gpt-x",
+        base_url="http://127.0.0.1:9/v1",
+        api_key_env="JUDGE_KEY",
+    )
+    chosen = list(starter_suite.tasks.order_by("task_id")[:2])
+    client.force_login(alice)
+
+    response = client.post(
+        "/campaigns/new/",
+        _launch_data(
+            team_a, agent_config_for("golden"), starter_suite, tasks=[t.pk for t in chosen], judge=judge.pk
+        ),
+    )
+
+    campaign = Campaign.objects.get(name="launched")
+    assert response.status_code == 302
+    assert sorted(campaign.tasks.values_list("task_id", flat=True)) == [t.task_id for t in chosen]
+    assert campaign.judge == {
+        "kind": "llm",
+        "model": "gpt-x",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "JUDGE_KEY",
+    }
+    assert campaign.user_simulator == {"kind": "scripted"}
+
+
+def test_launch_estimate_prices_the_agents_stored_average_tokens_at_the_price_sheet(
+    client, alice, team_a, starter_suite, make_campaign
+):
+    from decimal import Decimal
+
+    from apps.agents.models import AgentConfig
+    from apps.agents.services import price_sheet_create
+
+    sheet = price_sheet_create(
+        name="Sheet",
+        source="test",
+        effective_date=timezone.now().date(),
+        models={"gpt-x": {"input": 2, "output": 10}},
+    )
+    agent = AgentConfig.objects.create(
+        name="Model", kind="openai", model="gpt-x", base_url="http://127.0.0.1:9/v1"
+    )
+    earlier = make_campaign(agent, tasks=1, n=2)
+    Attempt.objects.bulk_create(
+        Attempt(
+            campaign=earlier,
+            task=earlier.tasks.get(),
+            index=i,
+            status="done",
+            input_tokens=t,
+            output_tokens=o,
+        )
+        for i, (t, o) in enumerate([(1000, 100), (3000, 300)])
+    )
+    client.force_login(alice)
+    domain = starter_suite.domains.order_by("name").first()
+    n_tasks = starter_suite.tasks.filter(domain=domain).count()
+
+    html = client.get(
+        "/campaigns/new/",
+        _launch_data(team_a, agent, starter_suite, domains=domain.name, price_sheet=sheet.pk),
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+
+    per_attempt = (Decimal(2000) * 2 + Decimal(200) * 10) / 1_000_000  # the averages, priced
+    assert html.lstrip().startswith('<p id="launch-estimate"')
+    assert f"{n_tasks} tasks × 3 = {n_tasks * 3} attempts" in html
+    assert f"≈ ${per_attempt * n_tasks * 3:.4f} at {sheet}" in html
+    assert "average tokens of this agent&#x27;s 2 finished attempts" in html
+
+
+def test_launch_estimate_says_a_simulated_agent_costs_nothing(client, alice, team_a, starter_suite):
+    from apps.agents.services import agent_config_for
+
+    client.force_login(alice)
+
+    html = client.get(
+        "/campaigns/new/",
+        _launch_data(team_a, agent_config_for("sim:careless"), starter_suite),
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+
+    n_tasks = sum(1 for task in starter_suite.tasks.all() if task.is_gradable)
+    assert f"{n_tasks} tasks × 3 = {n_tasks * 3} attempts" in html
+    assert "no model tokens (a simulated agent costs nothing)" in html
