@@ -119,6 +119,7 @@ def leaderboard(request):
         "presets": [(key, label) for key, (label, _) in PRESETS.items()],
         "cols": columns,
         "colspan": 2 + len(columns) + len(benchmarks),
+        "metric_span": len(columns),
         **health.context(),
         "export_query": f"{filter_query}&sort={sort}&dir={'desc' if descending else 'asc'}".lstrip("&"),
         "base_query": filter_query,
@@ -430,10 +431,19 @@ def compare(request):
     health = task_health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:
         tables = figures.per_task_tables([a, b] if a.pk != b.pk else [a], exclude=health.exclude)
-        try:
-            result = figures.comparison(tables, a, b)
-        except ValueError as exc:
-            error = str(exc)
+        unfinished = [c for c in (a, b) if not figures.campaign_figures(tables, c).coverage.done_attempts]
+        if unfinished:
+            # No finished attempt: zeros with intervals would read as results, so say where it stands.
+            error = " · ".join(
+                f"{c.name} is running {cov.done_attempts}/{cov.planned_attempts}: no finished attempt to compare yet"
+                for c in unfinished
+                for cov in [figures.campaign_figures(tables, c).coverage]
+            )
+        else:
+            try:
+                result = figures.comparison(tables, a, b)
+            except ValueError as exc:
+                error = str(exc)
         if result is not None:
             costs = (figures.campaign_figures(tables, a).cost, figures.campaign_figures(tables, b).cost)
             verdict = compare_verdict(result, a=a.name, b=b.name, cost_a=costs[0], cost_b=costs[1])

@@ -240,3 +240,36 @@ def test_launch_estimate_says_a_simulated_agent_costs_nothing(client, alice, tea
     n_tasks = sum(1 for task in starter_suite.tasks.all() if task.is_gradable)
     assert f"{n_tasks} tasks × 3 = {n_tasks * 3} attempts" in html
     assert "no model tokens (a simulated agent costs nothing)" in html
+
+
+def test_leaderboard_says_running_0_of_n_for_a_campaign_with_no_finished_attempt(client, bob, make_campaign):
+    from apps.campaigns.summaries import summary_refresh
+
+    campaign = _start(make_campaign("sim:careless", tasks=3, n=12))
+    summary_refresh(campaign_id=campaign.pk)
+    client.force_login(bob)
+
+    html = client.get("/leaderboard/").content.decode()
+    row = html.split(f'<tr data-campaign="{campaign.pk}">')[1].split("</tr>")[0]
+
+    assert "running 0/36 · no finished attempt yet, so no figures" in row
+    assert 'class="num pass1"' not in row and "%" not in row
+
+
+def test_compare_says_running_0_of_n_instead_of_comparing_a_campaign_with_no_finished_attempt(
+    client, bob, make_campaign
+):
+    from apps.campaigns.summaries import summary_refresh
+
+    running = _start(make_campaign("sim:careless", tasks=3, n=12))
+    other = _start(make_campaign("sim:steady", tasks=3, n=2))
+    summary_refresh(campaign_id=running.pk)
+    client.force_login(bob)
+
+    response = client.get(f"/compare/?a={running.pk}&b={other.pk}")
+
+    assert response.context["result"] is None
+    assert response.context["error"] == (
+        f"{running.name} is running 0/36: no finished attempt to compare yet · "
+        f"{other.name} is running 0/6: no finished attempt to compare yet"
+    )
