@@ -2,6 +2,7 @@
 """Bootstrap and run ThinkingBox Web with nothing but Python >= 3.11 (standard library only).
 
     python3 run.py demo [demo options]   set up .venv, migrate, create the demo, serve on 127.0.0.1:8000
+                                          with debug off (--debug: Django's debug pages)
     python3 run.py test [pytest options] set up .venv, run the whole suite on SQLite, then the
                                           integration subset on PostgreSQL + Redis + a live worker
                                           (both with the real ThinkingBox servers' venv, built once)
@@ -18,6 +19,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -92,6 +94,11 @@ def check_call(command: list[str], **kwargs) -> None:
 
 
 def command_demo(python: str, args: list[str]) -> int:
+    """The demo serves with debug off (plain error pages, static files through WhiteNoise); `--debug`
+    keeps Django's debug pages for development."""
+    debug = "--debug" in args
+    args = [arg for arg in args if arg != "--debug"]
+    os.environ.update({"TB_DEMO": "1", "DEBUG": "1" if debug else "0"})
     check_call([python, "manage.py", "migrate", "--noinput"])
     try:
         return subprocess.run([python, "manage.py", "demo", *args], cwd=ROOT).returncode
@@ -201,12 +208,13 @@ class ThrowawayRedis:
     def __init__(self) -> None:
         self.process: subprocess.Popen | None = None
         self.workdir: Path | None = None
+        self.port: int | None = None
 
     def start(self) -> str:
         binary = shutil.which("redis-server")
         if binary is None:
             raise ServiceUnavailable("redis-server not found (install redis-server or set TEST_REDIS_URL)")
-        port = free_port()
+        port = self.port = free_port()
         self.workdir = Path(tempfile.mkdtemp(prefix="tb-redis-"))
         self.process = subprocess.Popen(
             [
@@ -238,11 +246,27 @@ class ThrowawayRedis:
         raise ServiceUnavailable(f"redis-server did not answer on port {port}")
 
     def stop(self) -> None:
+        """Stop the server we started and any server a test restarted on our port (the broker-outage
+        test starts a daemonized redis-server there, which is no child of ours)."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
+        if self.port is not None:
+            deadline = time.monotonic() + SERVICE_START_TIMEOUT_SECONDS
+            while redis_answers_ping("127.0.0.1", self.port) and time.monotonic() < deadline:
+                redis_shutdown("127.0.0.1", self.port)
+                time.sleep(0.1)
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def redis_shutdown(host: str, port: int) -> None:
+    try:
+        with socket.create_connection((host, port), timeout=1) as sock:
+            sock.sendall(b"SHUTDOWN NOSAVE\r\n")
+            sock.recv(16)  # the server closes the connection as it exits
+    except OSError:
+        pass
 
 
 def redis_answers_ping(host: str, port: int) -> bool:
@@ -339,6 +363,11 @@ def servers_python(python: str) -> tuple[str, str]:
     return "", (result.stderr or result.stdout).strip()[-1000:]
 
 
+def stop_on_sigterm(signum, frame) -> None:
+    """SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so the services we started are stopped."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def command_test(python: str, args: list[str]) -> int:
     results: list[RunResult] = []
     integration_skipped_reason = ""
@@ -351,6 +380,7 @@ def command_test(python: str, args: list[str]) -> int:
         results.append(run_pytest(python, "sqlite", list(args), sqlite_env, scratch_dir))
 
         services: list = []
+        previous_sigterm = signal.signal(signal.SIGTERM, stop_on_sigterm)
         try:
             try:
                 database_url, redis_url = start_integration_services(services)
@@ -372,8 +402,10 @@ def command_test(python: str, args: list[str]) -> int:
                     )
                 )
         finally:
+            # On success, failure, Ctrl-C (KeyboardInterrupt) and SIGTERM (stop_on_sigterm) alike.
             for service in reversed(services):
                 service.stop()
+            signal.signal(signal.SIGTERM, previous_sigterm)
 
     ci = os.environ.get("CI", "").lower() == "true"
     failed_runs = [r.label for r in results if r.exit_code != 0]

@@ -6,15 +6,20 @@ line and a test mean the same thing by "the scripted user" or "the keyword judge
 
 Configurations are JSON-able mappings, as the Django side stores them:
 
-* agent: a spec string (``golden``, ``sim:<persona>``), an ``Agent`` object, or a mapping
-  ``{"spec": "golden" | "sim:<persona>" | "openai", "name", "model", "base_url", "api_key_env",
-  "parameters", "max_concurrency", "provider_headers"}`` (the endpoint fields are read for ``openai``
-  only; a simulated persona reads ``parameters.switch_at`` / ``switch_to``, see ``scheduled_persona``);
+* agent: a spec string (``golden``, ``sim:<persona>``, ``check:<kind>`` — a harness check,
+  tb_engine.agents.harness_checks), an ``Agent`` object, or a mapping ``{"spec": "golden" |
+  "sim:<persona>" | "check:<kind>" | "openai", "name", "model", "base_url", "api_key_env",
+  "parameters", "max_concurrency", "provider_headers"}`` (the endpoint fields are read for
+  ``openai`` only; a simulated persona reads ``parameters.switch_at`` / ``switch_to``, see
+  ``scheduled_persona``);
 * user simulator: ``{"kind": "scripted"}`` (also ``{}``), or ``{"kind": "llm", <EndpointConfig
-  fields>}``; or a ``UserSimulator`` object;
-* judge: ``{"kind": "keyword"}`` (also ``{}``), or ``{"kind": "llm", <EndpointConfig fields>}``;
-  a ``Judge`` object; or None for no judge (every rubric is then unanswered and cannot pass).
-  A task without rubrics gets no judge whatever the configuration.
+  fields>, "prompt": <instructions with {query}, {user_context}, {stop_token}>}``; or a
+  ``UserSimulator`` object;
+* judge: ``{"kind": "keyword"}`` (also ``{}``), or ``{"kind": "llm", <EndpointConfig fields>,
+  "prompt": <instructions>}`` (temperature 0, strict yes/no parsing); a ``Judge`` object; or
+  None for no judge (every rubric is then unjudged, SPEC §2). A task without rubrics gets no
+  judge whatever the configuration. ``normalise_user_config`` / ``normalise_judge_config``
+  check a configuration before it is stored.
 
 ``AttemptSetup.cost`` prices a finished attempt with the setup's price list (SPEC §5).
 """
@@ -22,12 +27,15 @@ Configurations are JSON-able mappings, as the Django side stores them:
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tb_engine.agents.openai_parameters import split_parameters
 from tb_engine.backend import Backend, SqliteBackend
 from tb_engine.interfaces import Agent, InfraError, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
@@ -35,7 +43,11 @@ from tb_engine.pricing import AttemptCost, PriceList, attempt_cost
 from tb_engine.results import AttemptResult
 from tb_engine.runner import Limits, Steps, attempt_steps, backend_failed_result, run_attempt
 from tb_engine.spec import DomainSpec, TaskSpec
+from tb_engine.transcript import ToolCallRequest
 from tb_engine.users.scripted import ScriptedUser
+
+if TYPE_CHECKING:
+    from tb_engine.agents.harness_checks import GoldenWrites
 
 SCRIPTED_USER: Mapping[str, Any] = {"kind": "scripted"}
 KEYWORD_JUDGE: Mapping[str, Any] = {"kind": "keyword"}
@@ -99,12 +111,7 @@ class AttemptSetup:
 
     def open_backend(self) -> Backend:
         """A private backend for one attempt: a SQLite sandbox, or a session of the domain's MCP server."""
-        if self.domain.backend == "mcp":
-            # Imported here: the MCP SDK is slow to import and only imported domains need it.
-            from tb_engine.thinkingbox.mcp_backend import backend_for_domain
-
-            return backend_for_domain(self.domain, self.task)
-        return SqliteBackend(self.domain, self.task)
+        return open_backend(self.domain, self.task)
 
     def run(self, backend: Backend | None = None) -> AttemptResult:
         """Run and grade the attempt; on ``backend`` if given (the caller closes it), else on a fresh one."""
@@ -155,6 +162,77 @@ class AttemptSetup:
         )
 
 
+def open_backend(domain: DomainSpec, task: TaskSpec) -> Backend:
+    """A private backend for one attempt of ``task``: a SQLite sandbox, or a fresh MCP server session."""
+    if domain.backend == "mcp":
+        # Imported here: the MCP SDK is slow to import and only imported domains need it.
+        from tb_engine.thinkingbox.mcp_backend import backend_for_domain
+
+        return backend_for_domain(domain, task)
+    return SqliteBackend(domain, task)
+
+
+_WRITES_CACHE_SIZE = 1024
+_writes_cache: OrderedDict[tuple[str, str, str], GoldenWrites] = OrderedDict()
+_writes_lock = threading.Lock()
+
+
+def golden_writes(domain: DomainSpec, task: TaskSpec) -> GoldenWrites:
+    """What each golden call writes, from one golden replay on a fresh backend (cached per task version).
+
+    Harness checks need it (which call is the last write, which creates a row): tool servers
+    rarely declare read-only tools, so the replay's own effect record decides.
+    """
+    from tb_engine.agents.harness_checks import GoldenWrites
+
+    key = (domain.name, task.content_hash(), repr(sorted((domain.mcp or {}).get("launch", {}).items())))
+    with _writes_lock:
+        if key in _writes_cache:
+            _writes_cache.move_to_end(key)
+            return _writes_cache[key]
+    if domain.backend == "mcp":  # the state after every state-changing call, not only on failure
+        domain = dataclasses.replace(domain, mcp={**(domain.mcp or {}), "attribute_writes": "per_call"})
+    backend = open_backend(domain, task)
+    try:
+        initial = backend.initial_snapshot()
+        changed, errors = [], []
+        for index, call in enumerate(task.golden):
+            done = backend.call_tool(
+                ToolCallRequest(f"golden-probe-{index}", call.tool, dict(call.arguments)), index=index, turn=0
+            )
+            if done.error is not None:
+                errors.append(f"call {index} ({call.tool}): {done.error}")
+            if done.changed_state:
+                changed.append(index)
+        backend.result_snapshot()  # the final state: MCP backends attribute the last call's writes here
+        places = backend.writes()
+        specs = backend.table_specs()
+        schemas = {tool.name: tool.parameters for tool in backend.tool_schemas()}
+    finally:
+        backend.close()
+    written: dict[int, set[tuple[str, str | None]]] = {}
+    creates: set[int] = set()
+    for (table, row_key, column), indexes in places.items():
+        for index in indexes:
+            written.setdefault(index, set()).add((table, column))
+            existed = table in initial.tables and row_key in initial.tables[table].rows
+            if column is None and not existed:
+                creates.add(index)
+    result = GoldenWrites(
+        writes=tuple(sorted(set(changed) | set(written))),
+        creates=tuple(sorted(creates)),
+        written={i: tuple(sorted(w, key=lambda p: (p[0], p[1] or ""))) for i, w in written.items()},
+        unstable={name: frozenset(spec.unstable) for name, spec in specs.items()},
+        errors=tuple(errors),
+        schemas=schemas,
+    )
+    with _writes_lock:
+        _writes_cache[key] = result
+        while len(_writes_cache) > _WRITES_CACHE_SIZE:
+            _writes_cache.popitem(last=False)
+    return result
+
+
 def run_task(
     domain: DomainSpec,
     task: TaskSpec,
@@ -173,11 +251,22 @@ def run_task(
 
 
 def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, seed: int = 0) -> Agent:
-    """Resolve an agent spec: ``golden`` or ``sim:<persona>`` (simulated personas need the domain)."""
+    """Resolve an agent spec: ``golden``, ``sim:<persona>`` or ``check:<kind>`` (the last two need the domain)."""
     if spec == "golden":
         from tb_engine.agents.golden import make_golden_agent
 
         return make_golden_agent(task)
+    if spec.startswith("check:"):
+        from tb_engine.agents.harness_checks import RUN_KINDS, make_harness_check_agent
+
+        kind = spec[len("check:") :]
+        if kind not in RUN_KINDS or kind == "golden":
+            raise ValueError(f"unknown harness check {kind!r} (known: {', '.join(RUN_KINDS[1:])})")
+        if kind == "do-nothing":
+            return make_harness_check_agent(kind, task)
+        if domain is None:
+            raise ValueError(f"agent spec {spec!r}: harness checks need the task's domain")
+        return make_harness_check_agent(kind, task, golden_writes(domain, task))
     if spec.startswith("sim:"):
         # Imported here: the simulated personas are a large module most runs never use.
         from tb_engine.agents.simulated import make_simulated_agent
@@ -185,7 +274,7 @@ def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, s
         if domain is None:
             raise ValueError(f"agent spec {spec!r}: simulated personas need the task's domain")
         return make_simulated_agent(spec[len("sim:") :], task=task, domain=domain, seed=seed)
-    raise ValueError(f"unknown agent spec {spec!r} (use 'golden' or 'sim:<persona>')")
+    raise ValueError(f"unknown agent spec {spec!r} (use 'golden', 'sim:<persona>' or 'check:<kind>')")
 
 
 def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed: int = 0) -> Agent:
@@ -201,7 +290,11 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
         )
     from tb_engine.agents.openai_agent import OpenAIAgent
 
-    return OpenAIAgent.from_dict({"endpoint": agent_endpoint(config), "name": config.get("name", "openai")})
+    # Agent options (end_marker, max_attempt_tokens, …) go to the agent, the rest to its endpoint.
+    _, options = split_parameters(dict(config.get("parameters") or {}))
+    return OpenAIAgent.from_dict(
+        {"endpoint": agent_endpoint(config), **options, "name": config.get("name", "openai")}
+    )
 
 
 def scheduled_persona(spec: str, parameters: Mapping[str, Any], *, now: datetime | None = None) -> str:
@@ -224,8 +317,7 @@ def agent_endpoint(config: Mapping[str, Any]) -> dict[str, Any]:
 
     ``provider_headers`` names the response headers recorded with each call's model identity.
     """
-    parameters = config.get("parameters") or {}
-    endpoint = {key: value for key, value in parameters.items() if key != "end_marker"}
+    endpoint, _ = split_parameters(dict(config.get("parameters") or {}))
     endpoint.update(
         model=config.get("model", ""),
         base_url=config.get("base_url") or endpoint.get("base_url"),
@@ -246,9 +338,13 @@ def build_user(config: UserConfig) -> UserSimulator:
     if config.get("kind", "scripted") == "scripted":
         return ScriptedUser()
     from tb_engine.llm.config import EndpointConfig
-    from tb_engine.users.llm_user import LLMUser
+    from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS, LLMUser
 
-    return LLMUser(EndpointConfig.from_dict(_without_kind(config), label="user simulator"))
+    endpoint = _endpoint_fields(config)
+    return LLMUser(
+        EndpointConfig.from_dict(endpoint, label="user simulator"),
+        instructions=config.get("prompt") or DEFAULT_INSTRUCTIONS,
+    )
 
 
 def build_judge(config: JudgeConfig, task: TaskSpec) -> Judge | None:
@@ -260,13 +356,76 @@ def build_judge(config: JudgeConfig, task: TaskSpec) -> Judge | None:
     if config.get("kind", "keyword") == "keyword":
         return KeywordJudge.for_task(task)
     from tb_engine.llm.config import EndpointConfig
-    from tb_engine.llm_judge import LLMJudge
+    from tb_engine.llm_judge import JUDGE_INSTRUCTIONS, LLMJudge
 
-    return LLMJudge(EndpointConfig.from_dict(_without_kind(config), label="judge"))
+    endpoint = {**_endpoint_fields(config), "temperature": 0.0}  # a judge samples nothing
+    return LLMJudge(
+        EndpointConfig.from_dict(endpoint, label="judge"),
+        instructions=config.get("prompt") or JUDGE_INSTRUCTIONS,
+        strict=True,
+    )
 
 
-def _without_kind(config: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in config.items() if key != "kind"}
+_NOT_ENDPOINT = ("kind", "prompt")
+
+
+def _endpoint_fields(config: Mapping[str, Any]) -> dict[str, Any]:
+    endpoint = {key: value for key, value in config.items() if key not in _NOT_ENDPOINT}
+    if not endpoint.get("api_key_env"):
+        endpoint["api_key_env"] = None  # a local endpoint that needs no key
+    return endpoint
+
+
+def normalise_user_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A user-simulator configuration checked and in its stored form (raises ValueError naming the field).
+
+    ``{"kind": "scripted"}``, or ``{"kind": "llm", "model", "base_url", "api_key_env", …, "prompt"}``
+    where the prompt (default: the built-in one, stored so the campaign records it) must hold
+    ``{query}``, ``{user_context}`` and ``{stop_token}``.
+    """
+    config = dict(config or {})
+    kind = config.get("kind") or "scripted"
+    if kind == "scripted":
+        return {"kind": "scripted"}
+    if kind != "llm":
+        raise ValueError(f"user simulator: kind: must be 'scripted' or 'llm', got {kind!r}")
+    from tb_engine.llm.config import EndpointConfig
+    from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS
+
+    prompt = str(config.get("prompt") or DEFAULT_INSTRUCTIONS)
+    for placeholder in ("{query}", "{user_context}", "{stop_token}"):
+        if placeholder not in prompt:
+            raise ValueError(f"user simulator: prompt: must contain {placeholder}")
+    endpoint = _endpoint_fields(config)
+    EndpointConfig.from_dict(endpoint, label="user simulator")  # raises on a bad field
+    return {"kind": "llm", **{k: v for k, v in config.items() if k not in _NOT_ENDPOINT}, "prompt": prompt}
+
+
+def normalise_judge_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A judge configuration checked and in its stored form (raises ValueError naming the field).
+
+    ``{"kind": "keyword"}``, or ``{"kind": "llm", "model", "base_url", "api_key_env", …, "prompt",
+    "temperature": 0}``: an LLM judge always samples at temperature 0 and its answers are parsed
+    strictly (first line exactly yes or no); an unreadable answer leaves the rubric unjudged.
+    """
+    config = dict(config or {})
+    kind = config.get("kind") or "keyword"
+    if kind == "keyword":
+        return {"kind": "keyword"}
+    if kind != "llm":
+        raise ValueError(f"judge: kind: must be 'keyword' or 'llm', got {kind!r}")
+    from tb_engine.llm.config import EndpointConfig
+    from tb_engine.llm_judge import JUDGE_INSTRUCTIONS
+
+    if config.get("temperature") not in (None, 0, 0.0):
+        raise ValueError(
+            f"judge: temperature: an LLM judge runs at temperature 0, got {config['temperature']!r}"
+        )
+    prompt = str(config.get("prompt") or JUDGE_INSTRUCTIONS)
+    endpoint = {**_endpoint_fields(config), "temperature": 0.0}
+    EndpointConfig.from_dict(endpoint, label="judge")  # raises on a bad field
+    stored = {k: v for k, v in config.items() if k not in _NOT_ENDPOINT}
+    return {"kind": "llm", **stored, "temperature": 0.0, "prompt": prompt}
 
 
 def _agent_model(config: AgentConfig | None) -> str:

@@ -25,11 +25,12 @@ def validate_suite_report(suite_name: str = "starter") -> tuple[str, int]:
     results = validate_suite(suite)
     counts = {
         status: sum(r.status == status for r in results)
-        for status in ("valid", "invalid", "non_discriminating")
+        for status in ("valid", "invalid", "non_discriminating", "unknown")
     }
     lines = [
         f"{len(results)} tasks: {counts['valid']} valid, {counts['invalid']} invalid, "
         f"{counts['non_discriminating']} non-discriminating"
+        + (f", {counts['unknown']} not validated (infrastructure error)" if counts["unknown"] else "")
     ]
     for result in results:
         if result.status != "valid":

@@ -9,6 +9,7 @@ from typing import Any
 from tb_engine.diff import diff_kinds
 from tb_engine.interfaces import Judge
 from tb_engine.results import CheckResult, DiffItem, RubricResult, Verdict
+from tb_engine.signatures import check_target
 from tb_engine.snapshot import Snapshot, TableState, normalise_value
 from tb_engine.spec import CheckSpec
 from tb_engine.transcript import ToolCall, Usage
@@ -104,22 +105,24 @@ def evaluate_checks(checks: Iterable[CheckSpec], initial: Snapshot, result: Snap
                 passed, detail = evaluate(check, initial, result)
             except KeyError as exc:
                 passed, detail = False, f"check refers to something the state lacks: {exc}"
-        results.append(CheckResult(check.kind, _describe(check), passed, detail, check.forbidden))
+        target = check_target(check.kind, check.params, check.description)
+        results.append(CheckResult(check.kind, _describe(check), passed, detail, check.forbidden, target))
     return results
 
 
 def judge_rubrics(
     rubrics: Iterable[str], final_reply: str, judge: Judge | None
 ) -> tuple[list[RubricResult], Usage]:
-    """Ask the judge each yes/no rubric; with no judge every answer is None (and cannot pass)."""
+    """Ask the judge each yes/no rubric; with no judge every answer is None (unjudged, never a failure)."""
     results, usage = [], Usage()
     for question in rubrics:
         if judge is None:
-            results.append(RubricResult(question, None, "no judge configured"))
+            results.append(RubricResult(question, None, "unjudged: no judge configured"))
             continue
         verdict = judge.judge(question, final_reply)
         usage = usage + verdict.usage
-        results.append(RubricResult(question, bool(verdict.answer), verdict.explanation))
+        answer = None if verdict.answer is None else bool(verdict.answer)
+        results.append(RubricResult(question, answer, verdict.explanation))
     return results, usage
 
 
@@ -146,11 +149,22 @@ def grade(
     termination: str | None,
     tool_calls: list[ToolCall],
 ) -> Grade:
-    """Verdict (pass iff no diff item, every check and every rubric holds), categories, clean-looking flag."""
+    """Verdict, categories and clean-looking flag (SPEC §2-§4).
+
+    pass iff no diff item, every check holds and every rubric is answered yes; fail when any of
+    them fails; otherwise, when a rubric could not be answered (None), ``unjudged`` — excluded
+    from success metrics like an infra error, never counted as the agent's failure.
+    """
     categories = set(diff_kinds(diff))
     if any(not c.passed for c in checks):
         categories.add("check_failed")
-    if any(r.answer is not True for r in rubrics):
+    if any(r.answer is False for r in rubrics):
         categories.add("rubric_failed")
-    verdict: Verdict = "fail" if categories else "pass"
+    verdict: Verdict
+    if categories:
+        verdict = "fail"
+    elif any(r.answer is None for r in rubrics):
+        verdict = "unjudged"
+    else:
+        verdict = "pass"
     return Grade(verdict, sorted(categories), is_clean_looking(verdict, termination, tool_calls))

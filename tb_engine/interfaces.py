@@ -107,6 +107,6 @@ class Judge(Protocol):
 
 @dataclass
 class JudgeVerdict:
-    answer: bool
+    answer: bool | None  # None: the judge could not answer (the rubric is *unjudged*, SPEC §2)
     explanation: str = ""
     usage: Usage = field(default_factory=Usage)

@@ -1,9 +1,11 @@
 """LLM rubric judge: one yes/no decision per rubric question over the agent's final reply.
 
 The judge sees only the question and the final reply. Its answer is parsed
-robustly (``parse_yes_no``); an answer that still cannot be read after
-``parse_retries`` more calls raises InfraError — a judge that cannot decide is
-an evaluation failure, never the agent's.
+strictly by default (``parse_yes_no_strict``: the first line must be exactly
+"yes" or "no"; the lenient ``parse_yes_no`` is kept for callers that ask for it).
+An answer that still cannot be read after ``parse_retries`` more calls, or a judge
+endpoint that stays down, leaves the rubric *unjudged* (answer None, SPEC §2):
+a judge that cannot decide is an evaluation gap, never the agent's failure.
 """
 
 from __future__ import annotations
@@ -57,6 +59,20 @@ def parse_yes_no(text: str) -> bool | None:
     return None
 
 
+_STRICT = re.compile(r"^\s*(yes|no)\s*[.!]?\s*$", re.IGNORECASE)
+
+
+def parse_yes_no_strict(text: str) -> bool | None:
+    """Strict reading: the first non-empty line is exactly "yes" or "no" (any case, one final . or !)."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    match = _STRICT.match(lines[0])
+    if match is None:
+        return None
+    return match.group(1).lower() == "yes"
+
+
 class LLMJudge:
     """A Judge (tb_engine.interfaces) backed by a chat-completions model."""
 
@@ -67,17 +83,19 @@ class LLMJudge:
         instructions: str = JUDGE_INSTRUCTIONS,
         max_reply_chars: int | None = 20_000,
         parse_retries: int = 2,
+        strict: bool = True,
     ) -> None:
         self.config = config
         self.instructions = instructions
         self.max_reply_chars = max_reply_chars
         self.parse_retries = parse_retries
+        self.strict = strict
         self._client = ChatClient(config)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LLMJudge:
         """Build from stored settings: ``endpoint`` (EndpointConfig fields) plus the judge options."""
-        allowed = {"instructions", "max_reply_chars", "parse_retries"}
+        allowed = {"instructions", "max_reply_chars", "parse_retries", "strict"}
         config, options = endpoint_and_options(data, what="judge", label="judge", allowed=allowed)
         return cls(config, **options)
 
@@ -93,18 +111,29 @@ class LLMJudge:
         ]
 
     def judge(self, question: str, final_reply: str) -> JudgeVerdict:
-        """Answer one rubric question; usage covers every call made, including re-asks."""
+        """Answer one rubric question (None: unjudged); usage covers every call made, including re-asks."""
         messages = self.build_messages(question, final_reply)
+        parse = parse_yes_no_strict if self.strict else parse_yes_no
         usage = Usage()
         answers: list[str] = []
+        where = f"judge endpoint {self.config.base_url} (model {self.config.model!r})"
         for _ in range(self.parse_retries + 1):
-            result = self._client.complete(messages)
+            try:
+                result = self._client.complete(messages)
+            except InfraError as exc:  # the client already spent its retries: the rubric stays unjudged
+                return JudgeVerdict(
+                    answer=None, explanation=f"unjudged: {where} unavailable: {exc}", usage=usage
+                )
             usage = usage + result.usage
             answers.append(result.text)
-            answer = parse_yes_no(result.text)
+            answer = parse(result.text)
             if answer is not None:
                 return JudgeVerdict(answer=answer, explanation=result.text.strip(), usage=usage)
-        raise InfraError(
-            f"judge endpoint {self.config.base_url} (model {self.config.model!r}): no yes/no answer to "
-            f"{question!r} after {len(answers)} calls; last answer: {answers[-1][:200]!r}"
+        return JudgeVerdict(
+            answer=None,
+            explanation=(
+                f"unjudged: {where} gave no {'strict ' if self.strict else ''}yes/no answer after "
+                f"{len(answers)} calls; last answer: {answers[-1][:200]!r}"
+            ),
+            usage=usage,
         )

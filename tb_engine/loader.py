@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
 from tb_engine.spec import CheckSpec, DomainSpec, GoldenCall, SuiteSpec, TableSpec, TaskSpec, ToolSpec
+from tb_engine.yaml_bounded import load_yaml
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 COLUMN_TYPES = ("text", "integer", "real", "boolean", "json")
@@ -78,7 +79,7 @@ def _read_yaml(path: Path) -> Any:
     if not path.is_file():
         raise SpecError([f"{path}: file not found"])
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise SpecError([f"{path}: invalid YAML: {exc}"]) from exc
 

@@ -10,7 +10,8 @@ from tb_engine.transcript import Transcript, shallow_fields
 DiffKind = Literal["missing_effect", "extra_effect", "wrong_value"]
 Status = Literal["queued", "running", "done", "infra_error", "cancelled"]
 Termination = Literal["agent_done", "user_done", "max_turns", "timeout", "agent_error"]
-Verdict = Literal["pass", "fail"]
+# unjudged: a rubric the judge could not answer and nothing else failed (SPEC §2); excluded from metrics
+Verdict = Literal["pass", "fail", "unjudged"]
 DIFF_KINDS: tuple[DiffKind, ...] = get_args(DiffKind)
 TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
 
@@ -77,6 +78,7 @@ class CheckResult:
     passed: bool
     detail: str = ""
     forbidden: bool = False
+    target: str = ""  # what the check is about without row keys (tb_engine.signatures.check_target)
 
     def to_dict(self) -> dict[str, Any]:
         return shallow_fields(self)
@@ -85,7 +87,7 @@ class CheckResult:
 @dataclass(frozen=True)
 class RubricResult:
     question: str
-    answer: bool | None  # None: not judged (no judge configured) -> cannot pass
+    answer: bool | None  # None: unjudged (no judge, no keywords, unreadable answer, judge down)
     explanation: str = ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, Rubr
 from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import TaskSpec
-from tb_engine.transcript import Message, ToolCall, Transcript
+from tb_engine.transcript import Message, ToolCall, Transcript, Usage
 
 
 @dataclass(frozen=True)
@@ -154,12 +154,26 @@ def run_dialogue(
 
 
 def dialogue_steps(
-    task: TaskSpec, backend: Backend, prepared: Prepared, *, user: UserSimulator, limits: Limits, clock=None
+    task: TaskSpec,
+    backend: Backend,
+    prepared: Prepared,
+    *,
+    user: UserSimulator,
+    limits: Limits,
+    clock=None,
+    transcript: Transcript | None = None,
 ) -> Steps[Dialogue]:
-    """Phase 2 as a step generator (see module docstring): the agent's step is whatever is sent in."""
+    """Phase 2 as a step generator (see module docstring): the agent's step is whatever is sent in.
+
+    ``transcript`` (filled in place) lets the caller keep the messages and usage so far when the
+    dialogue ends in an exception (an infra error is billed too, SPEC §5).
+    """
     clock = clock or _Clock()
-    transcript = Transcript()
+    transcript = Transcript() if transcript is None else transcript
     messages = transcript.messages
+    unbilled = (
+        Usage()
+    )  # usage of unusable outputs since the last usable step (the agent bills it with the next)
     opening = user.reply(_user_view(task, messages))
     transcript.user_usage = transcript.user_usage + opening.usage
     messages.append(Message("user", opening.text or task.query, turn=0, at_ms=clock.ms()))
@@ -175,7 +189,10 @@ def dialogue_steps(
             step = yield view
         except AgentOutputError as exc:
             repairs += 1
+            unbilled = unbilled + (getattr(exc, "usage", None) or Usage())
             if repairs > limits.max_repairs:
+                # No usable step follows: the unusable calls' tokens are billed here.
+                transcript.agent_usage = transcript.agent_usage + unbilled
                 return Dialogue(
                     transcript,
                     "agent_error",
@@ -192,7 +209,12 @@ def dialogue_steps(
             )
             turn += 1
             continue
+        except BaseException:
+            # An infra error (or cancellation) ends the attempt: what unusable calls cost is billed.
+            transcript.agent_usage = transcript.agent_usage + unbilled
+            raise
         transcript.agent_usage = transcript.agent_usage + step.usage
+        unbilled = Usage()  # included in step.usage
         messages.append(
             Message(
                 "assistant",
@@ -238,6 +260,30 @@ def compute_diff(
     return diff_states(initial, result, golden, writes), effects(initial, result, writes)
 
 
+SERVER_HASH_CHECK = "server_state_hash"
+
+
+def state_of_record_check(diff: list[DiffItem], state_of_record: bool | None) -> CheckResult | None:
+    """When the backend's own state verdict (a ThinkingBox server's hash) disagrees with our diff, the
+    check that records it: it is the verdict of record (SPEC §2), our diff stays as diagnostics."""
+    if state_of_record is None or state_of_record != bool(diff):
+        return None  # no verdict of its own, or the two agree
+    if state_of_record:
+        detail = (
+            f"our classified diff finds {len(diff)} item(s), kept as diagnostics: the server's hash decides"
+        )
+    else:
+        detail = (
+            "the result hash differs from the golden hash although our classified diff finds no difference"
+        )
+    return CheckResult(
+        SERVER_HASH_CHECK,
+        "server state hash equals the golden state hash (verdict of record)",
+        state_of_record,
+        detail,
+    )
+
+
 def grade_attempt(
     task: TaskSpec,
     dialogue: Dialogue,
@@ -247,13 +293,22 @@ def grade_attempt(
     diff: list[DiffItem],
     effect_list: list[Effect],
     judge: Judge | None,
+    state_of_record: bool | None = None,
 ) -> Graded:
-    """Phase 6: checks, rubrics, verdict, categories and the clean-looking flag."""
+    """Phase 6: checks, rubrics, verdict, categories and the clean-looking flag.
+
+    ``state_of_record`` is the backend's own state verdict when it has one (a ThinkingBox
+    server's hash equality); where it disagrees with our diff it decides the state part.
+    """
     checks = evaluate_checks(task.checks, initial, result)
+    record_check = state_of_record_check(diff, state_of_record)
+    if record_check is not None:
+        checks.append(record_check)
+    graded_diff = [] if record_check is not None and record_check.passed else diff
     rubrics, usage = judge_rubrics(task.rubrics, dialogue.transcript.final_reply(), judge)
     dialogue.transcript.judge_usage = dialogue.transcript.judge_usage + usage
     outcome = grade(
-        diff=diff,
+        diff=graded_diff,
         checks=checks,
         rubrics=rubrics,
         termination=dialogue.termination,
@@ -323,7 +378,9 @@ def attempt_steps(
         prepared = prepare(task, backend, policy=policy)
         timed("prepare", started)
         phase, started = "dialogue", time.perf_counter()
-        dialogue = yield from dialogue_steps(task, backend, prepared, user=user, limits=limits, clock=clock)
+        dialogue = yield from dialogue_steps(
+            task, backend, prepared, user=user, limits=limits, clock=clock, transcript=transcript
+        )
         transcript = dialogue.transcript
         timed("dialogue", started)
         phase, started = "snapshot", time.perf_counter()
@@ -345,6 +402,7 @@ def attempt_steps(
             diff=diff,
             effect_list=effect_list,
             judge=judge,
+            state_of_record=_state_verdict_of_record(backend),
         )
         timed("grade", started)
         started = time.perf_counter()
@@ -370,6 +428,12 @@ def attempt_steps(
         return _infra_result(
             task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock
         )
+
+
+def _state_verdict_of_record(backend: Backend) -> bool | None:
+    """Optional Backend method ``state_verdict_of_record()``: the backend's own state verdict, if any."""
+    verdict = getattr(backend, "state_verdict_of_record", None)
+    return verdict() if callable(verdict) else None
 
 
 def _backend_evidence(backend: Backend) -> dict[str, Any]:

@@ -22,9 +22,13 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 # Everything the embedded mode writes (SQLite file, broker folders, generated secret) lives here.
 DATA_DIR = Path(env.get("TB_DATA_DIR") or BASE_DIR / "data")
 
-DEBUG = read_bool(env, "DEBUG", default=True)
-SECRET_KEY = secret_key(env, debug=DEBUG, data_dir=DATA_DIR)
-ALLOWED_HOSTS = read_list(env, "ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+# The local demo (`run.py demo` sets TB_DEMO=1): served on loopback over http like DEBUG, but with
+# debug off, so an error shows the plain error page, never settings or the environment.
+DEMO = read_bool(env, "TB_DEMO", default=False)
+DEBUG = read_bool(env, "DEBUG", default=not DEMO)
+LOCAL = DEBUG or DEMO  # a developer's or the demo's machine: loopback hosts, http, a generated key
+SECRET_KEY = secret_key(env, debug=LOCAL, data_dir=DATA_DIR)
+ALLOWED_HOSTS = read_list(env, "ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if LOCAL else [])
 CSRF_TRUSTED_ORIGINS = read_list(env, "CSRF_TRUSTED_ORIGINS", default=[])
 
 
@@ -126,19 +130,22 @@ STORAGES = {
     "staticfiles": {
         # Hashed, compressed names need `collectstatic`, which production images run at build time.
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG or not read_bool(env, "STATIC_MANIFEST", default=True)
+        if LOCAL or not read_bool(env, "STATIC_MANIFEST", default=True)
         else "whitenoise.storage.CompressedManifestStaticFilesStorage",
     },
 }
 
-# --- Security (production values unless DEBUG; each can be switched by env, e.g. behind a proxy).
-SECURE_SSL_REDIRECT = read_bool(env, "SECURE_SSL_REDIRECT", default=not DEBUG)
+# The demo (debug off) has no collectstatic step: WhiteNoise serves straight from the finders.
+WHITENOISE_USE_FINDERS = read_bool(env, "WHITENOISE_USE_FINDERS", default=DEMO)
+
+# --- Security (production values unless DEBUG or the demo; each can be switched by env, e.g. behind a proxy).
+SECURE_SSL_REDIRECT = read_bool(env, "SECURE_SSL_REDIRECT", default=not LOCAL)
 # Health probes come over plain http from inside the network (container healthcheck, LB).
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
-SESSION_COOKIE_SECURE = read_bool(env, "SESSION_COOKIE_SECURE", default=not DEBUG)
-CSRF_COOKIE_SECURE = read_bool(env, "CSRF_COOKIE_SECURE", default=not DEBUG)
-SECURE_HSTS_SECONDS = read_int(env, "SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = read_bool(env, "SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SESSION_COOKIE_SECURE = read_bool(env, "SESSION_COOKIE_SECURE", default=not LOCAL)
+CSRF_COOKIE_SECURE = read_bool(env, "CSRF_COOKIE_SECURE", default=not LOCAL)
+SECURE_HSTS_SECONDS = read_int(env, "SECURE_HSTS_SECONDS", default=0 if LOCAL else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = read_bool(env, "SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not LOCAL)
 SECURE_HSTS_PRELOAD = read_bool(env, "SECURE_HSTS_PRELOAD", default=False)
 if read_bool(env, "SECURE_PROXY_SSL_HEADER", default=False):
     # Only trust X-Forwarded-Proto when a proxy we control sets it.
@@ -196,6 +203,10 @@ ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS"
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
+# Environment variables an agent (or user simulator, judge) may name as its API key: the worker
+# sends that variable's value to the endpoint the operator picked. Comma-separated names or
+# shell patterns; the worker's own settings (database, broker, Django) are refused regardless.
+API_KEY_ENV_ALLOWED = read_list(env, "TB_API_KEY_ENV_ALLOWED", default=["TB_KEY_*"])
 # Response headers recorded per attempt with the response's model and system_fingerprint, so a
 # provider-side change shows between runs (drift watch). Only headers that name a version belong
 # here; per-request ones (x-request-id, processing time) would look like a change on every call.

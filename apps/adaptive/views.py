@@ -20,6 +20,7 @@ from apps.core.access import require_role, teams_for, user_has_role
 from apps.core.charts import chart
 from apps.core.roles import Role
 from apps.suites.models import Suite
+from apps.suites.selectors import suites_visible_to
 from tb_engine.irt.calibration import CalibrationError
 from thinkingbox_web.celery import app as celery_app
 
@@ -28,7 +29,7 @@ from thinkingbox_web.celery import app as celery_app
 @require_role(Role.VIEWER)
 def suite_list(request):
     """Every suite with the newest calibration of each of the user's teams."""
-    suites = list(Suite.objects.annotate(task_count=Count("tasks")).order_by("name"))
+    suites = list(suites_visible_to(request.user).annotate(task_count=Count("tasks")).order_by("name"))
     latest: dict[int, list] = {}
     seen = set()
     for calibration in calibrations_visible_to(request.user):
@@ -55,7 +56,7 @@ def _flagged(cal) -> list[dict]:
 @require_role(Role.VIEWER)
 def suite_calibration(request, pk: int):
     """A suite's calibrations (versions), the chosen one's scatter, flagged tasks and validation."""
-    suite = get_object_or_404(Suite, pk=pk)
+    suite = get_object_or_404(suites_visible_to(request.user), pk=pk)
     if request.method == "POST":
         return _calibrate(request, suite)
     versions = list(calibrations_visible_to(request.user, suite=suite).prefetch_related("campaigns"))

@@ -16,11 +16,16 @@ class AgentConfig(models.Model):
     class Kind(models.TextChoices):
         GOLDEN = "golden", "Golden replay (harness self-check)"
         SIMULATED = "sim", "Simulated persona (not a model)"
+        CHECK = "check", "Harness check (not a model, not a simulation)"
         OPENAI = "openai", "OpenAI-compatible endpoint"
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    persona = models.CharField(max_length=50, blank=True, help_text="For simulated agents.")
+    persona = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="For simulated agents: the persona; for harness checks: the check (e.g. do-nothing).",
+    )
     model = models.CharField(max_length=200, blank=True)
     base_url = models.URLField(max_length=500, blank=True)
     api_key_env = models.CharField(
@@ -43,14 +48,31 @@ class AgentConfig(models.Model):
 
     @property
     def engine_spec(self) -> str:
-        """The engine's agent spec string: golden, sim:<persona> or openai."""
+        """The engine's agent spec string: golden, sim:<persona>, check:<kind> or openai."""
         if self.kind == self.Kind.SIMULATED:
             return f"sim:{self.persona}"
+        if self.kind == self.Kind.CHECK:
+            return f"check:{self.persona}"
         return self.kind
 
     @property
     def is_simulation(self) -> bool:
-        return self.kind in (self.Kind.GOLDEN, self.Kind.SIMULATED)
+        """Not a model: the golden self-check, a harness check or a simulated persona."""
+        return self.kind in (self.Kind.GOLDEN, self.Kind.SIMULATED, self.Kind.CHECK)
+
+    @property
+    def is_harness_check(self) -> bool:
+        """Tests the grader, not a model: the golden replay or one of its deliberate variants."""
+        return self.kind in (self.Kind.GOLDEN, self.Kind.CHECK)
+
+    @property
+    def badge_text(self) -> str:
+        """The label this agent carries wherever it appears ('' for a model)."""
+        if self.is_harness_check:
+            return "harness check, not a model"
+        if self.kind == self.Kind.SIMULATED:
+            return "simulation, not a model"
+        return ""
 
     @property
     def endpoint_key(self) -> str:

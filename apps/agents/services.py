@@ -6,11 +6,16 @@ live here, so every caller (API, commands, demo, imports) gets them.
 
 from __future__ import annotations
 
-from datetime import date
+import fnmatch
+import re
+from datetime import date, datetime
 
+from django.conf import settings
 from django.db import transaction
 
 from apps.agents.models import AgentConfig, PriceSheet
+from tb_engine.agents.harness_checks import CHECKS, LABELS
+from tb_engine.agents.openai_parameters import parameter_problems
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.pricing import PriceList, load_starter_price_sheet
 
@@ -18,12 +23,92 @@ from tb_engine.pricing import PriceList, load_starter_price_sheet
 BEHAVIOUR_FIELDS = ("kind", "persona", "model", "base_url", "parameters")
 
 
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Variables a worker reads for itself: never sent to an endpoint, whatever the allow-list says.
+NEVER_KEY_VARIABLES = frozenset(
+    {"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "POSTGRES_PASSWORD"}
+)
+NEVER_KEY_PREFIXES = ("DJANGO_", "CELERY_", "DATABASE_", "POSTGRES_", "PG", "REDIS_", "TEST_")
+
+
 class AgentInUse(Exception):
     """A behaviour field of an agent that campaigns already use cannot change."""
 
 
 class UnknownAgent(ValueError):
-    """An agent spec that is neither golden, a known sim:<persona> nor an AgentConfig name."""
+    """An agent spec that is neither golden, a known sim:<persona> or check:<kind>, nor an AgentConfig name."""
+
+
+class InvalidAgentConfig(ValueError):
+    """An agent configuration its kind cannot run, or whose key variable is not allowed: field -> problem."""
+
+    def __init__(self, problems: dict[str, str]):
+        super().__init__("; ".join(f"{field}: {problem}" for field, problem in problems.items()))
+        self.problems = problems
+
+
+def api_key_env_refusal(name: str) -> str:
+    """Why a worker may not send environment variable `name` as an endpoint's key ('' when it may).
+
+    The worker sends the variable's value as a bearer token to the agent's base_url, which the
+    operator chooses: only names the administrator allows (settings.API_KEY_ENV_ALLOWED, patterns
+    like TB_KEY_*) may be named, and never the worker's own settings (database, broker, Django).
+    """
+    if not name:
+        return ""
+    if not ENV_NAME.match(name):
+        return "must be an environment variable name like TB_KEY_OPENAI, not a key"
+    allowed = list(settings.API_KEY_ENV_ALLOWED)
+    if name in NEVER_KEY_VARIABLES or name.startswith(NEVER_KEY_PREFIXES):
+        return f"{name!r} is one of the worker's own settings and is never sent to an endpoint"
+    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed):
+        shown = ", ".join(allowed) or "(none)"
+        return f"{name!r} is not an allowed key variable; allowed: {shown} (TB_API_KEY_ENV_ALLOWED)"
+    return ""
+
+
+def agent_config_problems(
+    *, kind: str, api_key_env: str = "", parameters: dict | None = None
+) -> dict[str, str]:
+    """Field -> problem for an agent configuration of `kind` ({} when it can run as stored).
+
+    Golden and simulated agents take no parameters; an OpenAI-compatible agent's parameters are
+    checked the way the engine will read them (tb_engine.agents.openai_parameters).
+    """
+    problems: dict[str, str] = {}
+    refusal = api_key_env_refusal(api_key_env)
+    if refusal:
+        problems["api_key_env"] = refusal
+    parameters = {} if parameters is None else parameters
+    if kind == AgentConfig.Kind.OPENAI:
+        problems.update(parameter_problems(parameters))
+    elif kind == AgentConfig.Kind.SIMULATED and isinstance(parameters, dict):
+        problems.update(schedule_problems(parameters))
+    elif parameters:
+        problems["parameters"] = (
+            f"agents of kind {kind!r} take no parameters, got {', '.join(sorted(map(str, parameters)))}"
+        )
+    return problems
+
+
+def schedule_problems(parameters: dict) -> dict[str, str]:
+    """A simulated agent's only parameters: a persona switch (switch_at ISO 8601, switch_to a persona)."""
+    problems: dict[str, str] = {}
+    for key in sorted(set(parameters) - {"switch_at", "switch_to"}):
+        problems[f"parameters.{key}"] = "unknown parameter; simulated agents take switch_at and switch_to"
+    switch_at, switch_to = parameters.get("switch_at"), parameters.get("switch_to")
+    if switch_at is not None:
+        try:
+            datetime.fromisoformat(str(switch_at))
+        except ValueError:
+            problems["parameters.switch_at"] = f"must be an ISO 8601 date-time, got {switch_at!r}"
+    if switch_to is not None and switch_to not in PERSONAS:
+        problems["parameters.switch_to"] = (
+            f"unknown persona {switch_to!r}; known: {', '.join(sorted(PERSONAS))}"
+        )
+    if (switch_at is None) != (switch_to is None):
+        problems.setdefault("parameters", "switch_at and switch_to go together")
+    return problems
 
 
 def agent_config_create(
@@ -37,7 +122,14 @@ def agent_config_create(
     parameters: dict | None = None,
     max_concurrency: int = 16,
 ) -> AgentConfig:
-    """Create an agent configuration. Side effects: one AgentConfig row (credentials only by env-var name)."""
+    """Create an agent configuration. Side effects: one AgentConfig row (credentials only by env-var name).
+
+    Raises InvalidAgentConfig (field -> problem) for parameters its kind cannot run or a key
+    variable that is not allowed (api_key_env_refusal).
+    """
+    problems = agent_config_problems(kind=kind, api_key_env=api_key_env, parameters=parameters or {})
+    if problems:
+        raise InvalidAgentConfig(problems)
     return AgentConfig.objects.create(
         name=name,
         kind=kind,
@@ -56,9 +148,19 @@ def agent_config_update(*, agent: AgentConfig, changes: dict) -> AgentConfig:
 
     Side effects: updates the AgentConfig row. Raises AgentInUse when a behaviour field
     (kind, persona, model, base_url, parameters) would change while campaigns use the agent:
-    their results must keep describing the configuration that produced them.
+    their results must keep describing the configuration that produced them. Raises
+    InvalidAgentConfig when the changed configuration could not run (see agent_config_create).
     """
     locked = AgentConfig.objects.select_for_update().get(pk=agent.pk)
+    if {"kind", "api_key_env", "parameters"} & set(changes):
+        merged = {
+            name: changes.get(name, getattr(locked, name)) for name in ("kind", "api_key_env", "parameters")
+        }
+        problems = agent_config_problems(**merged)
+        if "api_key_env" not in changes:
+            problems.pop("api_key_env", None)  # an older row's variable is refused where it is used
+        if problems:
+            raise InvalidAgentConfig(problems)
     changed = [
         field for field in BEHAVIOUR_FIELDS if field in changes and changes[field] != getattr(locked, field)
     ]
@@ -74,9 +176,10 @@ def agent_config_update(*, agent: AgentConfig, changes: dict) -> AgentConfig:
 
 
 def agent_config_for(spec: str) -> AgentConfig:
-    """'golden', 'sim:<persona>' (either created on first use) or the name of an existing AgentConfig.
+    """'golden', 'sim:<persona>', 'check:<kind>' (each created on first use) or an existing AgentConfig's name.
 
-    Side effects: at most one AgentConfig row (golden or a simulated persona). Raises UnknownAgent.
+    Side effects: at most one AgentConfig row (golden, a simulated persona or a harness check).
+    Raises UnknownAgent.
     """
     if spec == "golden":
         agent, _ = AgentConfig.objects.get_or_create(
@@ -98,11 +201,20 @@ def agent_config_for(spec: str) -> AgentConfig:
             },
         )
         return agent
+    if spec.startswith("check:"):
+        kind = spec.split(":", 1)[1]
+        if kind not in CHECKS:
+            raise UnknownAgent(f"unknown harness check {kind!r}; known: {', '.join(CHECKS)}")
+        agent, _ = AgentConfig.objects.get_or_create(
+            name=LABELS[kind],
+            defaults={"kind": AgentConfig.Kind.CHECK, "persona": kind, "max_concurrency": 64},
+        )
+        return agent
     try:
         return AgentConfig.objects.get(name=spec)
     except AgentConfig.DoesNotExist:
         raise UnknownAgent(
-            f"unknown agent {spec!r}: use golden, sim:<persona> or an AgentConfig name"
+            f"unknown agent {spec!r}: use golden, sim:<persona>, check:<kind> or an AgentConfig name"
         ) from None
 
 

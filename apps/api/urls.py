@@ -6,6 +6,7 @@ from apps.api import (
     views_attempts,
     views_campaigns,
     views_catalog,
+    views_clusters,
     views_config,
     views_drift,
     views_exports,
@@ -72,6 +73,9 @@ urlpatterns = [
     path("api/watch-runs/<int:pk>/baseline/", views_drift.RunBaselineView.as_view(), name="run_baseline"),
     path("api/attempts/<int:pk>/review/", views_triage.AttemptReviewView.as_view(), name="attempt_review"),
     path("api/triage/labels/", views_triage.LabelListView.as_view(), name="labels"),
+    path("api/clusters/", views_clusters.ClusterListView.as_view(), name="clusters"),
+    path("api/suspect-tasks/", views_clusters.SuspectTaskListView.as_view(), name="suspect_tasks"),
+    path("api/judges/", views_clusters.JudgeListView.as_view(), name="judges"),
     path("api/exports/tables/<slug:name>/", views_exports.TableExportView.as_view(), name="export_table"),
     path(
         "api/exports/procurement/", views_exports.ProcurementExportView.as_view(), name="export_procurement"

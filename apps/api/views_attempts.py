@@ -42,6 +42,7 @@ LIST_FIELDS = (
     "eval_cost",
     "tool_calls",
     "diff_items",
+    "signature",
     "duration_ms",
     "retries",
     "error_detail",
@@ -87,6 +88,7 @@ class AttemptOutput(serializers.ModelSerializer):
             "eval_cost",
             "tool_calls",
             "diff_items",
+            "signature",
             "duration_ms",
             "retries",
             "error_detail",
@@ -114,6 +116,9 @@ class CheckOutput(serializers.Serializer):
     passed = serializers.BooleanField()
     detail = serializers.CharField(allow_blank=True)
     forbidden = serializers.BooleanField()
+    target = serializers.CharField(
+        required=False, allow_blank=True, help_text="What the check is about, without row keys."
+    )
 
 
 class RubricOutput(serializers.Serializer):

@@ -13,17 +13,20 @@ from rest_framework.response import Response
 
 from apps.adaptive.selectors import calibrations_visible_to
 from apps.agents.models import AgentConfig, PriceSheet
+from apps.agents.services import UnknownAgent, agent_config_for
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress, campaigns_visible_to
 from apps.campaigns.services import (
+    EvaluatorConfigError,
     NotReplicable,
     campaign_cancel,
     campaign_create,
     campaign_replicate,
     campaign_resume,
     campaign_start,
+    evaluator_configs,
 )
 from apps.core.access import teams_for
 from apps.core.roles import Role
@@ -41,7 +44,12 @@ class CampaignOutput(serializers.ModelSerializer):
     is_simulation = serializers.BooleanField(
         source="agent.is_simulation",
         read_only=True,
-        help_text="Golden or simulated agent: a simulation, not a model.",
+        help_text="Golden, harness-check or simulated agent: not a model.",
+    )
+    is_harness_check = serializers.BooleanField(
+        source="agent.is_harness_check",
+        read_only=True,
+        help_text="Golden replay or a harness check (do-nothing, skip-last-write, changed-argument): tests the grader.",
     )
     suite = serializers.IntegerField(source="suite_id", read_only=True)
     price_sheet = serializers.IntegerField(source="price_sheet_id", read_only=True, allow_null=True)
@@ -71,6 +79,7 @@ class CampaignOutput(serializers.ModelSerializer):
             "agent",
             "agent_name",
             "is_simulation",
+            "is_harness_check",
             "suite",
             "suite_version",
             "suite_hash",
@@ -114,7 +123,29 @@ class AdaptiveInput(serializers.Serializer):
 class CampaignInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     team = id_field(help_text="One of your teams.")
-    agent = serializers.PrimaryKeyRelatedField(queryset=AgentConfig.objects.all())
+    agent = serializers.PrimaryKeyRelatedField(
+        queryset=AgentConfig.objects.all(),
+        required=False,
+        help_text="An agent configuration (or agent_spec).",
+    )
+    agent_spec = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="Instead of agent: golden, sim:<persona> or a harness check (check:do-nothing, "
+        "check:skip-last-write, check:changed-argument), created on first use.",
+    )
+    user_simulator = serializers.DictField(
+        required=False,
+        help_text='{"kind": "scripted"} (default) or {"kind": "llm", "model", "base_url", "api_key_env", '
+        '"prompt"}; the prompt needs {query}, {user_context} and {stop_token}. api_key_env names an '
+        "environment variable on the workers, never a key.",
+    )
+    judge = serializers.DictField(
+        required=False,
+        help_text='{"kind": "keyword"} (default) or {"kind": "llm", "model", "base_url", "api_key_env", '
+        '"prompt"}: temperature 0, strict yes/no parsing. A rubric the judge cannot answer is unjudged '
+        "(never a failure; excluded from the figures like an infra error).",
+    )
     suite = serializers.PrimaryKeyRelatedField(queryset=Suite.objects.all())
     task_ids = serializers.ListField(
         child=serializers.CharField(max_length=300),
@@ -136,6 +167,19 @@ class CampaignInput(serializers.Serializer):
         help_text="Make it an adaptive campaign: a fraction of the attempts, figures estimated (docs/adaptive.md).",
     )
 
+    def to_internal_value(self, data):
+        missing = {}
+        if isinstance(data, dict) and "agent" not in data and "agent_spec" not in data:
+            missing["agent"] = ["This field is required (or give agent_spec)."]
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            raise serializers.ValidationError({**detail, **missing}) from exc
+        if missing:
+            raise serializers.ValidationError(missing)
+        return value
+
     def validate_team(self, value: int):
         team = teams_for(self.context["request"].user).filter(pk=value).first()
         if team is None:
@@ -143,6 +187,23 @@ class CampaignInput(serializers.Serializer):
         return team
 
     def validate(self, data: dict) -> dict:
+        suite_team = data["suite"].team_id
+        if suite_team is not None and suite_team != data["team"].pk:
+            raise serializers.ValidationError({"suite": ["not a suite of this team"]})
+        if ("agent" in data) == ("agent_spec" in data):
+            raise serializers.ValidationError({"agent": ["give exactly one of agent and agent_spec"]})
+        if "agent_spec" in data:
+            try:
+                data["agent"] = agent_config_for(data.pop("agent_spec"))
+            except UnknownAgent as exc:
+                raise serializers.ValidationError({"agent_spec": [str(exc)]}) from exc
+        try:
+            data["user_simulator"], data["judge"] = evaluator_configs(
+                user=data.get("user_simulator"), judge=data.get("judge")
+            )
+        except EvaluatorConfigError as exc:
+            field = "user_simulator" if str(exc).startswith("user simulator") else "judge"
+            raise serializers.ValidationError({field: [str(exc)]}) from exc
         tasks = data["suite"].tasks.all()
         if data.get("domains"):
             tasks = tasks.filter(domain__name__in=data["domains"])
@@ -216,6 +277,8 @@ class CampaignListView(ApiView):
                 tasks=data["tasks"],
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
+                user_simulator=data["user_simulator"],
+                judge=data["judge"],
                 price_sheet=data.get("price_sheet"),
                 adaptive=dict(data["adaptive"]) if data.get("adaptive") is not None else None,
             )
@@ -249,9 +312,14 @@ class ProgressOutput(serializers.Serializer):
     infra_error = serializers.IntegerField()
     cancelled = serializers.IntegerField()
     passed = serializers.IntegerField()
+    unjudged = serializers.IntegerField(
+        help_text="Done, but a rubric the judge could not answer: excluded from pass_rate, never a failure."
+    )
     finished = serializers.IntegerField()
     percent = serializers.FloatField()
-    pass_rate = serializers.FloatField(allow_null=True, help_text="Passes among done attempts so far.")
+    pass_rate = serializers.FloatField(
+        allow_null=True, help_text="Passes among done and judged attempts so far."
+    )
     throughput_per_min = serializers.FloatField(help_text="Attempts finished over the last minute.")
     eta_seconds = serializers.FloatField(allow_null=True)
 
@@ -266,6 +334,7 @@ def progress_data(campaign: Campaign) -> dict:
         "infra_error",
         "cancelled",
         "passed",
+        "unjudged",
         "finished",
         "percent",
         "pass_rate",

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from apps.api.base import ApiView, api_schema, paginated
 from apps.suites.models import Domain, Suite, Task
+from apps.suites.selectors import suites_visible_to, tasks_visible_to
 
 TAGS = ["suites"]
 
@@ -90,8 +91,9 @@ class PageFilter(serializers.Serializer):
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
-def _suites():
-    return Suite.objects.annotate(task_count=Count("tasks")).order_by("name")
+def _suites(user):
+    """Shared suites and the user's teams' own (a suite made from imported results is one team's)."""
+    return suites_visible_to(user).annotate(task_count=Count("tasks")).order_by("name")
 
 
 class SuiteListView(ApiView):
@@ -105,7 +107,7 @@ class SuiteListView(ApiView):
     )
     def get(self, request):
         self.validated_query(PageFilter)
-        return self.paginate(_suites(), SuiteOutput)
+        return self.paginate(_suites(request.user), SuiteOutput)
 
 
 class SuiteDetailView(ApiView):
@@ -116,7 +118,7 @@ class SuiteDetailView(ApiView):
         errors=(401, 403, 404),
     )
     def get(self, request, pk: int):
-        suite = get_object_or_404(_suites().prefetch_related("domains"), pk=pk)
+        suite = get_object_or_404(_suites(request.user).prefetch_related("domains"), pk=pk)
         return Response(SuiteDetailOutput(suite).data)
 
 
@@ -128,7 +130,7 @@ class SuiteTaskListView(ApiView):
         responses={200: paginated(TaskOutput)},
     )
     def get(self, request, pk: int):
-        suite = get_object_or_404(Suite, pk=pk)
+        suite = get_object_or_404(suites_visible_to(request.user), pk=pk)
         query = self.validated_query(TaskFilter)
         tasks = Task.objects.filter(suite=suite).select_related("domain").order_by("task_id")
         if query.get("domain"):
@@ -149,5 +151,5 @@ class TaskDetailView(ApiView):
         errors=(401, 403, 404),
     )
     def get(self, request, pk: int):
-        task = get_object_or_404(Task.objects.select_related("domain"), pk=pk)
+        task = get_object_or_404(tasks_visible_to(request.user).select_related("domain"), pk=pk)
         return Response(TaskDetailOutput(task).data)

@@ -7,23 +7,29 @@ or nested in `parameters` (e.g. a headers block with Authorization).
 
 from __future__ import annotations
 
-import re
-
 from django.db import IntegrityError
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from apps.agents.models import AgentConfig, PriceSheet
-from apps.agents.services import AgentInUse, agent_config_create, agent_config_update, price_sheet_create
+from apps.agents.services import (
+    AgentInUse,
+    InvalidAgentConfig,
+    agent_config_create,
+    agent_config_problems,
+    agent_config_update,
+    api_key_env_refusal,
+    price_sheet_create,
+)
 from apps.api.base import ApiView, api_schema, paginated
 from apps.api.errors import Conflict
 from apps.api.views_catalog import PageFilter
 from apps.core.roles import Role
+from tb_engine.agents.harness_checks import CHECKS
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.pricing import PriceSheetError
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Normalised (lowercase, '-' -> '_') names that would carry a secret rather than point at one.
 SECRET_KEYS = {
     "api_key",
@@ -55,7 +61,10 @@ def _secret_paths(value, path: str) -> list[str]:
 
 
 class AgentOutput(serializers.ModelSerializer):
-    is_simulation = serializers.BooleanField(read_only=True)
+    is_simulation = serializers.BooleanField(read_only=True, help_text="Not a model.")
+    is_harness_check = serializers.BooleanField(
+        read_only=True, help_text="Golden replay or a harness check: tests the grader, not a model."
+    )
     parameters = serializers.DictField(read_only=True)
 
     class Meta:
@@ -71,6 +80,7 @@ class AgentOutput(serializers.ModelSerializer):
             "parameters",
             "max_concurrency",
             "is_simulation",
+            "is_harness_check",
             "created_at",
         ]
 
@@ -79,7 +89,9 @@ class AgentInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=AgentConfig.Kind.choices)
     persona = serializers.ChoiceField(
-        choices=sorted(PERSONAS), required=False, help_text="Simulated agents only."
+        choices=sorted(set(PERSONAS) | set(CHECKS)),
+        required=False,
+        help_text="Simulated agents: the persona; harness checks (kind check): " + ", ".join(CHECKS) + ".",
     )
     model = serializers.CharField(max_length=200, required=False, allow_blank=True)
     base_url = serializers.URLField(max_length=500, required=False, allow_blank=True)
@@ -87,10 +99,14 @@ class AgentInput(serializers.Serializer):
         max_length=100,
         required=False,
         allow_blank=True,
-        help_text="Name of the environment variable holding the key on the workers (never the key itself).",
+        help_text="Name of the environment variable holding the key on the workers (never the key itself); "
+        "only names the administrator allows (TB_API_KEY_ENV_ALLOWED, default TB_KEY_*).",
     )
     parameters = serializers.DictField(
-        required=False, help_text="temperature, max_tokens, reasoning, headers…"
+        required=False,
+        help_text="OpenAI-compatible agents: endpoint fields (temperature, max_tokens, reasoning_effort, "
+        "extra_headers, retry…) and agent options (end_marker, max_attempt_tokens, max_reply_chars, "
+        "max_tool_result_chars); golden and simulated agents take none. Unknown or mistyped ones are a 400.",
     )
     max_concurrency = serializers.IntegerField(min_value=1, max_value=1024, required=False)
 
@@ -104,10 +120,9 @@ class AgentInput(serializers.Serializer):
         return super().to_internal_value(data)
 
     def validate_api_key_env(self, value: str) -> str:
-        if value and not ENV_NAME.match(value):
-            raise serializers.ValidationError(
-                "must be an environment variable name like OPENAI_API_KEY, not a key"
-            )
+        refusal = api_key_env_refusal(value)
+        if refusal:
+            raise serializers.ValidationError(refusal)
         return value
 
     def validate_name(self, value: str) -> str:
@@ -122,14 +137,29 @@ class AgentInput(serializers.Serializer):
         merged = {**self._current(), **data}
         if merged.get("kind") == AgentConfig.Kind.SIMULATED and not merged.get("persona"):
             raise serializers.ValidationError({"persona": ["required for simulated agents"]})
+        if merged.get("kind") == AgentConfig.Kind.SIMULATED and merged.get("persona") not in PERSONAS:
+            raise serializers.ValidationError({"persona": ["not a simulated persona"]})
+        if merged.get("kind") == AgentConfig.Kind.CHECK and merged.get("persona") not in CHECKS:
+            raise serializers.ValidationError(
+                {"persona": [f"required for harness checks: one of {', '.join(CHECKS)}"]}
+            )
         if merged.get("kind") == AgentConfig.Kind.OPENAI and not merged.get("model"):
             raise serializers.ValidationError({"model": ["required for OpenAI-compatible agents"]})
+        if "parameters" in data or "kind" in data:
+            problems = agent_config_problems(kind=merged["kind"], parameters=merged.get("parameters") or {})
+            if problems:
+                raise serializers.ValidationError({field: [problem] for field, problem in problems.items()})
         return data
 
     def _current(self) -> dict:
         if self.instance is None:
             return {}
-        return {"kind": self.instance.kind, "persona": self.instance.persona, "model": self.instance.model}
+        return {
+            "kind": self.instance.kind,
+            "persona": self.instance.persona,
+            "model": self.instance.model,
+            "parameters": self.instance.parameters,
+        }
 
 
 class AgentListView(ApiView):
@@ -157,6 +187,10 @@ class AgentListView(ApiView):
         data = self.validated_body(AgentInput)
         try:
             agent = agent_config_create(**data)
+        except InvalidAgentConfig as exc:
+            raise serializers.ValidationError(
+                {field: [problem] for field, problem in exc.problems.items()}
+            ) from exc
         except IntegrityError:  # a concurrent create with the same name won the race
             raise Conflict("an agent configuration with this name exists") from None
         return Response(AgentOutput(agent).data, status=status.HTTP_201_CREATED)
@@ -190,6 +224,10 @@ class AgentDetailView(ApiView):
             agent = agent_config_update(agent=agent, changes=serializer.validated_data)
         except AgentInUse as exc:
             raise Conflict(str(exc)) from exc
+        except InvalidAgentConfig as exc:
+            raise serializers.ValidationError(
+                {field: [problem] for field, problem in exc.problems.items()}
+            ) from exc
         return Response(AgentOutput(agent).data)
 
 

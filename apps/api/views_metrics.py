@@ -25,8 +25,12 @@ class CampaignRefOutput(serializers.Serializer):
     id = serializers.IntegerField(source="pk")
     name = serializers.CharField()
     agent_name = serializers.CharField(source="agent.name")
-    is_simulation = serializers.BooleanField(
-        source="agent.is_simulation", help_text="A simulation, not a model."
+    is_simulation = serializers.BooleanField(source="agent.is_simulation", help_text="Not a model.")
+    is_harness_check = serializers.BooleanField(
+        source="agent.is_harness_check", help_text="Golden replay or a harness check: tests the grader."
+    )
+    agent_label = serializers.CharField(
+        source="agent.badge_text", help_text="'harness check, not a model', 'simulation, not a model' or ''."
     )
     n_attempts = serializers.IntegerField(help_text="N, attempts planned per task.")
 
@@ -61,6 +65,9 @@ class CoverageOutput(serializers.Serializer):
     planned_attempts = serializers.IntegerField()
     missing_attempts = serializers.IntegerField()
     infra_errors = serializers.IntegerField()
+    unjudged = serializers.IntegerField(
+        help_text="Done attempts with a rubric the judge could not answer: excluded like infra errors."
+    )
 
 
 class CostOutput(serializers.Serializer):

@@ -1,19 +1,45 @@
 from __future__ import annotations
 
 from django import forms
+from django.db.models import Q
 
 from apps.agents.models import AgentConfig, PriceSheet
+from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.core.models import Team
 from apps.suites.models import Domain, Suite, Task
+from tb_engine.agents.harness_checks import CHECKS, LABELS
+from tb_engine.llm_judge import JUDGE_INSTRUCTIONS
+from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS
 
-SCRIPTED_USER = "scripted"
-KEYWORD_JUDGE = "keyword"
+# Agents offered even before their configuration row exists (created on first use).
+BUILTIN_AGENTS = [("spec:golden", "golden (harness self-check, not a model)")] + [
+    (f"spec:check:{kind}", LABELS[kind]) for kind in CHECKS
+]
+
+
+def agent_choices() -> list[tuple[str, list[tuple[str, str]]]]:
+    """The agent select: stored configurations (with their label), then the built-in harness checks."""
+    stored, present = [], set()
+    for agent in AgentConfig.objects.order_by("name"):
+        badge = f" ({agent.badge_text})" if agent.badge_text and agent.badge_text not in agent.name else ""
+        stored.append((f"pk:{agent.pk}", f"{agent.name}{badge}"))
+        present.add(agent.engine_spec)
+    builtin = [
+        (value, label) for value, label in BUILTIN_AGENTS if value.removeprefix("spec:") not in present
+    ]
+    groups = [("Agent configurations", stored)]
+    if builtin:
+        groups.append(("Harness checks (not models, not simulations)", builtin))
+    return groups
 
 
 class CampaignLaunchForm(forms.Form):
     name = forms.CharField(max_length=200)
     team = forms.ModelChoiceField(queryset=Team.objects.none())
-    agent = forms.ModelChoiceField(queryset=AgentConfig.objects.all())
+    agent = forms.ChoiceField(
+        help_text="A model endpoint, a simulated persona, or a harness check (do-nothing, skip-last-write, "
+        "changed-argument: they test the grader, not a model)."
+    )
     suite = forms.ModelChoiceField(queryset=Suite.objects.all())
     domains = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: every domain."
@@ -23,17 +49,6 @@ class CampaignLaunchForm(forms.Form):
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 8}),
         help_text="None chosen: every gradable task of the ticked domains.",
-    )
-    user_simulator = forms.ChoiceField(
-        required=False,
-        initial=SCRIPTED_USER,
-        label="User simulator",
-        help_text="Who plays the customer: the task's script or a model endpoint.",
-    )
-    judge = forms.ChoiceField(
-        required=False,
-        initial=KEYWORD_JUDGE,
-        help_text="Who grades rubric questions: keyword matching or a model endpoint.",
     )
     n_attempts = forms.IntegerField(min_value=1, max_value=200, initial=20, label="Attempts per task (N)")
     seed = forms.IntegerField(initial=0)
@@ -53,28 +68,79 @@ class CampaignLaunchForm(forms.Form):
         label="Adaptive: target standard error (pass@1, all-N share)",
     )
 
+    user_kind = forms.ChoiceField(
+        label="User simulator",
+        choices=[("scripted", "Scripted (sends the task's query)"), ("llm", "LLM (plays the customer)")],
+        initial="scripted",
+    )
+    user_model = forms.CharField(max_length=200, required=False, label="User simulator model")
+    user_base_url = forms.URLField(
+        max_length=500, required=False, assume_scheme="https", label="User simulator endpoint (base URL)"
+    )
+    user_api_key_env = forms.CharField(
+        max_length=100,
+        required=False,
+        label="User simulator API key variable",
+        help_text="Name of the environment variable on the workers (never the key); empty for a local endpoint.",
+    )
+    user_prompt = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}),
+        required=False,
+        initial=DEFAULT_INSTRUCTIONS,
+        label="User simulator prompt",
+        help_text="Must contain {query}, {user_context} and {stop_token}.",
+    )
+    judge_kind = forms.ChoiceField(
+        label="Judge",
+        choices=[
+            ("keyword", "Keyword (offline; rubrics without keywords stay unjudged)"),
+            ("llm", "LLM yes/no"),
+        ],
+        initial="keyword",
+    )
+    judge_model = forms.CharField(max_length=200, required=False, label="Judge model")
+    judge_base_url = forms.URLField(
+        max_length=500, required=False, assume_scheme="https", label="Judge endpoint (base URL)"
+    )
+    judge_api_key_env = forms.CharField(
+        max_length=100,
+        required=False,
+        label="Judge API key variable",
+        help_text="Name of the environment variable on the workers (never the key); empty for a local endpoint.",
+    )
+    judge_prompt = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        initial=JUDGE_INSTRUCTIONS,
+        label="Judge prompt",
+        help_text="Runs at temperature 0; the first line of its answer must be yes or no.",
+    )
+
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
+        self.fields["agent"].choices = agent_choices()
         # One team: preselect it, so launching takes one choice fewer.
         if teams is not None and not self.is_bound and len(teams) == 1:
             self.fields["team"].initial = teams[0].pk
+        # Shared suites and the teams' own (a suite made from imported results is one team's).
+        self.fields["suite"].queryset = Suite.objects.filter(
+            Q(team__isnull=True) | Q(team__in=self.fields["team"].queryset)
+        )
         self.fields["budget_share"].required = False
         self.fields["target_se"].required = False
+        suites = self.fields["suite"].queryset
         self.fields["domains"].choices = [
-            (name, name) for name in Domain.objects.order_by("name").values_list("name", flat=True).distinct()
+            (name, name)
+            for name in Domain.objects.filter(suite__in=suites)
+            .order_by("name")
+            .values_list("name", flat=True)
+            .distinct()
         ]
-        self.fields["tasks"].queryset = Task.objects.select_related("domain").order_by("task_id")
+        self.fields["tasks"].queryset = (
+            Task.objects.filter(suite__in=suites).select_related("domain").order_by("task_id")
+        )
         self.fields["tasks"].label_from_instance = lambda task: task.task_id
-        endpoints = [
-            (str(agent.pk), f"model: {agent.name} ({agent.model})")
-            for agent in AgentConfig.objects.filter(kind=AgentConfig.Kind.OPENAI).exclude(model="")
-        ]
-        self.fields["user_simulator"].choices = [
-            (SCRIPTED_USER, "scripted (the task's own turns)"),
-            *endpoints,
-        ]
-        self.fields["judge"].choices = [(KEYWORD_JUDGE, "keyword rubric matching"), *endpoints]
 
     def chosen_tasks(self):
         """The suite's tasks the form selects: the chosen tasks, else all of the ticked domains (or all)."""
@@ -86,25 +152,45 @@ class CampaignLaunchForm(forms.Form):
             tasks = tasks.filter(pk__in=[task.pk for task in data["tasks"]])
         return tasks
 
-    def clean(self):
+    def clean(self) -> dict:
         data = super().clean()
         suite, tasks = data.get("suite"), data.get("tasks")
         if suite is not None and tasks:
             foreign = sorted(task.task_id for task in tasks if task.suite_id != suite.pk)
             if foreign:
                 self.add_error("tasks", f"not in suite {suite.name}: {', '.join(foreign)}")
+        configs = {}
+        for role in ("user", "judge"):
+            if data.get(f"{role}_kind") != "llm":
+                configs[role] = {
+                    "kind": data.get(f"{role}_kind") or ("scripted" if role == "user" else "keyword")
+                }
+                continue
+            for field in ("model", "base_url"):
+                if not data.get(f"{role}_{field}"):
+                    self.add_error(
+                        f"{role}_{field}",
+                        "required for an LLM " + ("user simulator" if role == "user" else "judge"),
+                    )
+            configs[role] = {
+                "kind": "llm",
+                "model": data.get(f"{role}_model") or "",
+                "base_url": data.get(f"{role}_base_url") or "",
+                "api_key_env": data.get(f"{role}_api_key_env") or "",
+                "prompt": data.get(f"{role}_prompt") or "",
+            }
+        if self.errors:
+            return data
+        try:
+            data["user_simulator"], data["judge"] = evaluator_configs(
+                user=configs["user"], judge=configs["judge"]
+            )
+        except EvaluatorConfigError as exc:
+            field = "user_prompt" if str(exc).startswith("user simulator") else "judge_prompt"
+            if "api_key_env" in str(exc):
+                field = field.replace("prompt", "api_key_env")
+            self.add_error(field, str(exc))
         return data
-
-    def endpoint(self, name: str) -> dict | None:
-        """The user simulator or judge config: None (scripted / keyword) or an LLM endpoint of an agent."""
-        value = self.cleaned_data.get(name)
-        if value in (SCRIPTED_USER, KEYWORD_JUDGE, None, ""):
-            return None
-        agent = AgentConfig.objects.get(pk=int(value))
-        config = {"kind": "llm", "model": agent.model, "base_url": agent.base_url}
-        if agent.api_key_env:
-            config["api_key_env"] = agent.api_key_env
-        return config
 
     def adaptive_options(self) -> dict | None:
         """The campaign's adaptive option (None: a full campaign); the calibration is the suite's latest."""

@@ -82,6 +82,9 @@ class Attempt(models.Model):
     class Verdict(models.TextChoices):
         PASS = "pass", "Pass"
         FAIL = "fail", "Fail"
+        # A rubric the judge could not answer and nothing else failed (SPEC §2): excluded from
+        # every success metric like an infra error, counted as missing coverage.
+        UNJUDGED = "unjudged", "Unjudged"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="attempts")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="attempts")
@@ -102,6 +105,11 @@ class Attempt(models.Model):
     eval_cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     tool_calls = models.PositiveIntegerField(default=0)
     diff_items = models.PositiveIntegerField(default=0)
+    # SPEC §8: a failed attempt's failure signature (tb_engine.signatures) — its digest, and its
+    # elements with their phrases ([kind, table, target, tool, phrase, generic phrase] each) so
+    # clusters are grouped and described without reading result JSON. Blank for other attempts.
+    signature = models.CharField(max_length=32, blank=True, default="")
+    signature_items = models.JSONField(default=list, blank=True)
     duration_ms = models.FloatField(default=0.0)
     result = models.JSONField(
         default=dict, blank=True, help_text="AttemptResult.to_dict(): transcript, diff, checks…"
@@ -128,6 +136,8 @@ class Attempt(models.Model):
             models.Index(fields=["campaign", "status", "index", "task"], name="attempt_dispatch_order"),
             models.Index(fields=["status", "lease_expires_at"], name="attempt_status_lease"),
             models.Index(fields=["campaign", "clean_looking"], name="attempt_campaign_clean"),
+            # A cluster's attempts across the visible campaigns (cluster page, "N others failed the same way").
+            models.Index(fields=["signature", "campaign"], name="attempt_signature_campaign"),
         ]
 
     def __str__(self) -> str:
@@ -143,9 +153,10 @@ class TaskSummary(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="summaries")
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="summaries")
-    n_done = models.PositiveIntegerField(default=0)
+    n_done = models.PositiveIntegerField(default=0, help_text="Done and judged (unjudged ones are coverage).")
     n_pass = models.PositiveIntegerField(default=0)
     n_infra_error = models.PositiveIntegerField(default=0)
+    n_unjudged = models.PositiveIntegerField(default=0)
     n_cancelled = models.PositiveIntegerField(default=0)
     n_clean_looking = models.PositiveIntegerField(default=0)
     input_tokens = models.BigIntegerField(default=0)

@@ -7,7 +7,9 @@ from decimal import Decimal
 from typing import Any
 
 from apps.campaigns.models import Attempt
+from apps.core.text import without_nul
 from tb_engine.results import AttemptResult
+from tb_engine.signatures import signature_of_result
 from tb_engine.transcript import Usage
 
 
@@ -27,6 +29,8 @@ class AttemptOutcome:
     eval_cost: Decimal | None = None
     tool_calls: int = 0
     diff_items: int = 0
+    signature: str = ""
+    signature_items: list[list[str]] = field(default_factory=list)
     duration_ms: float = 0.0
     result: dict[str, Any] = field(default_factory=dict)
     error_detail: str = ""
@@ -42,6 +46,10 @@ class AttemptOutcome:
     ) -> AttemptOutcome:
         transcript = result.transcript
         eval_usage = transcript.user_usage + transcript.judge_usage
+        stored = result.to_dict()
+        # SPEC §8: every record path (the ORM one, attempt_sql's one-query one, imports) writes
+        # these fields, so a failed attempt is never stored without its signature.
+        signature = signature_of_result(stored)
         return cls(
             status=result.status,
             termination=result.termination or "",
@@ -55,18 +63,21 @@ class AttemptOutcome:
             eval_cost=eval_cost,
             tool_calls=len(transcript.tool_calls),
             diff_items=len(result.diff),
+            signature=signature.digest if signature else "",
+            signature_items=signature.items() if signature else [],
             duration_ms=result.duration_ms,
-            result=result.to_dict(),
+            result=stored,
             error_detail=result.error,
             provider=list(result.extra.get("provider") or []),
         )
 
     def as_fields(self) -> dict[str, Any]:
+        """The row's columns; text with NUL characters (PostgreSQL refuses them) shown as ␀."""
         return {
             "status": self.status,
             "termination": self.termination,
             "verdict": self.verdict,
-            "categories": self.categories,
+            "categories": without_nul(self.categories),
             "clean_looking": self.clean_looking,
             "task_hash": self.task_hash,
             "input_tokens": self.agent_usage.input_tokens,
@@ -78,8 +89,10 @@ class AttemptOutcome:
             "eval_cost": self.eval_cost,
             "tool_calls": self.tool_calls,
             "diff_items": self.diff_items,
+            "signature": self.signature,
+            "signature_items": self.signature_items,
             "duration_ms": self.duration_ms,
-            "result": self.result,
-            "error_detail": self.error_detail,
-            "provider": self.provider,
+            "result": without_nul(self.result),
+            "error_detail": without_nul(self.error_detail),
+            "provider": without_nul(self.provider),
         }

@@ -40,8 +40,13 @@ class CampaignProgress:
     infra_error: int
     cancelled: int
     passed: int
+    unjudged: int  # done, but a rubric could not be judged: excluded from the pass rate (SPEC §2)
     throughput_per_min: float  # attempts finished over the last minute
     eta_seconds: float | None
+
+    @property
+    def judged(self) -> int:
+        return self.done - self.unjudged
 
     @property
     def finished(self) -> int:
@@ -55,7 +60,7 @@ class CampaignProgress:
 
     @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.done if self.done else None
+        return self.passed / self.judged if self.judged else None
 
     @property
     def percent(self) -> float:
@@ -72,6 +77,7 @@ def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
         infra_error=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
         cancelled=Count("id", filter=Q(status=Attempt.Status.CANCELLED)),
         passed=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.PASS)),
+        unjudged=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.UNJUDGED)),
     )
     window = timedelta(seconds=60)
     # Throughput counts attempts that ran to an end; cancelling a queue is no work done.
@@ -109,6 +115,10 @@ def campaign_list_rows(*, user, limit: int = 200) -> list[CampaignListRow]:
             "attempts",
             filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.PASS),
         ),
+        n_unjudged=Count(
+            "attempts",
+            filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.UNJUDGED),
+        ),
         n_recent=Count("attempts", filter=ended & Q(attempts__finished_at__gte=since)),
     )[:limit]
     rows = []
@@ -123,6 +133,7 @@ def campaign_list_rows(*, user, limit: int = 200) -> list[CampaignListRow]:
             infra_error=campaign.n_infra,
             cancelled=campaign.n_cancelled,
             passed=campaign.n_passed,
+            unjudged=campaign.n_unjudged,
             throughput_per_min=float(campaign.n_recent),
             eta_seconds=remaining / rate if rate > 0 and campaign.is_active else None,
         )

@@ -28,8 +28,10 @@ from django.utils import timezone
 
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns import attempt_sql
+from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.outcomes import AttemptOutcome
+from apps.campaigns.signatures import BackfillReport, backfill_signatures
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
 from tb_engine.irt.adaptive import AdaptiveConfig
@@ -43,13 +45,17 @@ __all__ = [
     "SWEEP_TASK",
     "ADAPTIVE_DISPATCH_TASK",
     "AttemptOutcome",
+    "BackfillReport",
+    "EvaluatorConfigError",
     "NotReplicable",
     "Extension",
     "TaskCounts",
+    "evaluator_configs",
     "attempt_claim",
     "attempt_claim_prepare",
     "attempt_heartbeat",
     "attempt_record",
+    "attempts_backfill_signatures",
     "attempts_sweep",
     "campaign_cancel",
     "campaign_create",
@@ -99,6 +105,8 @@ def campaign_create(
 ) -> Campaign:
     """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
 
+    ``user_simulator`` / ``judge`` (default scripted / keyword) are checked and stored in their
+    normal form (apps.campaigns.evaluators); a bad one raises EvaluatorConfigError (a ValueError).
     ``adaptive`` (None: a full campaign) makes it an adaptive campaign: options of the engine's
     ``AdaptiveConfig`` (budget_share, target_se, …; its n_attempts is the campaign's N) plus
     ``calibration`` (an id, or None for the suite's latest calibration for the team, pinned when
@@ -107,6 +115,7 @@ def campaign_create(
     """
     if n_attempts < 1:
         raise ValueError("n_attempts must be at least 1")
+    user_simulator, judge = evaluator_configs(user=user_simulator, judge=judge)
     options = _adaptive_options(adaptive, n_attempts) if adaptive is not None else {}
     selected = list(tasks) if tasks is not None else list(suite.tasks.all())
     selected = [t for t in selected if t.is_gradable]
@@ -121,8 +130,8 @@ def campaign_create(
             suite=suite,
             n_attempts=n_attempts,
             seed=seed,
-            user_simulator=user_simulator or {"kind": "scripted"},
-            judge=judge or {"kind": "keyword"},
+            user_simulator=user_simulator,
+            judge=judge,
             price_sheet=price_sheet,
             harness_version=HARNESS_VERSION,
             suite_version=suite.version,
@@ -687,6 +696,17 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> int:
         if campaign.adaptive:  # a lost decision message must not stall the campaign
             _send_adaptive_dispatch(campaign.pk)
     return len(stale_ids)
+
+
+def attempts_backfill_signatures(
+    *, campaign_ids: list[int] | None = None, recompute: bool = False
+) -> BackfillReport:
+    """Give every stored failed attempt its SPEC §8 signature (all of them again with ``recompute``).
+
+    Side effects: Attempt.signature / signature_items of the attempts whose signature changed;
+    the touched campaigns' TaskSummary.updated_at (pages cached by summary stamp recompute).
+    """
+    return backfill_signatures(campaign_ids=campaign_ids, recompute=recompute)
 
 
 def _dead_on_this_host(worker: str, host: str) -> bool:

@@ -12,13 +12,16 @@ from django.utils import timezone
 
 from apps.campaigns.models import Attempt, TaskSummary
 
-_DONE = "status = 'done'"
+# n_t of SPEC §5: done and judged. An unjudged attempt (a rubric the judge could not answer,
+# nothing else failed) is excluded like an infra error and counted apart as coverage (SPEC §2).
+_DONE = "status = 'done' AND verdict <> 'unjudged'"
 # Summary column -> SQL aggregate over the pair's attempts. Tokens and cost cover every billed
 # attempt (infra errors included, SPEC §5), not only finished ones.
 _COLUMNS = {
     "n_done": f"COUNT(*) FILTER (WHERE {_DONE})",
     "n_pass": f"COUNT(*) FILTER (WHERE {_DONE} AND verdict = 'pass')",
     "n_infra_error": "COUNT(*) FILTER (WHERE status = 'infra_error')",
+    "n_unjudged": "COUNT(*) FILTER (WHERE status = 'done' AND verdict = 'unjudged')",
     "n_cancelled": "COUNT(*) FILTER (WHERE status = 'cancelled')",
     "n_clean_looking": f"COUNT(*) FILTER (WHERE {_DONE} AND clean_looking)",
     "input_tokens": "COALESCE(SUM(input_tokens), 0)",

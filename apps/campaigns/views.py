@@ -11,6 +11,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from apps.agents.models import AgentConfig
+from apps.agents.services import UnknownAgent, agent_config_for
+from apps.campaigns.evaluators import describe
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
@@ -65,6 +68,10 @@ def campaign_detail(request, pk: int):
     root = campaign.replicate_of or campaign
     context = {
         "campaign": campaign,
+        "evaluators": {
+            "user": describe(campaign.user_simulator, default="scripted"),
+            "judge": describe(campaign.judge, default="keyword"),
+        },
         "replicate_set": list(
             campaigns_visible_to(request.user)
             .filter(Q(pk=root.pk) | Q(replicate_of=root))
@@ -86,6 +93,28 @@ def campaign_detail(request, pk: int):
     return render(request, "campaigns/detail.html", context)
 
 
+def _chosen_agent(value: str) -> AgentConfig:
+    """The launch form's agent: a stored configuration (pk:<id>) or a built-in spec created on first use."""
+    if value.startswith("pk:") and value[3:].isdigit():
+        agent = AgentConfig.objects.filter(pk=int(value[3:])).first()
+        if agent is not None:
+            return agent
+    elif value.startswith("spec:"):
+        return agent_config_for(value[5:])
+    raise UnknownAgent(f"unknown agent choice {value!r}")
+
+
+def _estimate_agent(value: str) -> AgentConfig | None:
+    """The agent an estimate prices, without creating a built-in's row (a GET must not write)."""
+    if value.startswith("pk:") and value[3:].isdigit():
+        return AgentConfig.objects.filter(pk=int(value[3:])).first()
+    if value == "spec:golden":
+        return AgentConfig(kind=AgentConfig.Kind.GOLDEN)
+    if value.startswith("spec:check:"):
+        return AgentConfig(kind=AgentConfig.Kind.CHECK)
+    return None
+
+
 @require_role("operator")
 def campaign_launch(request):
     teams = teams_for(request.user)
@@ -97,13 +126,13 @@ def campaign_launch(request):
                 name=data["name"],
                 team=data["team"],
                 owner=request.user,
-                agent=data["agent"],
+                agent=_chosen_agent(data["agent"]),
                 suite=data["suite"],
                 tasks=list(form.chosen_tasks()),
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
-                user_simulator=form.endpoint("user_simulator"),
-                judge=form.endpoint("judge"),
+                user_simulator=data["user_simulator"],
+                judge=data["judge"],
                 price_sheet=data["price_sheet"],
                 adaptive=form.adaptive_options(),
             )
@@ -126,11 +155,12 @@ def _estimate(request, teams) -> LaunchEstimate | None:
         return None
     form.is_valid()  # fills cleaned_data with the fields that parse; the name may still be empty
     data = form.cleaned_data
-    if not data.get("agent") or not data.get("suite") or not data.get("n_attempts"):
+    agent = _estimate_agent(data.get("agent") or "")
+    if agent is None or not data.get("suite") or not data.get("n_attempts"):
         return None
     tasks = form.chosen_tasks()
     return launch_estimate(
-        agent=data["agent"],
+        agent=agent,
         suite=data["suite"],
         tasks=[task for task in tasks if task.is_gradable],
         n_attempts=data["n_attempts"],

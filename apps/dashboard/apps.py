@@ -5,3 +5,8 @@ class DashboardConfig(AppConfig):
     name = "apps.dashboard"
     label = "dashboard"
     verbose_name = "Dashboard"
+
+    def ready(self) -> None:
+        from apps.core.navigation import register_nav_item
+
+        register_nav_item("suites", url_name="dashboard:suites", label="Suites")

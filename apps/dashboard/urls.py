@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.dashboard import views, views_attempts, views_noise
+from apps.dashboard import views, views_attempts, views_noise, views_suites
 
 app_name = "dashboard"
 
@@ -18,4 +18,7 @@ urlpatterns = [
     path("planner/", views_noise.planner, name="planner"),
     path("attempts/<int:pk>/", views_attempts.attempt_detail, name="attempt"),
     path("attempts/<int:pk>/raw.json", views_attempts.attempt_raw, name="attempt_raw"),
+    path("suites/", views_suites.suite_list, name="suites"),
+    path("suites/<int:pk>/", views_suites.suite_detail, name="suite"),
+    path("suites/<int:pk>/validate/", views_suites.suite_validate, name="suite_validate"),
 ]

@@ -23,7 +23,7 @@ from apps.dashboard.selectors import external_scores
 from apps.drift.selectors import open_alert_count
 from apps.figures import selectors as figures
 from apps.suites.models import Task
-from apps.triage.selectors import task_health_scope
+from apps.triage.selectors import judge_note_rows, task_health_scope
 from tb_engine.metrics import spearman
 
 TASKS_PER_PAGE = 50
@@ -129,6 +129,7 @@ def leaderboard(request):
         "correlations": correlations,
         "score_form": ExternalScoreForm(campaigns=visible),
         "can_edit": user_has_role(request.user, Role.OPERATOR),
+        "judge_note_rows": judge_note_rows(campaigns=[row.campaign for row in rows]),
         "can_launch": user_has_role(request.user, Role.OPERATOR),
         "teams": teams_for(request.user),
     }
@@ -232,6 +233,7 @@ def gap(request):
         "per_domain": per_domain,
         "all_campaigns": figures.figure_campaigns(request.user),
         "selected": {c.pk for c in campaigns},
+        "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
     }
     return _render(request, "dashboard/gap.html", "gap-body", context)
@@ -279,6 +281,7 @@ def cost(request):
         "token_chart": chart(charts.token_bars(table)),
         "sheets": list(sheets.values()),
         "whatif_form": WhatIfPriceForm(campaigns=campaigns),
+        "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
     }
     return render(request, "dashboard/cost.html", context)
@@ -340,6 +343,7 @@ def domains(request):
         "a": a,
         "b": b,
         "deltas": deltas,
+        "judge_note_rows": judge_note_rows(campaigns=campaigns),
         "pair_error": pair_error,
         **health.context(),
     }
@@ -459,6 +463,7 @@ def compare(request):
         "b": b,
         "result": result,
         "error": error,
+        "judge_note_rows": judge_note_rows(campaigns=[c for c in (a, b) if c]) if result else [],
         "costs": costs,
         "verdict": verdict,
         "per_task": per_task,

@@ -15,6 +15,34 @@ from apps.core.roles import Role
 from apps.dashboard.selectors import attempt_neighbours
 
 KIND_LABELS = {"missing_effect": "missing", "extra_effect": "extra", "wrong_value": "wrong value"}
+POSITIONAL_SHOWN = 200  # the server's positional diff can run to thousands of items
+
+
+def state_verdicts(result: dict) -> list[dict]:
+    """Per server of a ThinkingBox attempt: our state verdict, its hash verdict, which decided, its own diff."""
+    evidence = (result.get("extra") or {}).get("thinkingbox") or {}
+    of_record = evidence.get("verdict_of_record") == "server hash"
+    servers = []
+    for name, server in sorted((evidence.get("effects") or {}).items()):
+        if not isinstance(server, dict) or "their_hash_pass" not in server:
+            continue
+        positional = list(server.get("positional_diff") or [])
+        servers.append(
+            {
+                "name": name,
+                "our_state_pass": bool(server.get("our_state_pass")),
+                "their_hash_pass": bool(server.get("their_hash_pass")),
+                "disagree": bool(server.get("disagree")),
+                "of_record": of_record,
+                "diff_items": server.get("diff_items", 0),
+                "declarations": server.get("declarations", ""),
+                "declarations_verified": server.get("declarations_verified"),
+                "positional": [p for p in positional[:POSITIONAL_SHOWN] if isinstance(p, dict)],
+                "positional_total": len(positional),
+                "positional_more": len(positional) > POSITIONAL_SHOWN,
+            }
+        )
+    return servers
 
 
 def diff_groups(diff: list[dict]) -> list[dict]:
@@ -153,6 +181,7 @@ def attempt_detail(request, pk: int):
         "headlines": [diff_headline(item) for item in diff[:3]],
         "checks": result.get("checks") or [],
         "rubrics": result.get("rubrics") or [],
+        "state_verdicts": state_verdicts(result),
         "imported_check": imported,
         "empty_diff_note": empty_diff_note(result, imported),
         "previous_id": previous_id,

@@ -11,7 +11,7 @@ from apps.core.roles import Role
 from apps.dashboard import charts
 from apps.dashboard.forms import PlannerForm
 from apps.figures import selectors as figures
-from apps.triage.selectors import task_health_scope
+from apps.triage.selectors import judge_note_rows, task_health_scope
 
 
 def _render(request, template: str, partial: str, context: dict):
@@ -44,6 +44,7 @@ def noise(request):
             }
             for s in sets
         ],
+        "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
     }
     return _render(request, "dashboard/noise.html", "noise-table", context)

@@ -12,7 +12,8 @@ exactly the text the ORM value would have become:
 - columns whose values repeat (categories, task ids, status) remember their formatted text.
 
 The texts are what the export has always written for ORM values. CSV (csv.writer): None as an
-empty cell, JSON columns compact with sorted keys, Decimals via str(), datetimes in ISO 8601.
+empty cell, JSON columns compact with sorted keys, Decimals in plain notation (format 'f', never
+0E-8), datetimes in ISO 8601, text that starts like a formula prefixed with an apostrophe.
 JSON lines (json.JSONEncoder(separators=(",", ":"))): JSON columns compact in stored key order,
 Decimals as numbers, datetimes as ISO 8601 strings, non-ASCII escaped.
 """
@@ -31,6 +32,8 @@ from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from django.conf import settings
+
+from apps.exports.formulas import csv_text
 
 MEMO_LIMIT = 10_000
 INTEGER_TYPES = frozenset(
@@ -173,8 +176,15 @@ def _csv_of_orm(kind: str) -> Cell:
     if kind == "DateTimeField":
         return datetime.isoformat
     if kind == "DecimalField":
-        return str
-    return quote  # csv.writer turns anything else into text itself (repr for floats)
+        return plain_decimal
+    # csv.writer turns anything else into text itself (repr for floats); text that a spreadsheet
+    # would run as a formula is made inert first (apps.exports.formulas).
+    return lambda value: quote(csv_text(value))
+
+
+def plain_decimal(value: Decimal) -> str:
+    """A Decimal in plain notation: 0.00000000, never str()'s 0E-8."""
+    return format(value, "f")
 
 
 def _json_of_orm(kind: str) -> Cell:

@@ -18,10 +18,16 @@ from apps.figures.selectors import figure_campaigns
 from apps.gates import selectors as gates
 from apps.triage.selectors import (
     CATEGORIES,
+    SUSPECT_KINDS,
+    SUSPECT_STATUSES,
     QueueFilters,
     campaign_triage_summary,
+    cluster_index,
+    cluster_rows,
+    judge_rows,
     queue_queryset,
     queue_rows,
+    suspect_tasks,
     task_health_scope,
 )
 
@@ -341,6 +347,145 @@ def triage_summary_table(user, query: QueryDict) -> Table:
     return Table("triage-summary", "Clean-looking failures", columns, rows)
 
 
+def clusters_table(user, query: QueryDict) -> Table:
+    """Every failure cluster of the triage queue with its filters (the grouped view, not paged)."""
+    filters = QueueFilters.from_query(query).without_signature()
+    index = cluster_index(user=user, filters=filters)
+    rows = []
+    chunks = [index[at : at + 500] for at in range(0, len(index), 500)]
+    for row in (
+        r for chunk in chunks for r in cluster_rows(user=user, filters=filters, index=index, page=chunk)
+    ):
+        c = row.cluster
+        rows.append(
+            {
+                "signature": c.signature,
+                "attempts": c.size,
+                "clean_looking": c.clean,
+                "share": row.share,
+                "description": c.description,
+                "categories": ", ".join(c.categories),
+                "elements": "; ".join(" ".join(item[:4]) for item in c.items),
+                "tasks": c.tasks,
+                "top_tasks": ", ".join(name for name, _ in row.top_tasks),
+                "campaigns": c.campaigns,
+                "models": c.models,
+                "top_models": ", ".join(name for name, _ in row.top_models),
+                "termination": row.termination,
+                "termination_share": row.termination_share,
+                "examples": ", ".join(str(pk) for pk in c.examples),
+                "related": ", ".join(c.related),
+                "reviewed": row.reviewed,
+                "labelled": row.labelled,
+            }
+        )
+    columns = [
+        Column("signature", "signature"),
+        Column("attempts", "attempts", "int"),
+        Column("clean_looking", "clean-looking failures", "int"),
+        Column("share", "share of clean-looking failures", "share"),
+        Column("description", "what the attempts did"),
+        Column("categories", "categories"),
+        Column("elements", "signature elements (class table target tool)"),
+        Column("tasks", "tasks", "int"),
+        Column("top_tasks", "most frequent tasks"),
+        Column("campaigns", "campaigns", "int"),
+        Column("models", "models", "int"),
+        Column("top_models", "most frequent models"),
+        Column("termination", "dominant termination"),
+        Column("termination_share", "its share", "share"),
+        Column("examples", "example attempt ids"),
+        Column("related", "related signatures"),
+        Column("reviewed", "reviewed", "int"),
+        Column("labelled", "labelled", "int"),
+    ]
+    return Table("clusters", "Failure clusters", columns, rows)
+
+
+def suspect_tasks_table(user, query: QueryDict) -> Table:
+    """The suspect-task queue with its status/evidence filters: one row per (task, evidence)."""
+    status = query.get("status", "open")
+    kind = query.get("kind", "")
+    found = suspect_tasks(
+        campaigns=figure_campaigns(user),
+        status=status if status in SUSPECT_STATUSES else "open",
+        kind=kind if kind in SUSPECT_KINDS else "",
+    )
+    rows = [
+        {
+            "task_id": row.task.task_id,
+            "domain": row.task.domain.name,
+            "status": row.status,
+            "kind": evidence.kind,
+            "evidence": evidence.detail,
+            "value": evidence.value,
+            "attempt": evidence.attempt_id,
+        }
+        for row in found
+        for evidence in row.evidence
+    ]
+    columns = [
+        Column("task_id", "task"),
+        Column("domain", "domain"),
+        Column("status", "status"),
+        Column("kind", "evidence kind"),
+        Column("evidence", "evidence"),
+        Column("value", "value", "float"),
+        Column("attempt", "example attempt id", "int"),
+    ]
+    return Table("suspect-tasks", "Suspect tasks", columns, rows)
+
+
+def judges_table(user, query: QueryDict) -> Table:
+    """Each judge version's agreement with human labels."""
+    rows = []
+    for row in judge_rows(campaigns=figure_campaigns(user)):
+        c, m = row.calibration, row.calibration.confusion
+        rows.append(
+            {
+                "judge": row.identity.label,
+                "version": row.key,
+                "kind": row.identity.kind,
+                "model": row.identity.model,
+                "campaigns": ", ".join(campaign.name for campaign in row.campaigns),
+                "labels": row.labels,
+                "unjudged": row.unjudged,
+                "agreements": m.agreements,
+                "tp": m.tp,
+                "fp": m.fp,
+                "fn": m.fn,
+                "tn": m.tn,
+                "tpr": m.tpr,
+                "tnr": m.tnr,
+                "kappa": c.kappa,
+                "kappa_lo": c.kappa_lo,
+                "kappa_hi": c.kappa_hi,
+                "calibrated": c.enough,
+            }
+        )
+    columns = [
+        Column("judge", "judge"),
+        Column("version", "version (content hash)"),
+        Column("kind", "kind"),
+        Column("model", "model"),
+        Column("campaigns", "campaigns"),
+        Column("labels", "human labels", "int"),
+        Column("unjudged", "labels on unjudged answers", "int"),
+        Column("agreements", "agreements", "int"),
+        Column("tp", "judge yes, human yes", "int"),
+        Column("fp", "judge yes, human no", "int"),
+        Column("fn", "judge no, human yes", "int"),
+        Column("tn", "judge no, human no", "int"),
+        Column("tpr", "TPR", "share"),
+        Column("tnr", "TNR", "share"),
+        Column("kappa", "Cohen's kappa", "float"),
+        Column("kappa_lo", "kappa lo", "float"),
+        Column("kappa_hi", "kappa hi", "float"),
+        Column("calibrated", "30 or more labels", "bool"),
+    ]
+    return Table("judges", "Rubric judges", columns, rows)
+
+
 def noise_table(user, query: QueryDict) -> Table:
     """Per campaign, scope (every task, then each domain) and figure: value, SE and rerun floor."""
     campaigns = figure_campaigns(user, ids=_ids(query))
@@ -578,4 +723,7 @@ BUILDERS: dict[str, Callable[[Any, QueryDict], Table]] = {
     "gate": gate_table,
     "triage-queue": triage_queue_table,
     "triage-summary": triage_summary_table,
+    "clusters": clusters_table,
+    "suspect-tasks": suspect_tasks_table,
+    "judges": judges_table,
 }

@@ -11,6 +11,7 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from apps.exports.formulas import csv_text
 from apps.exports.tables import Column, Table
 
 NUMBER_FORMATS = {
@@ -36,12 +37,28 @@ def table_csv(table: Table, *, about: list[tuple[str, str]] = ()) -> str:
     values (shares as 0..1, empty for undefined). Readers skip the block with comment="#"."""
     buffer = io.StringIO()
     for key, value in about:
-        buffer.write(f"# {key.strip()}: {value}\n")
+        buffer.write(f"# {key.strip()}: {_about_csv_value(value)}\n")
     writer = csv.writer(buffer)
     writer.writerow([column.title for column in table.columns])
     for row in table.values():
-        writer.writerow(["" if value is None else _plain(value) for value in row])
+        writer.writerow(["" if value is None else csv_text(_plain(value)) for value in row])
     return buffer.getvalue()
+
+
+def _about_csv_value(value) -> str:
+    """An About value on one comment line. A CSV reader that ignores the `#` still splits the line at
+    commas, so every piece after a comma is made inert like a cell (names come from imported files)."""
+    text = " ".join(str(value).splitlines())
+    first, *rest = text.split(",")
+    return ",".join([first, *(csv_text(piece.lstrip()) for piece in rest)])
+
+
+def _append_as_text(sheet: Worksheet, values: list) -> None:
+    """Append a row; openpyxl reads text starting with '=' as a formula: every such cell stays text."""
+    sheet.append(values)
+    for cell in sheet[sheet.max_row]:
+        if cell.data_type == "f":
+            cell.data_type = "s"
 
 
 def write_sheet(sheet: Worksheet, columns: list[Column], rows: list[list]) -> None:
@@ -50,7 +67,7 @@ def write_sheet(sheet: Worksheet, columns: list[Column], rows: list[list]) -> No
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     for row in rows:
-        sheet.append([_plain(value) for value in row])
+        _append_as_text(sheet, [_plain(value) for value in row])
     for position, column in enumerate(columns, start=1):
         fmt = NUMBER_FORMATS.get(column.kind)
         letter = get_column_letter(position)
@@ -70,7 +87,7 @@ def write_about(workbook: Workbook, about: list[tuple[str, str]]) -> None:
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     for key, value in about:
-        sheet.append([key, value])
+        _append_as_text(sheet, [key, value])
     sheet.column_dimensions["A"].width = 34
     sheet.column_dimensions["B"].width = 100
     sheet.freeze_panes = "A2"

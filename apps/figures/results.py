@@ -83,6 +83,7 @@ class Coverage:
     planned_attempts: int
     missing_attempts: int
     infra_errors: int
+    unjudged: int = 0  # done, a rubric the judge could not answer: excluded like an infra error
 
     @classmethod
     def from_metrics(cls, raw: Mapping[str, Any]) -> Coverage:

@@ -23,14 +23,16 @@ from apps.campaigns.models import Campaign, TaskSummary
 
 CACHE_SECONDS = 6 * 3600
 # Bumped whenever the shape of a cached value changes, so old entries are never misread
-# (2: typed results instead of dicts; 3: comparisons carry their noise floor).
-CACHE_VERSION = 3
+# (2: typed results instead of dicts; 3: comparisons carry their noise floor; 4: unjudged
+# attempts in the frames and coverage).
+CACHE_VERSION = 4
 
 TOKEN_COLUMNS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens")
 STAMP_SUMS = (
     "n_done",
     "n_pass",
     "n_infra_error",
+    "n_unjudged",
     "n_clean_looking",
     "input_tokens",
     "output_tokens",
@@ -45,6 +47,7 @@ FRAME_COLUMNS = (
     "n",
     "c",
     "infra_errors",
+    "unjudged",
     "clean_looking",
     "agent_cost",
     "eval_cost",
@@ -102,6 +105,7 @@ def per_task_frames(campaign_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
         "n_done",
         "n_pass",
         "n_infra_error",
+        "n_unjudged",
         "n_clean_looking",
         "agent_cost",
         "eval_cost",
@@ -109,7 +113,7 @@ def per_task_frames(campaign_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
         *TOKEN_COLUMNS,
     )
     counts = {(row[0], row[1]): row[2:] for row in summaries}
-    empty = (0, 0, 0, 0, 0.0, 0.0, 0, *([0] * len(TOKEN_COLUMNS)))
+    empty = (0, 0, 0, 0, 0, 0.0, 0.0, 0, *([0] * len(TOKEN_COLUMNS)))
     rows: dict[int, list[tuple]] = {campaign_id: [] for campaign_id in ids}
     for campaign_id, task_pk, task_id, domain, tags in membership:
         values = counts.get((campaign_id, task_pk), empty)

@@ -23,6 +23,15 @@ class Suite(models.Model):
     evaluation_only = models.BooleanField(
         default=False, help_text="Licence forbids training on these tasks (e.g. ThinkingBox-Bench)."
     )
+    team = models.ForeignKey(
+        "core.Team",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="suites",
+        help_text="Empty: shared with every team (built-in, imported datasets). Set: only this team's "
+        "(a suite made from one team's imported results holds its users' messages).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from django.db.models import Q, QuerySet
+
+from apps.core.access import teams_for
 from apps.suites.models import Domain, Suite, Task
+
+
+def suites_visible_to(user) -> QuerySet[Suite]:
+    """Suites the user may see: shared ones (no team) and their teams' own (admins: all)."""
+    return Suite.objects.filter(Q(team__isnull=True) | Q(team__in=teams_for(user)))
+
+
+def tasks_visible_to(user) -> QuerySet[Task]:
+    """Tasks of the suites the user may see."""
+    return Task.objects.filter(Q(suite__team__isnull=True) | Q(suite__team__in=teams_for(user)))
 
 
 def task_spec_data(*, task_pk: int) -> dict:

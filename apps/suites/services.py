@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from apps.core.text import without_nul
 from apps.suites.models import Domain, Suite, Task
 from tb_engine.spec import SuiteSpec
 from tb_engine.spec_json import domain_to_dict, task_to_dict
@@ -11,7 +12,7 @@ from tb_engine.spec_json import domain_to_dict, task_to_dict
 
 @transaction.atomic
 def suite_store(
-    *, spec: SuiteSpec, source: str = Suite.Source.BUILTIN, validations: dict | None = None
+    *, spec: SuiteSpec, source: str = Suite.Source.BUILTIN, validations: dict | None = None, team=None
 ) -> Suite:
     """Create or update a suite from an engine SuiteSpec, in one transaction.
 
@@ -20,27 +21,30 @@ def suite_store(
     """
     validations = validations or {}
     suite, _ = Suite.objects.update_or_create(
-        name=spec.name,
+        name=without_nul(spec.name),
         defaults={
-            "title": spec.description.split("\n")[0][:200] if spec.description else spec.name,
+            "title": without_nul(spec.description.split("\n")[0][:200] if spec.description else spec.name),
             "version": spec.version,
-            "description": spec.description,
+            "description": without_nul(spec.description),
             "source": source,
             "content_hash": spec.content_hash(),
             "evaluation_only": spec.evaluation_only,
+            "team": team,
         },
     )
     domains = {}
     for name, domain_spec in spec.domains.items():
         domains[name], _ = Domain.objects.update_or_create(
             suite=suite,
-            name=name,
-            defaults={
-                "title": domain_spec.title,
-                "policy": domain_spec.policy,
-                "backend": domain_spec.backend,
-                "spec": domain_to_dict(domain_spec),
-            },
+            name=without_nul(name),
+            defaults=without_nul(
+                {
+                    "title": domain_spec.title,
+                    "policy": domain_spec.policy,
+                    "backend": domain_spec.backend,
+                    "spec": domain_to_dict(domain_spec),
+                }
+            ),
         )
     existing = {t.task_id: t for t in Task.objects.filter(suite=suite)}
     to_create, to_update = [], []
@@ -48,16 +52,16 @@ def suite_store(
         status, detail = validations.get(task_id, (Task.Validation.UNKNOWN, ""))
         fields = {
             "domain": domains[task_spec.domain],
-            "title": task_spec.title or task_id,
-            "tags": list(task_spec.tags),
+            "title": without_nul(task_spec.title or task_id),
+            "tags": without_nul(list(task_spec.tags)),
             "content_hash": task_spec.content_hash(),
-            "spec": task_to_dict(task_spec),
+            "spec": without_nul(task_to_dict(task_spec)),
             "validation": status,
-            "validation_detail": detail,
+            "validation_detail": without_nul(detail),
         }
         row = existing.get(task_id)
         if row is None:
-            to_create.append(Task(suite=suite, task_id=task_id, **fields))
+            to_create.append(Task(suite=suite, task_id=without_nul(task_id), **fields))
         else:
             for key, value in fields.items():
                 setattr(row, key, value)
@@ -79,3 +83,16 @@ def suite_load_builtin(*, name: str = "starter", validate: bool = True) -> Suite
         for report in validate_suite(spec):
             validations[report.task_id] = (report.status, "\n".join(report.problems))
     return suite_store(spec=spec, validations=validations)
+
+
+def task_validation_set(*, task: Task, status: str, detail: str = "") -> Task:
+    """Record the outcome of validating ``task`` on the row campaigns select by (``Task.validation``).
+
+    Side effects: the task's validation and detail. An ``unknown`` outcome (infrastructure error)
+    leaves an earlier verdict alone: it says nothing about the task.
+    """
+    if status == Task.Validation.UNKNOWN and task.validation != Task.Validation.UNKNOWN:
+        return task
+    Task.objects.filter(pk=task.pk).update(validation=status, validation_detail=detail[:10_000])
+    task.validation, task.validation_detail = status, detail[:10_000]
+    return task

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 
 from apps.agents.services import agent_config_imported
 from apps.campaigns.models import Campaign
@@ -26,6 +27,7 @@ from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_tb_results, read_dataset
 from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
+from tb_engine.yaml_bounded import load_yaml
 
 CUSTOM_CHECK_DETAIL = "custom check — not supported"
 IMPORTED_AGENT_MARKER = (
@@ -150,17 +152,16 @@ class ResultsImport:
 def _agent_names(path: Path) -> list[str]:
     """``metadata.agent`` of every row (rows were already validated by parse_tb_results)."""
     if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        rows = [yaml.safe_load(path.read_text(encoding="utf-8"))]
+        rows = [load_yaml(path.read_text(encoding="utf-8"))]
     else:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [str((row.get("metadata") or {}).get("agent") or "unknown") for row in rows]
 
 
-def _matching_suite(task_ids: set[str], suite_name: str | None, path: Path) -> Suite | None:
+def _matching_suite(task_ids: set[str], suite_name: str | None, path: Path, team: Team) -> Suite | None:
+    usable = Suite.objects.filter(Q(team__isnull=True) | Q(team=team))  # never another team's own suite
     if suite_name:
-        suite = Suite.objects.filter(name=suite_name).first()
+        suite = usable.filter(name=suite_name).first()
         if suite is None:
             raise ThinkingBoxFormatError(
                 f"suite {suite_name!r} does not exist; import the dataset first", file=path
@@ -171,7 +172,7 @@ def _matching_suite(task_ids: set[str], suite_name: str | None, path: Path) -> S
                 f"tests not in suite {suite_name!r}: {', '.join(missing)}", file=path
             )
         return suite
-    for suite in Suite.objects.filter(source=Suite.Source.THINKINGBOX).order_by("-updated_at"):
+    for suite in usable.filter(source=Suite.Source.THINKINGBOX).order_by("-updated_at"):
         if task_ids <= set(suite.tasks.values_list("task_id", flat=True)):
             return suite
     return None
@@ -181,8 +182,10 @@ def _first_user_message(record: TbRecord) -> str:
     return next((m.content for m in record.transcript.messages if m.role == "user"), "")
 
 
-def _minimal_suite(records: list[TbRecord], name: str, path: Path) -> Suite:
+def _minimal_suite(records: list[TbRecord], name: str, path: Path, team: Team) -> Suite:
     """A suite made from the rows alone: one domain per test file, tasks without golden data.
+
+    It belongs to the importing team: its tasks hold the rows' first user messages.
 
     Such tasks cannot be re-run or re-graded by us (no golden trajectory, no init); they exist so
     imported verdicts have a task to hang on. Their detail says so.
@@ -233,6 +236,7 @@ def _minimal_suite(records: list[TbRecord], name: str, path: Path) -> Suite:
         spec=spec,
         source=Suite.Source.THINKINGBOX,
         validations=dict.fromkeys(tasks, (Task.Validation.UNKNOWN, detail)),
+        team=team,
     )
 
 
@@ -282,10 +286,10 @@ def tb_results_import(
         raise ThinkingBoxFormatError(f"team {team.slug} has no member to own the campaign", file=path)
 
     task_ids = {r.task_id for r in records}
-    suite = _matching_suite(task_ids, suite_name, path)
+    suite = _matching_suite(task_ids, suite_name, path, team)
     suite_created = suite is None
     if suite is None:
-        suite = _minimal_suite(records, f"tb-results-{_slug(campaign_name)}", path)
+        suite = _minimal_suite(records, f"tb-results-{team.slug}-{_slug(campaign_name)}"[:100], path, team)
     task_rows = {t.task_id: t for t in Task.objects.filter(suite=suite, task_id__in=task_ids)}
 
     agent = agent_config_imported(

@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from apps.triage.models import AttemptReview, AuditEntry, Label, TaskHealthIssue
+from apps.triage.models import (
+    AttemptReview,
+    AuditEntry,
+    Label,
+    SuiteValidation,
+    TaskHealthIssue,
+    TaskValidation,
+)
 
 
 @admin.register(Label)
@@ -30,3 +37,16 @@ class AuditEntryAdmin(admin.ModelAdmin):
 class TaskHealthIssueAdmin(admin.ModelAdmin):
     list_display = ("task", "label", "opened_at", "resolved_at")
     raw_id_fields = ("task", "attempt")
+
+
+@admin.register(SuiteValidation)
+class SuiteValidationAdmin(admin.ModelAdmin):
+    list_display = ("suite", "status", "requested_by", "requested_at", "total", "disagreements")
+    list_filter = ("status",)
+
+
+@admin.register(TaskValidation)
+class TaskValidationAdmin(admin.ModelAdmin):
+    list_display = ("task", "status", "disagreements", "validated_at")
+    list_filter = ("status",)
+    raw_id_fields = ("task", "run")

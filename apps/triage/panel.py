@@ -1,4 +1,5 @@
-"""The triage panel inside the attempt drilldown: queue position (j/k), labels (digits), note, assignee, status, audit."""
+"""The triage panel inside the attempt drilldown: queue position (j/k), labels (digits), note, assignee, status,
+the attempt's failure cluster, human verdicts on its rubric answers (y/n), audit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from apps.campaigns.models import Attempt
 from apps.core.access import user_has_role
 from apps.core.roles import Role
 from apps.triage import selectors
+from apps.triage.models import RubricVerdict
 from apps.triage.selectors import QueueFilters
 
 
@@ -18,12 +20,45 @@ def queue_filters_for(*, queue: str, attempt: Attempt) -> QueueFilters:
     return QueueFilters(campaigns=(attempt.campaign_id,))
 
 
+def rubric_answers(*, attempt: Attempt) -> list[dict]:
+    """The attempt's rubric answers with any human verdict; the first unlabelled one is *current* (y/n keys)."""
+    rubrics = Attempt.objects.filter(pk=attempt.pk).values_list("result__rubrics", flat=True).first()
+    if not isinstance(rubrics, list) or not rubrics:
+        return []
+    verdicts = {v.position: v for v in RubricVerdict.objects.filter(attempt_id=attempt.pk)}
+    answers, current = [], None
+    for position, rubric in enumerate(rubrics):
+        rubric = rubric if isinstance(rubric, dict) else {}
+        verdict = verdicts.get(position)
+        if verdict is None and current is None:
+            current = position
+        answers.append(
+            {
+                "position": position,
+                "question": str(rubric.get("question") or ""),
+                "judge": rubric.get("answer") if isinstance(rubric.get("answer"), bool) else None,
+                "human": verdict.human_answer if verdict else None,
+                "current": False,
+            }
+        )
+    if current is not None:
+        answers[current]["current"] = True
+    return answers
+
+
 def panel_context(*, request, attempt: Attempt) -> dict:
     """Template context of triage/_panel.html for `attempt` (a constant number of queries)."""
     queue = request.GET.get("queue", "") or request.POST.get("queue", "")
     filters = queue_filters_for(queue=queue, attempt=attempt)
     review = selectors.review_of(attempt)
     applied = {label.pk for label in review.labels.all()} if review else set()
+    answers = rubric_answers(attempt=attempt)
+    cluster = None
+    if attempt.signature:
+        cluster = {
+            "signature": attempt.signature,
+            "others": selectors.others_like(user=request.user, attempt=attempt),
+        }
     return {
         "triage": {
             "attempt": attempt,
@@ -38,5 +73,12 @@ def panel_context(*, request, attempt: Attempt) -> dict:
             "can_edit": user_has_role(request.user, Role.TRIAGER),
             "triagers": selectors.triagers_of(attempt.campaign),
             "statuses": selectors.AttemptReview.Status.choices,
+            "cluster": cluster,
+            "rubrics": answers,
+            "judge_note": (
+                selectors.judge_notes(campaigns=[attempt.campaign]).get(attempt.campaign_id)
+                if answers
+                else None
+            ),
         }
     }

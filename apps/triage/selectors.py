@@ -5,32 +5,48 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
-from django.db import connection
-from django.db.models import F, Prefetch, Q, QuerySet
+from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 
 from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.selectors import campaigns_visible_to
-from apps.triage.models import AttemptReview, AuditEntry, Label, TaskHealthIssue
 
-CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
-SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
-QUEUE_PER_PAGE = 50
-# Sortable queue columns: the ?sort= value (a leading "-" reverses) -> the ORM ordering it means.
-# The queue order always ends with the default order, so equal keys keep a stable, shared order
-# for the list and for j/k in the drilldown.
-QUEUE_SORTS = {
-    "campaign": ("campaign__name",),
-    "task": ("task__task_id",),
-    "index": ("index",),
-    "termination": ("termination",),
-    "calls": ("tool_calls",),
-    "diff": ("diff_items",),
-    "assignee": ("review__assignee__username",),
-    "status": ("review__status",),
-}
-DEFAULT_QUEUE_ORDER = ("campaign_id", "task__task_id", "index", "pk")
+# Public from here: failure clusters (SPEC §8), the suspect-task queue, judge calibration, and the
+# queue's filters and query (queue.py, which clusters.py reads too).
+from apps.triage import suspects
+from apps.triage.calibration import JudgeNote as JudgeNote
+from apps.triage.calibration import JudgeRow as JudgeRow
+from apps.triage.calibration import judge_note_rows as judge_note_rows
+from apps.triage.calibration import judge_notes as judge_notes
+from apps.triage.calibration import judge_rows as judge_rows
+from apps.triage.clusters import Cluster as Cluster
+from apps.triage.clusters import ClusterIndex as ClusterIndex
+from apps.triage.clusters import ClusterRow as ClusterRow
+from apps.triage.clusters import cluster_campaigns as cluster_campaigns
+from apps.triage.clusters import cluster_index as cluster_index
+from apps.triage.clusters import cluster_rows as cluster_rows
+from apps.triage.clusters import others_like as others_like
+from apps.triage.models import (
+    AttemptReview,
+    AuditEntry,
+    Label,
+    SuiteValidation,
+    TaskHealthIssue,
+    TaskValidation,
+)
+from apps.triage.queue import CATEGORIES as CATEGORIES
+from apps.triage.queue import QUEUE_PER_PAGE as QUEUE_PER_PAGE
+from apps.triage.queue import QUEUE_SORTS as QUEUE_SORTS
+from apps.triage.queue import SCOPES as SCOPES
+from apps.triage.queue import QueueFilters as QueueFilters
+from apps.triage.queue import queue_queryset as queue_queryset
+from apps.triage.suspects import Evidence as Evidence
+from apps.triage.suspects import SuspectTask as SuspectTask
+from apps.triage.suspects import suspect_tasks as suspect_tasks
+from tb_engine.metrics.agreement import MIN_LABELS
+
+SUSPECT_KINDS = suspects.KINDS
+MIN_JUDGE_LABELS = MIN_LABELS
+SUSPECT_STATUSES = suspects.STATUSES
 QUEUE_FIELDS = (
     "id",
     "campaign_id",
@@ -46,101 +62,6 @@ QUEUE_FIELDS = (
     "task__domain__name",
     "campaign__name",
 )
-
-
-def _int(value: str) -> int | None:
-    return int(value) if value and value.isdigit() else None
-
-
-@dataclass(frozen=True)
-class QueueFilters:
-    """What the queue shows; parsed from a query string so the drilldown can rebuild the same order."""
-
-    campaigns: tuple[int, ...] = ()
-    domain: str = ""
-    task: str = ""
-    category: str = ""
-    label: int | None = None
-    assignee: str = ""  # a user id, "none" (unassigned) or "" (anyone)
-    status: str = ""
-    scope: str = "clean"
-    sort: str = ""
-
-    @classmethod
-    def from_query(cls, query) -> QueueFilters:
-        """From request.GET (or a QueryDict); unknown values fall back to the defaults."""
-        category = query.get("category", "")
-        status = query.get("status", "")
-        assignee = query.get("assignee", "")
-        scope = query.get("scope", "clean")
-        sort = query.get("sort", "")
-        return cls(
-            campaigns=tuple(sorted({int(v) for v in query.getlist("c") if v.isdigit()})),
-            domain=query.get("domain", "").strip(),
-            task=query.get("task", "").strip(),
-            category=category if category in CATEGORIES else "",
-            label=_int(query.get("label", "")),
-            assignee=assignee if assignee == "none" or assignee.isdigit() else "",
-            status=status if status in AttemptReview.Status.values else "",
-            scope=scope if scope in SCOPES else "clean",
-            sort=sort if sort.removeprefix("-") in QUEUE_SORTS else "",
-        )
-
-    def ordering(self) -> tuple[str, ...]:
-        """The ORM order of the queue: the chosen column (if any), then the default order."""
-        if not self.sort:
-            return DEFAULT_QUEUE_ORDER
-        descending = self.sort.startswith("-")
-        keys = QUEUE_SORTS[self.sort.removeprefix("-")]
-        return (*(f"-{key}" if descending else key for key in keys), *DEFAULT_QUEUE_ORDER)
-
-    def querystring(self) -> str:
-        """The filters as a query string (defaults left out), the inverse of from_query."""
-        pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
-        for name in ("domain", "task", "category", "label", "assignee", "status", "sort"):
-            value = getattr(self, name)
-            if value not in ("", None):
-                pairs.append((name, value))
-        if self.scope != "clean":
-            pairs.append(("scope", self.scope))
-        return urlencode(pairs)
-
-
-def _has_category(category: str) -> Q:
-    # JSON containment is native (and indexable) on PostgreSQL; SQLite has no JSON contains, so
-    # match the quoted element in the serialised list (category names never contain quotes).
-    if connection.vendor == "postgresql":
-        return Q(categories__contains=[category])
-    return Q(categories__icontains=f'"{category}"')
-
-
-def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
-    """Failed attempts of the user's visible campaigns matching the filters, in queue order."""
-    visible = campaigns_visible_to(user)
-    if filters.campaigns:
-        visible = visible.filter(pk__in=filters.campaigns)
-    queryset = Attempt.objects.filter(
-        campaign__in=visible.values("pk"), status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
-    )
-    if filters.scope == "clean":
-        queryset = queryset.filter(clean_looking=True)
-    if filters.domain:
-        queryset = queryset.filter(task__domain__name=filters.domain)
-    if filters.task:
-        queryset = queryset.filter(task__task_id__icontains=filters.task)  # substring, as typed
-    if filters.category:
-        queryset = queryset.filter(_has_category(filters.category))
-    if filters.label:
-        queryset = queryset.filter(review__labels=filters.label)
-    if filters.assignee == "none":
-        queryset = queryset.filter(Q(review__isnull=True) | Q(review__assignee__isnull=True))
-    elif filters.assignee:
-        queryset = queryset.filter(review__assignee_id=int(filters.assignee))
-    if filters.status == AttemptReview.Status.OPEN:
-        queryset = queryset.filter(Q(review__isnull=True) | Q(review__status=AttemptReview.Status.OPEN))
-    elif filters.status:
-        queryset = queryset.filter(review__status=filters.status)
-    return queryset.order_by(*filters.ordering())
 
 
 def queue_rows(queryset: QuerySet[Attempt]) -> QuerySet[Attempt]:
@@ -202,13 +123,24 @@ def triagers_of(campaign: Campaign) -> list:
     return list(members.distinct().order_by("username"))
 
 
-def open_health_issues(*, task_pks=None) -> list[TaskHealthIssue]:
-    """Open task-health issues (optionally of some tasks) with task and label, newest first."""
+def open_health_issues(*, task_pks=None, campaigns: list[Campaign] | None = None) -> list[TaskHealthIssue]:
+    """Open task-health issues (optionally of some tasks) with task and label, newest first.
+
+    With ``campaigns`` (the viewer's), each issue's ``source_visible`` says whether the attempt it
+    was opened from belongs to one of them: a health issue belongs to a task that several teams
+    run, so who opened it and from which attempt is shown only to the attempt's team.
+    """
     queryset = TaskHealthIssue.objects.filter(resolved_at__isnull=True).select_related(
         "task__domain", "label", "opened_by"
     )
     if task_pks is not None:
         queryset = queryset.filter(task_id__in=list(task_pks))
+    if campaigns is not None:
+        queryset = queryset.annotate(
+            source_visible=Exists(
+                Attempt.objects.filter(pk=OuterRef("attempt_id"), campaign_id__in=[c.pk for c in campaigns])
+            )
+        )
     return list(queryset)
 
 
@@ -302,3 +234,48 @@ def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
             }
         )
     return summary
+
+
+# --- Validation results (task health) ---------------------------------------------------------
+
+
+def _latest_ids(queryset) -> list[int]:
+    return list(
+        queryset.order_by().values("task_id").annotate(latest=Max("pk")).values_list("latest", flat=True)
+    )
+
+
+def latest_task_validations(*, task_pks) -> dict[int, TaskValidation]:
+    """The most recent validation of each of the tasks (two queries)."""
+    ids = _latest_ids(TaskValidation.objects.filter(task_id__in=list(task_pks)))
+    return {v.task_id: v for v in TaskValidation.objects.filter(pk__in=ids)}
+
+
+def validation_findings(*, limit: int = 200) -> list[TaskValidation]:
+    """Tasks whose latest validation flags them (invalid, non-discriminating) or saw our verdict and the
+    server's hash disagree, newest first, with their task and suite (two queries)."""
+    ids = _latest_ids(TaskValidation.objects.all())
+    flagged = TaskValidation.objects.filter(pk__in=ids).filter(
+        Q(status__in=[TaskValidation.Status.INVALID, TaskValidation.Status.NON_DISCRIMINATING])
+        | Q(disagreements__gt=0)
+    )
+    return list(
+        flagged.select_related("task__suite", "task__domain").order_by("-validated_at", "-pk")[:limit]
+    )
+
+
+def suite_validation_runs(*, suite, limit: int = 5) -> list[SuiteValidation]:
+    """The suite's most recent validation requests, newest first."""
+    return list(SuiteValidation.objects.filter(suite=suite).select_related("requested_by")[:limit])
+
+
+def verdict_disagreements(*, campaigns: list[Campaign], limit: int = 50) -> list[Attempt]:
+    """Attempts of the campaigns where our verdict and the server's hash verdict differ (the hash decided)."""
+    return list(
+        Attempt.objects.filter(
+            campaign_id__in=[c.pk for c in campaigns], result__extra__thinkingbox__disagree=True
+        )
+        .select_related("task", "campaign")
+        .only("id", "index", "verdict", "task__task_id", "campaign__name", "finished_at")
+        .order_by("-finished_at", "-pk")[:limit]
+    )

@@ -15,7 +15,31 @@ from django.utils import timezone
 from apps.campaigns.models import Attempt
 from apps.core.access import user_has_role
 from apps.core.roles import Role
-from apps.triage.models import AttemptReview, AuditEntry, Label, TaskHealthIssue
+from apps.suites.models import Suite, Task
+from apps.triage.models import (
+    AttemptReview,
+    AuditEntry,
+    Label,
+    RubricVerdict,
+    SuiteValidation,
+    SuspectDecision,
+    TaskHealthIssue,
+    TaskValidation,
+)
+from tb_engine.judges import judge_identity
+from thinkingbox_web.celery import app as celery_app
+
+# Celery task that runs a requested suite validation (registered by apps.worker.tasks).
+VALIDATE_SUITE_TASK = "worker.validate_suite"
+# Health labels validation opens itself (never from a triager's label on an attempt).
+INVALID_TASK = "invalid task"
+NON_DISCRIMINATING = "non-discriminating"
+VERDICT_DISAGREEMENT = "verdict disagreement"
+VALIDATION_LABELS = {
+    INVALID_TASK: "Validation: the golden trajectory fails, errors or is not deterministic",
+    NON_DISCRIMINATING: "Validation: a do-nothing attempt passes",
+    VERDICT_DISAGREEMENT: "Validation: our verdict and the server's hash verdict differ (the hash decides)",
+}
 
 
 def _ensure_triager(actor) -> None:
@@ -75,20 +99,158 @@ def attempt_toggle_label(*, attempt: Attempt, label: Label, actor) -> AttemptRev
     return attempt_set_labels(attempt=attempt, labels=wanted, actor=actor)
 
 
+# Attempts per batch of the bulk writes (a cluster can hold thousands; IN lists stay small).
+_BATCH = 1000
+
+
+def _batches(attempts: list[Attempt]) -> Iterable[list[Attempt]]:
+    for start in range(0, len(attempts), _BATCH):
+        yield attempts[start : start + _BATCH]
+
+
+def _reviews_for(attempts: list[Attempt]) -> dict[int, AttemptReview]:
+    """Each attempt's review, creating the missing ones in one statement."""
+    ids = [a.pk for a in attempts]
+    found = {r.attempt_id: r for r in AttemptReview.objects.filter(attempt_id__in=ids)}
+    missing = [AttemptReview(attempt_id=pk) for pk in ids if pk not in found]
+    if missing:
+        AttemptReview.objects.bulk_create(missing, ignore_conflicts=True)
+        found.update(
+            (r.attempt_id, r)
+            for r in AttemptReview.objects.filter(attempt_id__in=[m.attempt_id for m in missing])
+        )
+    return found
+
+
 @transaction.atomic
 def attempts_bulk_label(*, attempts: Iterable[Attempt], label: Label, actor, add: bool = True) -> int:
-    """Add (or remove) one label on many attempts; one audit entry per attempt changed. Returns that count."""
+    """Add (or remove) one label on many attempts (a ticked list or a whole cluster). Returns how many changed.
+
+    Side effects: one audit entry per attempt changed (labels before -> after, as a single change
+    writes); task-health issues synced once per task when the label flags task health. A few
+    statements per thousand attempts.
+    """
     _ensure_triager(actor)
+    names = dict(Label.objects.values_list("pk", "name"))
+    through = AttemptReview.labels.through
+    changed_tasks: dict[int, Attempt] = {}
     changed = 0
-    for attempt in attempts:
-        review = _review(attempt)
-        current = list(review.labels.all())
-        has = any(item.pk == label.pk for item in current)
-        if has == add:
+    for batch in _batches(list(attempts)):
+        reviews = _reviews_for(batch)
+        current: dict[int, set[int]] = {review.pk: set() for review in reviews.values()}
+        for review_id, label_id in through.objects.filter(attemptreview_id__in=list(current)).values_list(
+            "attemptreview_id", "label_id"
+        ):
+            current[review_id].add(label_id)
+        targets = [a for a in batch if (label.pk in current[reviews[a.pk].pk]) != add]
+        if not targets:
             continue
-        wanted = [*current, label] if add else [item for item in current if item.pk != label.pk]
-        attempt_set_labels(attempt=attempt, labels=wanted, actor=actor)
-        changed += 1
+        review_ids = [reviews[a.pk].pk for a in targets]
+        if add:
+            through.objects.bulk_create(
+                [through(attemptreview_id=pk, label_id=label.pk) for pk in review_ids], ignore_conflicts=True
+            )
+        else:
+            through.objects.filter(attemptreview_id__in=review_ids, label_id=label.pk).delete()
+        AttemptReview.objects.filter(pk__in=review_ids).update(updated_at=timezone.now())
+        entries = []
+        for attempt in targets:
+            before = current[reviews[attempt.pk].pk]
+            after = before | {label.pk} if add else before - {label.pk}
+            entries.append(
+                AuditEntry(
+                    attempt_id=attempt.pk,
+                    task_id=attempt.task_id,
+                    actor=actor,
+                    field="labels",
+                    before=sorted(names[pk] for pk in before),
+                    after=sorted(names[pk] for pk in after),
+                )
+            )
+            changed_tasks.setdefault(attempt.task_id, attempt)
+        AuditEntry.objects.bulk_create(entries)
+        changed += len(targets)
+    if label.flags_task_health:
+        for attempt in changed_tasks.values():
+            _sync_task_health(attempt=attempt, actor=actor)
+    return changed
+
+
+@transaction.atomic
+def attempts_bulk_assign(*, attempts: Iterable[Attempt], assignee, actor) -> int:
+    """Set (or clear) the assignee of many attempts; the assignee must be a triager. Returns how many changed.
+
+    Side effect: one audit entry per attempt changed.
+    """
+    _ensure_triager(actor)
+    if assignee is not None and not user_has_role(assignee, Role.TRIAGER):
+        raise ValidationError({"assignee": f"{assignee.get_username()} does not have the triager role"})
+    usernames = {}
+    target_id = assignee.pk if assignee else None
+    changed = 0
+    for batch in _batches(list(attempts)):
+        reviews = _reviews_for(batch)
+        targets = [a for a in batch if reviews[a.pk].assignee_id != target_id]
+        if not targets:
+            continue
+        before_ids = {reviews[a.pk].assignee_id for a in targets} - {None}
+        usernames.update(_usernames(before_ids - set(usernames)))
+        AttemptReview.objects.filter(pk__in=[reviews[a.pk].pk for a in targets]).update(
+            assignee=assignee, updated_at=timezone.now()
+        )
+        AuditEntry.objects.bulk_create(
+            AuditEntry(
+                attempt_id=a.pk,
+                task_id=a.task_id,
+                actor=actor,
+                field="assignee",
+                before=usernames.get(reviews[a.pk].assignee_id),
+                after=assignee.get_username() if assignee else None,
+            )
+            for a in targets
+        )
+        changed += len(targets)
+    return changed
+
+
+def _usernames(ids: set[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    from django.contrib.auth import get_user_model
+
+    model = get_user_model()
+    return dict(model.objects.filter(pk__in=ids).values_list("pk", model.USERNAME_FIELD))
+
+
+@transaction.atomic
+def attempts_bulk_status(*, attempts: Iterable[Attempt], status: str, actor) -> int:
+    """Mark many attempts open or reviewed. Returns how many changed. Side effect: one audit entry per change."""
+    _ensure_triager(actor)
+    if status not in AttemptReview.Status.values:
+        raise ValidationError(
+            {"status": f"unknown status {status!r}: expected one of {', '.join(AttemptReview.Status.values)}"}
+        )
+    changed = 0
+    for batch in _batches(list(attempts)):
+        reviews = _reviews_for(batch)
+        targets = [a for a in batch if reviews[a.pk].status != status]
+        if not targets:
+            continue
+        AttemptReview.objects.filter(pk__in=[reviews[a.pk].pk for a in targets]).update(
+            status=status, updated_at=timezone.now()
+        )
+        AuditEntry.objects.bulk_create(
+            AuditEntry(
+                attempt_id=a.pk,
+                task_id=a.task_id,
+                actor=actor,
+                field="status",
+                before=reviews[a.pk].status,
+                after=status,
+            )
+            for a in targets
+        )
+        changed += len(targets)
     return changed
 
 
@@ -148,8 +310,13 @@ def _sync_task_health(*, attempt: Attempt, actor) -> None:
     used = set(
         Label.objects.filter(flags_task_health=True, reviews__attempt__task=task).values_list("pk", flat=True)
     )
+    # Only issues opened by labels on attempts follow the labels; an exclusion from the suspect queue
+    # and the issues validation opens itself stay.
     open_issues = {
-        issue.label_id: issue for issue in TaskHealthIssue.objects.filter(task=task, resolved_at__isnull=True)
+        issue.label_id: issue
+        for issue in TaskHealthIssue.objects.filter(
+            task=task, resolved_at__isnull=True, source=TaskHealthIssue.Source.LABEL
+        ).exclude(label__name__in=list(VALIDATION_LABELS))
     }
     for label_pk in used - set(open_issues):
         issue = TaskHealthIssue.objects.create(task=task, label_id=label_pk, attempt=attempt, opened_by=actor)
@@ -189,7 +356,7 @@ def health_issue_resolve(*, issue: TaskHealthIssue, actor, resolution: str = "")
         task=issue.task,
         actor=actor,
         field="task_health",
-        before=f"open: {issue.label.name}",
+        before=f"open: {issue.title}",
         after=f"resolved: {issue.resolution}",
     )
     return issue
@@ -241,3 +408,250 @@ def label_save(
 
 def _label_state(label: Label) -> dict:
     return {"name": label.name, "shortcut": label.shortcut, "flags_task_health": label.flags_task_health}
+
+
+# --- Suspect-task queue ---------------------------------------------------------------------------
+
+
+def _open_exclusion(task) -> TaskHealthIssue | None:
+    return TaskHealthIssue.objects.filter(
+        task=task, source=TaskHealthIssue.Source.SUSPECT, resolved_at__isnull=True
+    ).first()
+
+
+@transaction.atomic
+def suspect_exclude(*, task, actor, evidence: list[dict], note: str = "") -> SuspectDecision:
+    """Exclude a suspect task from the figures on the evidence shown (``[{"kind", "detail", …}]``).
+
+    Side effects: a task-health issue of source *suspect* carrying the evidence (so the health
+    toggle of every metric page, its exports and the API leave the task out), a SuspectDecision,
+    audit entries on the task. Excluding an excluded task only records the new decision.
+    """
+    _ensure_triager(actor)
+    kinds = sorted({str(item.get("kind", "")) for item in evidence} - {""})
+    issue = _open_exclusion(task)
+    if issue is None:
+        issue = TaskHealthIssue.objects.create(
+            task=task, source=TaskHealthIssue.Source.SUSPECT, evidence=evidence, opened_by=actor
+        )
+        _audit(
+            attempt=None,
+            task=task,
+            actor=actor,
+            field="task_health",
+            before=None,
+            after="opened: suspect task",
+        )
+    decision = SuspectDecision.objects.create(
+        task=task,
+        decision=SuspectDecision.Decision.EXCLUDED,
+        kinds=kinds,
+        note=note.strip()[:300],
+        issue=issue,
+        decided_by=actor,
+    )
+    _audit(attempt=None, task=task, actor=actor, field="suspect", before=None, after={"excluded": kinds})
+    return decision
+
+
+@transaction.atomic
+def suspect_dismiss(*, task, actor, kinds: Iterable[str], note: str = "") -> SuspectDecision:
+    """The task is fine: it leaves the suspect queue until evidence of another kind appears.
+
+    Side effects: a SuspectDecision; an open exclusion of the task is resolved (the task counts in
+    the figures again); audit entries on the task.
+    """
+    _ensure_triager(actor)
+    kinds = sorted(set(kinds) - {""})
+    issue = _open_exclusion(task)
+    if issue is not None:
+        _close(issue, actor=actor, resolution=note.strip()[:300] or "dismissed in the suspect-task queue")
+        _audit(
+            attempt=None,
+            task=task,
+            actor=actor,
+            field="task_health",
+            before="open: suspect task",
+            after="resolved",
+        )
+    decision = SuspectDecision.objects.create(
+        task=task,
+        decision=SuspectDecision.Decision.DISMISSED,
+        kinds=kinds,
+        note=note.strip()[:300],
+        decided_by=actor,
+    )
+    _audit(attempt=None, task=task, actor=actor, field="suspect", before=None, after={"dismissed": kinds})
+    return decision
+
+
+# --- Human verdicts on rubric answers (judge calibration) -----------------------------------------
+
+
+def _yes_no(value: bool | None) -> str | None:
+    return None if value is None else ("yes" if value else "no")
+
+
+@transaction.atomic
+def rubric_verdict_set(
+    *, attempt: Attempt, position: int, human_answer: bool | None, actor
+) -> RubricVerdict | None:
+    """Record a human yes/no on the attempt's rubric answer at ``position`` (None clears it).
+
+    The verdict keeps the question, the judge's answer and the judge version (content hash of the
+    campaign's judge configuration), so calibration never mixes judge versions. Side effects: the
+    RubricVerdict row; an audit entry when the human answer changes.
+    """
+    _ensure_triager(actor)
+    rubrics = Attempt.objects.filter(pk=attempt.pk).values_list("result__rubrics", flat=True).first() or []
+    if not isinstance(rubrics, list) or not 0 <= position < len(rubrics):
+        raise ValidationError({"position": f"attempt {attempt.pk} has no rubric answer #{position + 1}"})
+    rubric = rubrics[position] if isinstance(rubrics[position], dict) else {}
+    question = str(rubric.get("question") or "")
+    answer = rubric.get("answer")
+    existing = RubricVerdict.objects.filter(attempt=attempt, position=position).first()
+    before = existing.human_answer if existing else None
+    if human_answer is None:
+        if existing is not None:
+            existing.delete()
+    else:
+        identity = judge_identity(attempt.campaign.judge)
+        values = {
+            "question": question,
+            "judge_key": identity.key,
+            "judge_answer": answer if isinstance(answer, bool) else None,
+            "human_answer": bool(human_answer),
+            "labelled_by": actor,
+            "labelled_at": timezone.now(),
+        }
+        if existing is None:
+            existing = RubricVerdict.objects.create(attempt=attempt, position=position, **values)
+        elif existing.human_answer != human_answer:
+            for name, value in values.items():
+                setattr(existing, name, value)
+            existing.save()
+    if before != human_answer:
+        _audit(
+            attempt=attempt,
+            actor=actor,
+            field="rubric_verdict",
+            before={"rubric": position + 1, "human": _yes_no(before)} if before is not None else None,
+            after={"rubric": position + 1, "human": _yes_no(human_answer)}
+            if human_answer is not None
+            else None,
+        )
+    return existing if human_answer is not None else None
+
+
+# --- Suite validation: requests, per-task results (task health), issues it opens and closes ---
+
+
+def _validation_label(name: str) -> Label:
+    label, _ = Label.objects.get_or_create(
+        name=name,
+        defaults={"description": VALIDATION_LABELS[name], "flags_task_health": True, "position": 100},
+    )
+    return label
+
+
+def suite_validation_request(*, suite: Suite, actor) -> SuiteValidation:
+    """Queue a validation of every task of ``suite`` (operators only).
+
+    Side effects: one SuiteValidation row (queued) and, after commit, a VALIDATE_SUITE_TASK message
+    (run inline in Celery's eager mode). An already queued or running validation of the suite is
+    returned instead of starting a second one.
+    """
+    if not user_has_role(actor, Role.OPERATOR):
+        raise PermissionDenied("validating a suite needs the operator role")
+    with transaction.atomic():
+        Suite.objects.select_for_update().filter(pk=suite.pk).first()
+        pending = SuiteValidation.objects.filter(
+            suite=suite, status__in=[SuiteValidation.Status.QUEUED, SuiteValidation.Status.RUNNING]
+        ).first()
+        if pending is not None:
+            return pending
+        run = SuiteValidation.objects.create(suite=suite, requested_by=actor, total=suite.tasks.count())
+        transaction.on_commit(lambda: celery_app.signature(VALIDATE_SUITE_TASK, args=(run.pk,)).apply_async())
+    return run
+
+
+def suite_validation_claim(*, run_id: int) -> SuiteValidation | None:
+    """Move a queued validation to running (None when another worker has it, or it is over).
+
+    Side effects: the row's status and start time.
+    """
+    claimed = SuiteValidation.objects.filter(pk=run_id, status=SuiteValidation.Status.QUEUED).update(
+        status=SuiteValidation.Status.RUNNING, started_at=timezone.now()
+    )
+    return SuiteValidation.objects.select_related("suite").get(pk=run_id) if claimed else None
+
+
+def suite_validation_start(*, suite: Suite, actor=None) -> SuiteValidation:
+    """A validation run started right away (``validate_suite`` in the foreground). Side effects: one row."""
+    return SuiteValidation.objects.create(
+        suite=suite,
+        requested_by=actor,
+        status=SuiteValidation.Status.RUNNING,
+        started_at=timezone.now(),
+        total=suite.tasks.count(),
+    )
+
+
+@transaction.atomic
+def task_validation_record(
+    *, run: SuiteValidation | None, task: Task, validation: dict, actor=None
+) -> TaskValidation:
+    """Store one task's validation (tb_engine.validation.TaskValidation.to_dict()) as task health.
+
+    Side effects: one TaskValidation row; the run's counts; task-health issues opened for an invalid
+    or non-discriminating task or a verdict disagreement, and the ones validation opened before
+    resolved when this validation no longer finds them.
+    """
+    runs = list(validation.get("runs") or [])
+    disagreements = sum(1 for r in runs if r.get("disagree"))
+    record = TaskValidation.objects.create(
+        task=task,
+        run=run,
+        task_hash=task.content_hash,
+        status=validation["status"],
+        problems=list(validation.get("problems") or []),
+        rubrics_note=validation.get("rubrics_note") or "",
+        runs=runs,
+        disagreements=disagreements,
+        validated_by=actor,
+    )
+    found = set()
+    if record.status == TaskValidation.Status.INVALID:
+        found.add(INVALID_TASK)
+    if record.status == TaskValidation.Status.NON_DISCRIMINATING:
+        found.add(NON_DISCRIMINATING)
+    if disagreements:
+        found.add(VERDICT_DISAGREEMENT)
+    if record.status != TaskValidation.Status.UNKNOWN:  # an infra error tells nothing about the task
+        open_issues = {
+            issue.label.name: issue
+            for issue in TaskHealthIssue.objects.filter(
+                task=task, resolved_at__isnull=True, label__name__in=list(VALIDATION_LABELS)
+            ).select_related("label")
+        }
+        for name in found - set(open_issues):
+            TaskHealthIssue.objects.create(task=task, label=_validation_label(name), opened_by=actor)
+        for name in set(open_issues) - found:
+            _close(open_issues[name], actor=actor, resolution=f"validation {record.pk} no longer finds it")
+    if run is not None:
+        locked = SuiteValidation.objects.select_for_update().get(pk=run.pk)
+        counts = dict(locked.counts)
+        counts[record.status] = counts.get(record.status, 0) + 1
+        locked.counts = counts
+        locked.disagreements += disagreements
+        locked.save(update_fields=["counts", "disagreements"])
+    return record
+
+
+def suite_validation_finish(*, run: SuiteValidation, error: str = "") -> SuiteValidation:
+    """Mark a validation done (or failed with ``error``). Side effects: the row's status and end time."""
+    run.status = SuiteValidation.Status.FAILED if error else SuiteValidation.Status.DONE
+    run.error = error
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "error", "finished_at"])
+    return run

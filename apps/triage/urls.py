@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.triage import views
+from apps.triage import views, views_clusters, views_suspects
 
 app_name = "triage"
 
@@ -17,4 +17,14 @@ urlpatterns = [
     path("triage/attempts/<int:pk>/note/", views.attempt_note, name="attempt_note"),
     path("triage/attempts/<int:pk>/assign/", views.attempt_assign, name="attempt_assign"),
     path("triage/attempts/<int:pk>/status/", views.attempt_status, name="attempt_status"),
+    path(
+        "triage/attempts/<int:pk>/rubrics/<int:position>/verdict/",
+        views_suspects.rubric_verdict,
+        name="rubric_verdict",
+    ),
+    path("triage/clusters/act/", views_clusters.cluster_act, name="cluster_act"),
+    path("triage/clusters/<str:signature>/", views_clusters.cluster, name="cluster"),
+    path("triage/suspects/", views_suspects.suspects, name="suspects"),
+    path("triage/suspects/<int:pk>/decide/", views_suspects.suspect_decide, name="suspect_decide"),
+    path("triage/judges/", views_suspects.judges, name="judges"),
 ]

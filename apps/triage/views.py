@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.campaigns.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to, diff_headline
 from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
+from apps.core.redirects import safe_next
 from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns, filter_options
 from apps.suites.models import Task
@@ -27,20 +28,59 @@ from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
 
+PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
+# The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
+# queue is grouped when its attempts do not fit on one page (a screenful).
+VIEWS = ("grouped", "list")
 
-def _queue_context(request, filters: QueueFilters) -> dict:
+
+def _queue_context(request, filters: QueueFilters, view: str = "", page_number: str | None = None) -> dict:
+    can_edit = user_has_role(request.user, Role.TRIAGER)
+    context = {
+        "filters": filters,
+        "query": filters.querystring(),
+        "labels": selectors.labels(),
+        "can_edit": can_edit,
+        "rows_url": reverse("triage:queue"),
+        "view_param": view if view in VIEWS else "",
+    }
+    index = None
+    if view not in VIEWS:
+        view = "list"
+        if not filters.signature:
+            index = selectors.cluster_index(user=request.user, filters=filters)
+            view = "grouped" if index.attempts > PER_PAGE else "list"
+    page_number = page_number or request.GET.get("page")
+    if view == "grouped":
+        index = index or selectors.cluster_index(user=request.user, filters=filters)
+        page = Paginator(index, PER_PAGE).get_page(page_number)
+        context.update(
+            grouped=True,
+            index=index,
+            **url_prefixes(),
+            page=page,
+            rows=selectors.cluster_rows(
+                user=request.user, filters=filters, index=index, page=page.object_list
+            ),
+        )
+        if can_edit:
+            context["assignees"] = _assignees(figure_campaigns(request.user))
+        return context
     rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
-    page = Paginator(rows, selectors.QUEUE_PER_PAGE).get_page(request.GET.get("page"))
+    context.update(grouped=False, **_attempt_page(rows, filters, page_number))
+    return context
+
+
+def _attempt_page(rows, filters: QueueFilters, page_number: str | None) -> dict:
+    """One page of attempt rows (the flat queue, a cluster's attempts): the rows with their diff
+    headline, the page numbers and the sortable header cells."""
+    page = Paginator(rows, PER_PAGE).get_page(page_number)
     for attempt in page.object_list:
         attempt.headline = diff_headline(attempt.first_diff) if attempt.first_diff else ""
     return {
         "page": page,
         "page_range": page.paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1),
         "columns": _sort_columns(filters),
-        "filters": filters,
-        "query": filters.querystring(),
-        "labels": selectors.labels(),
-        "can_edit": user_has_role(request.user, Role.TRIAGER),
     }
 
 
@@ -81,9 +121,10 @@ def _sort_columns(filters: QueueFilters) -> list[dict]:
 @require_GET
 @require_role(Role.VIEWER)
 def queue(request):
-    """Clean-looking failures of the chosen campaigns (all failures with scope=failed), filtered and paged."""
+    """Failed attempts of the chosen campaigns (clean-looking ones by default), grouped by failure
+    signature or one row per attempt (?view=grouped|list; grouped when more than a page), filtered and paged."""
     filters = QueueFilters.from_query(request.GET)
-    context = _queue_context(request, filters)
+    context = _queue_context(request, filters, request.GET.get("view", ""))
     if request.htmx:
         return render(request, "triage/queue.html#triage-rows", context)
     campaigns = figure_campaigns(request.user)
@@ -95,13 +136,21 @@ def queue(request):
             "categories": CATEGORIES,
             "scopes": SCOPES,
             "statuses": AttemptReview.Status.choices,
-            "assignees": _assignees(campaigns),
+            "assignees": context.get("assignees") or _assignees(campaigns),
             "no_campaigns": not campaigns,
             "teams": teams_for(request.user),
             "can_launch": user_has_role(request.user, Role.OPERATOR),
         }
     )
     return render(request, "triage/queue.html", context)
+
+
+def url_prefixes() -> dict[str, str]:
+    """Link prefixes for rows that would otherwise reverse a URL per link (hundreds per grouped page)."""
+    return {
+        "cluster_prefix": reverse("triage:cluster", args=["0" * 32]).removesuffix("0" * 32 + "/"),
+        "attempt_prefix": reverse("dashboard:attempt", args=[0]).removesuffix("0/"),
+    }
 
 
 def _assignees(campaigns) -> list:
@@ -129,7 +178,11 @@ def bulk_label(request):
         attempts=list(attempts), label=label, actor=request.user, add=request.POST.get("action") != "remove"
     )
     if request.htmx:
-        return render(request, "triage/queue.html#triage-rows", _queue_context(request, filters))
+        return render(
+            request,
+            "triage/queue.html#triage-rows",
+            _queue_context(request, filters, request.POST.get("view", "")),
+        )
     return redirect(f"{reverse('triage:queue')}?{filters.querystring()}")
 
 
@@ -247,11 +300,14 @@ def summary(request):
 @require_GET
 @require_role(Role.VIEWER)
 def health(request):
-    """Tasks with open health issues (grader bug, task ambiguous) in the user's campaigns."""
+    """Tasks with open health issues in the user's campaigns, validation findings (invalid, non-discriminating,
+    verdict disagreements, with every run's verdicts and both diffs), and attempts whose verdicts disagree."""
     campaigns = figure_campaigns(request.user)
     task_pks = selectors.unhealthy_task_pks(campaigns=campaigns)
     context = {
-        "issues": selectors.open_health_issues(task_pks=task_pks),
+        "issues": selectors.open_health_issues(task_pks=task_pks, campaigns=campaigns),
+        "findings": selectors.validation_findings(),
+        "disagreements": selectors.verdict_disagreements(campaigns=campaigns),
         "can_edit": user_has_role(request.user, Role.TRIAGER),
     }
     return render(request, "triage/health.html", context)
@@ -267,7 +323,7 @@ def health_resolve(request, pk: int):
     services.health_issue_resolve(
         issue=issue, actor=request.user, resolution=request.POST.get("resolution", "")
     )
-    return redirect(request.POST.get("next") or reverse("triage:health"))
+    return redirect(safe_next(request, reverse("triage:health")))
 
 
 @require_http_methods(["GET", "POST"])

@@ -38,4 +38,17 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
         log.exception("attempt %s crashed", attempt_id)
         outcome = AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")
-    return attempt_record(attempt=attempt, worker=worker, outcome=outcome)
+    try:
+        return attempt_record(attempt=attempt, worker=worker, outcome=outcome)
+    except Exception as exc:
+        # The result itself could not be stored (a value the database refuses, a lost connection):
+        # the attempt must not stay running forever. Record an infra error without the result.
+        if outcome is None:
+            raise
+        log.exception("attempt %s: its result could not be stored", attempt_id)
+        failed = AttemptOutcome.infra_error(
+            f"harness error: the result could not be stored: {type(exc).__name__}: {exc}"[:2000]
+        )
+        failed.agent_usage, failed.eval_usage = outcome.agent_usage, outcome.eval_usage
+        failed.agent_cost, failed.eval_cost = outcome.agent_cost, outcome.eval_cost
+        return attempt_record(attempt=attempt, worker=worker, outcome=failed)

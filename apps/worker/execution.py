@@ -16,9 +16,10 @@ from typing import Any
 from django.conf import settings
 
 from apps.agents.models import AgentConfig
+from apps.agents.services import api_key_env_refusal
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
-from apps.suites.models import Suite
+from apps.suites.models import Suite, Task
 from apps.suites.selectors import builtin_suite_sources, task_spec_data
 from apps.thinkingbox.selectors import runnable_mcp_domain
 from tb_engine.attempt_setup import AttemptSetup
@@ -33,6 +34,23 @@ class AttemptCancelled(BaseException):
 
     A BaseException so the runner's catch-all for harness crashes (infra errors) lets it through.
     """
+
+
+class KeyVariableRefused(ValueError):
+    """A stored endpoint names a key variable the worker may not send (older rows, admin edits)."""
+
+
+def check_key_variables(campaign: Campaign) -> None:
+    """Refuse to run with an endpoint whose api_key_env the allow-list refuses: its value would leave the worker."""
+    named = {"agent": campaign.agent.api_key_env}
+    for role, config in (("user simulator", campaign.user_simulator), ("judge", campaign.judge)):
+        if isinstance(config, dict):
+            endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else config
+            named[role] = str(endpoint.get("api_key_env") or "")
+    for role, name in named.items():
+        refusal = api_key_env_refusal(name)
+        if refusal:
+            raise KeyVariableRefused(f"{role} api_key_env: {refusal}")
 
 
 class HeartbeatAgent:
@@ -156,10 +174,20 @@ def task_spec(attempt: Attempt) -> TaskSpec:
     return _task_spec(attempt.task_id, attempt.task.content_hash)
 
 
+def task_spec_of(task: Task) -> TaskSpec:
+    """A stored task's spec, parsed once per worker process and task version."""
+    return _task_spec(task.pk, task.content_hash)
+
+
 def runnable_domain(attempt: Attempt) -> DomainSpec:
     """The domain with tool implementations (built-in) or its MCP launch config (imported)."""
-    suite = attempt.task.suite
-    domain_row = attempt.task.domain
+    return task_domain(attempt.task)
+
+
+def task_domain(task: Task) -> DomainSpec:
+    """The runnable domain of a stored task (built-in tools, or the imported suite's MCP launch config)."""
+    suite = task.suite
+    domain_row = task.domain
     spec = domain_row.spec  # small, and may change without the suite hash changing (MCP launch config)
     if suite.source == Suite.Source.BUILTIN:
         # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
@@ -191,6 +219,7 @@ def price_list(campaign: Campaign) -> PriceList | None:
 def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> AttemptOutcome:
     """Run one stored attempt through the engine and price it (raises AttemptCancelled)."""
     campaign = attempt.campaign
+    check_key_variables(campaign)
     task = task_spec(attempt)
     setup = AttemptSetup.from_config(
         runnable_domain(attempt),

@@ -1,6 +1,7 @@
 """Celery tasks: take ids, claim rows conditionally, call a service. Safe to run twice.
 
-Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK).
+Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK) and
+apps.triage.services sends (VALIDATE_SUITE_TASK).
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from apps.campaigns.services import RUN_ATTEMPT_TASK, SWEEP_TASK, attempts_sweep
-from apps.worker import attempts
+from apps.triage.services import VALIDATE_SUITE_TASK
+from apps.worker import attempts, validation
 from apps.worker.connections import connection_distrusted, connection_served, drop_stale_connections
 
 
@@ -33,3 +35,9 @@ def run_attempt(attempt_id: int) -> str:
 def sweep() -> int:
     drop_stale_connections()
     return attempts_sweep()
+
+
+@shared_task(name=VALIDATE_SUITE_TASK, acks_late=True, ignore_result=True)
+def validate_suite(run_id: int) -> str:
+    drop_stale_connections()
+    return validation.suite_validation_run(run_id=run_id)

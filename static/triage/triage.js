@@ -1,6 +1,6 @@
 /* Triage keys in the drilldown and tick-all in the queue.
    j/k walk the queue the user came from; 1–9 toggle a label; Shift+1–9 label and go to the next
-   attempt; r marks reviewed. No key press is lost:
+   attempt; r marks reviewed; y/n answer the highlighted rubric. No key press is lost:
    - keys pressed while the panel loads or saves are queued and replayed in order once it is ready;
    - the panel counts as ready only after htmx has wired its forms (htmx:load), never from the
      server's HTML: a click on a form htmx has not processed yet is a plain form POST, which raced
@@ -66,6 +66,11 @@
       }
       return;
     }
+    if (key.name === "y" || key.name === "n") {
+      var answer = el.querySelector('.rubric-verdict[data-current] button[value="' + (key.name === "y" ? "yes" : "no") + '"]');
+      if (answer) { busy = true; answer.click(); }
+      return;
+    }
     if (key.digit) {
       var button = el.querySelector('button.label-toggle[data-shortcut="' + key.digit + '"]');
       if (!button) { return; }
@@ -84,7 +89,7 @@
     if (document.readyState !== "loading" && !document.getElementById("triage-panel")) { return; }
     var name = event.key;
     var key = {name: name === "J" ? "j" : (name === "K" ? "k" : name), digit: digit(event), shift: event.shiftKey};
-    if (!(key.name === "j" || key.name === "k" || key.name === "r" || key.digit)) { return; }
+    if (!(key.name === "j" || key.name === "k" || key.name === "r" || key.name === "y" || key.name === "n" || key.digit)) { return; }
     event.preventDefault();
     pending.push(key);
     if (navigatingTo) { carry(); return; }
@@ -110,6 +115,7 @@
   document.addEventListener("change", function (event) {
     if (!event.target.matches("[data-tick-all]")) { return; }
     var table = event.target.closest("table");
-    table.querySelectorAll('input[name="a"]').forEach(function (box) { box.checked = event.target.checked; });
+    var name = event.target.dataset.tickAll || "a";
+    table.querySelectorAll('input[name="' + name + '"]').forEach(function (box) { box.checked = event.target.checked; });
   });
 })();

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tb_engine.agents.openai_parameters import AGENT_OPTIONS
 from tb_engine.interfaces import AgentOutputError, AgentStep, AgentView
 from tb_engine.llm.budget import TokenBudget
 from tb_engine.llm.client import ChatClient, ChatResult, ProviderIdentity, RawToolCall
@@ -75,7 +76,7 @@ class OpenAIAgent:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OpenAIAgent:
         """Build from stored agent settings: ``endpoint`` (EndpointConfig fields) plus the agent options."""
-        allowed = {"end_marker", "max_reply_chars", "max_tool_result_chars", "max_attempt_tokens", "name"}
+        allowed = {*AGENT_OPTIONS, "name"}
         config, options = endpoint_and_options(data, what="agent", label="agent", allowed=allowed)
         return cls(config, **options)
 

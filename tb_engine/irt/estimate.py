@@ -12,9 +12,28 @@ the campaign's (theta, k, s) from their posterior, then e per task, then X gives
 predictive distribution of the full
 campaign's pass@1, all-N share (tasks with N of N) and cost per dependable task; the point
 figures are the draws' conditional expectations (no sampling noise), the 95% intervals the
-draws' percentiles, widened by the tasks' calibration standard errors (delta method). Costs: a task's full cost is N times its mean agent cost per attempt run
-(for tasks not run, the mean over the run attempts of its domain), so only the all-N count is
-uncertain in cost per dependable task.
+draws' percentiles, widened by the tasks' calibration standard errors (delta method) and by the
+model's measured misfit to this campaign (``misfit_dispersion``). Costs: a task's full cost is N
+times its mean agent cost per attempt run (for tasks not run, the mean over the run attempts of
+its domain), so only the all-N count is uncertain in cost per dependable task.
+
+Misfit: the draws carry the ability's, the random effects', the attempts' and the calibration's
+uncertainty, all *under the model*. Where the model is wrong for a campaign (a weak spot the
+calibration has no dimension for, a success curve of another shape) the errors of the tasks'
+predictions do not average out over the suite: they share a sign among related tasks. The
+estimate measures this on the campaign's own run tasks by cross-fitting: the tasks, in the
+calibration's order, are split into two halves; the ability is fitted on one half and predicts
+the other half's passes (and vice versa). Residuals (passes - predicted) are summed within
+clusters of tasks whose errors may be shared — the held-out half's tasks in each band of the
+campaign's predicted logit (quintiles over the suite) — and the dispersion
+
+    phi = sum over clusters of (sum of residuals)^2  /  sum over clusters of their model variance
+
+compares the clustered residuals with what the model expects of them (binomial noise, the
+random effect, the half-fit ability's uncertainty). phi is about 1 when the model fits; the
+predictive spread of both figures is multiplied by sqrt(max(phi, 1)) (a design effect: never
+narrower than the model's own interval). A fully observed campaign has nothing predicted and
+its interval stays a point.
 """
 
 from __future__ import annotations
@@ -31,6 +50,8 @@ from tb_engine.irt.model import QUADRATURE, cell_terms, node_probabilities, sigm
 
 DRAWS = 1000
 LEVEL = 0.95
+MISFIT_FOLDS = 2  # the halves of the cross-fit: each held-out half as large as possible
+MISFIT_BANDS = 5  # quintiles of the predicted logit: clusters of tasks that may share an error
 
 
 @dataclass(frozen=True)
@@ -232,6 +253,117 @@ def _interval(values: np.ndarray) -> tuple[float | None, float | None]:
     return float(lo), (float(hi) if math.isfinite(hi) else None)
 
 
+@dataclass(frozen=True)
+class Misfit:
+    """The cross-fitted clustered dispersion of a campaign's residuals (see the module docstring)."""
+
+    dispersion: float  # phi: clustered squared residuals over their model variance
+    clusters: int  # (fold, band) clusters with at least one run task
+    residual_ss: float  # sum over clusters of (sum of residuals)^2
+    model_variance: float  # sum over clusters of their model variance
+
+    @property
+    def inflation(self) -> float:
+        """Factor on the predictive spread: sqrt(max(phi, 1))."""
+        return math.sqrt(max(self.dispersion, 1.0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dispersion": self.dispersion,
+            "inflation": self.inflation,
+            "clusters": self.clusters,
+            "residual_ss": self.residual_ss,
+            "model_variance": self.model_variance,
+            "folds": MISFIT_FOLDS,
+            "bands": MISFIT_BANDS,
+        }
+
+
+NO_MISFIT = Misfit(dispersion=1.0, clusters=0, residual_ss=0.0, model_variance=0.0)
+
+
+def clustered_dispersion(residuals: np.ndarray, variances: np.ndarray, clusters: np.ndarray) -> Misfit:
+    """phi = sum_g (sum_{t in g} r_t)^2 / sum_g sum_{t in g} v_t, plus the extra variance per cluster.
+
+    ``variances`` are per task; a cluster's model variance may carry a shared part too, passed as
+    a task of the cluster (``misfit_dispersion`` adds the half-fit ability's variance that way).
+    """
+    labels, index = np.unique(clusters, return_inverse=True)
+    sums = np.bincount(index, weights=residuals, minlength=labels.size)
+    variance = float(np.sum(variances))
+    square = float(np.sum(sums**2))
+    if variance <= 0:
+        return NO_MISFIT
+    return Misfit(
+        dispersion=square / variance, clusters=int(labels.size), residual_ss=square, model_variance=variance
+    )
+
+
+def _prior_moments(cal: Calibration, ability: Ability) -> tuple[np.ndarray, np.ndarray]:
+    """Per task the model's mean and variance of p at ``ability`` (before the task's own attempts)."""
+    alpha, beta = beta_prior(cal, ability)
+    mean = alpha / (alpha + beta)
+    return mean, mean * (1 - mean) / (alpha + beta + 1.0)
+
+
+def misfit_dispersion(
+    cal: Calibration, done: np.ndarray, passes: np.ndarray, ability: Ability | None = None
+) -> Misfit:
+    """How far the campaign's run tasks stray from the model, beyond its own noise (cross-fitted).
+
+    Each half of the tasks (every other task of the calibration's order) is predicted by the
+    ability fitted on the other half only, so a residual never fits itself. A held-out task with
+    n attempts and c passes has residual c - n pi and model variance n pi (1 - pi) + n (n - 1) v
+    (pi, v: the model's mean and variance of its p; ``beta_prior``); the half-fit ability's
+    uncertainty adds (d sum n pi / d ability)' Cov (d sum n pi / d ability) per cluster. The
+    clusters are (half, band of the predicted logit at the full-data ability). The likelihood of
+    the counts is the same whatever the stopping rule did, but c / n is not: the residuals are
+    of counts against their predictions, as the estimate itself sums them.
+    """
+    done = np.asarray(done, dtype=np.float64)
+    passes = np.asarray(passes, dtype=np.float64)
+    T = cal.n_tasks
+    fold = np.arange(T) % MISFIT_FOLDS
+    run = done > 0
+    if any(int((run & (fold == f)).sum()) < 2 for f in range(MISFIT_FOLDS)):
+        return NO_MISFIT
+    ability = ability or ability_posterior(cal, done, passes)
+    eta = task_linear(cal, ability.mean)
+    edges = np.quantile(eta, np.linspace(0.0, 1.0, MISFIT_BANDS + 1)[1:-1])
+    band = np.searchsorted(edges, eta)
+    residuals: list[np.ndarray] = []
+    variances: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
+    step = 1e-4
+    for f in range(MISFIT_FOLDS):
+        train = fold != f
+        half = ability_posterior(
+            cal, np.where(train, done, 0.0), np.where(train, passes, 0.0), start=ability.mean
+        )
+        mean, var_p = _prior_moments(cal, half)
+        test = run & ~train
+        n, c = done[test], passes[test]
+        pi, v = mean[test], var_p[test]
+        residuals.append(c - n * pi)
+        variances.append(n * pi * (1 - pi) + n * (n - 1) * v)
+        cluster = f * MISFIT_BANDS + band[test]
+        labels.append(cluster)
+        # The half-fit ability's uncertainty, shared by a cluster's tasks.
+        present = np.unique(cluster)
+        grad = np.zeros((present.size, half.mean.size))
+        for j in range(half.mean.size):
+            moved = half.mean.copy()
+            moved[j] += step
+            shifted, _ = _prior_moments(cal, replace(half, mean=moved))
+            change = n * (shifted[test] - pi) / step
+            grad[:, j] = [change[cluster == g].sum() for g in present]
+        shared = np.einsum("gi,ij,gj->g", grad, half.cov, grad)
+        residuals.append(np.zeros(present.size))
+        variances.append(shared)
+        labels.append(present)
+    return clustered_dispersion(np.concatenate(residuals), np.concatenate(variances), np.concatenate(labels))
+
+
 def estimate_figures(
     cal: Calibration,
     done: np.ndarray,
@@ -242,12 +374,15 @@ def estimate_figures(
     draws: int = DRAWS,
     seed: int = 0,
     ability: Ability | None = None,
+    misfit: bool = True,
 ) -> dict[str, Any]:
     """Estimated full-campaign figures with 95% predictive intervals; labelled ``estimated``.
 
     ``done``/``passes`` are per task of the calibration (0 where not run); ``cost_per_attempt``
     the mean agent cost of the task's run attempts (NaN where none). The result says how many
-    attempts were run of the N x tasks a full campaign has (``attempts_share``).
+    attempts were run of the N x tasks a full campaign has (``attempts_share``). ``misfit``
+    (default on) widens the intervals by the campaign's measured misfit (``misfit_dispersion``);
+    the result's ``misfit`` says by how much.
     """
     done = np.asarray(done, dtype=np.float64)
     passes = np.asarray(passes, dtype=np.float64)
@@ -285,7 +420,12 @@ def estimate_figures(
     # each task's expectation by the delta method, widen the draws (the point figures stay).
     sd_pass, sd_all = _item_uncertainty(cal, ability, done, passes, n_attempts)
     pass_draws = pass_draws + sd_pass * rng.standard_normal(draws)
-    all_draws = np.clip(all_draws + sd_all * rng.standard_normal(draws), 0.0, 1.0)
+    all_draws = all_draws + sd_all * rng.standard_normal(draws)
+    # Misfit: the spread about the point figures, times sqrt(max(phi, 1)).
+    measured = misfit_dispersion(cal, done, passes, ability) if misfit else NO_MISFIT
+    pass_value, all_value = float(pass_expect.mean()), float(all_expect.mean())
+    pass_draws = pass_value + measured.inflation * (pass_draws - pass_value)
+    all_draws = np.clip(all_value + measured.inflation * (all_draws - all_value), 0.0, 1.0)
     tail = (1 - LEVEL) / 2 * 100
     run = int(done.sum())
     planned = T * n_attempts
@@ -305,19 +445,20 @@ def estimate_figures(
         "spread": ability.spread,
         "dimensions": list(cal.dimensions),
         "pass_at_1": {
-            "value": float(pass_expect.mean()),
+            "value": pass_value,
             "lo": float(np.percentile(pass_draws, tail)),
             "hi": float(np.percentile(pass_draws, 100 - tail)),
             "se": float(pass_draws.std(ddof=1)) if draws > 1 else 0.0,
         },
         "all_n": {
-            "value": float(all_expect.mean()),
-            "count": float(all_expect.mean() * T),
+            "value": all_value,
+            "count": all_value * T,
             "lo": float(np.percentile(all_draws, tail)),
             "hi": float(np.percentile(all_draws, 100 - tail)),
             "se": float(all_draws.std(ddof=1)) if draws > 1 else 0.0,
         },
         "cost_per_dependable_task": None,
+        "misfit": measured.to_dict(),
     }
     if cost_per_attempt is not None:
         result["cost_per_dependable_task"] = _cost_per_dependable(

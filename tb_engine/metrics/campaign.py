@@ -29,7 +29,7 @@ def _where(index: Hashable, task_id: Any) -> str:
 
 
 def validate_per_task(per_task: pd.DataFrame, *, n_attempts: int) -> pd.DataFrame:
-    """Check columns and counts; return a copy with integer n, c and infra_errors (default 0)."""
+    """Check columns and counts; return a copy with integer n, c, infra_errors and unjudged (default 0)."""
     if isinstance(n_attempts, bool) or int(n_attempts) != n_attempts or n_attempts < 1:
         raise MetricsInputError(f"n_attempts: must be a positive integer, got {n_attempts!r}")
     missing = [col for col in ("task_id", "n", "c") if col not in per_task.columns]
@@ -38,11 +38,13 @@ def validate_per_task(per_task: pd.DataFrame, *, n_attempts: int) -> pd.DataFram
     table = per_task.reset_index(drop=True).copy()
     if "infra_errors" not in table.columns:
         table["infra_errors"] = 0
+    if "unjudged" not in table.columns:
+        table["unjudged"] = 0  # done but a rubric unanswered (SPEC §2): excluded from n, counted as coverage
     duplicated = table["task_id"][table["task_id"].duplicated()]
     if len(duplicated):
         first = duplicated.index[0]
         raise MetricsInputError(f"{_where(first, table.at[first, 'task_id'])}: task_id: duplicate task id")
-    for col in ("n", "c", "infra_errors"):
+    for col in ("n", "c", "infra_errors", "unjudged"):
         table[col] = _counts_column(table, col)
     # Row rules, first offending row first (within a row, c > n before n > N); vectorised because
     # a leaderboard validates a few thousand rows per page load.
@@ -101,7 +103,7 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 
 
 def coverage(table: pd.DataFrame, *, n_attempts: int) -> dict[str, Any]:
-    """Complete/incomplete tasks, missing attempts and infra errors (SPEC §5 all-N coverage)."""
+    """Complete/incomplete tasks, missing attempts, infra errors and unjudged attempts (SPEC §2, §5 coverage)."""
     n = table["n"].to_numpy()
     incomplete = table["task_id"][n < n_attempts]
     return {
@@ -112,6 +114,7 @@ def coverage(table: pd.DataFrame, *, n_attempts: int) -> dict[str, Any]:
         "planned_attempts": int(n_attempts * len(table)),
         "missing_attempts": int((n_attempts - n).sum()),
         "infra_errors": int(table["infra_errors"].sum()),
+        "unjudged": int(table["unjudged"].sum()),
     }
 
 
@@ -120,8 +123,9 @@ def costs(table: pd.DataFrame, *, all_n_count: int) -> dict[str, Any]:
     if "billed_attempts" in table.columns:
         billed = int(table["billed_attempts"].sum())
     else:
-        # Infra errors are billed too (SPEC §5: campaign cost includes them).
-        billed = int(table["n"].sum() + table["infra_errors"].sum())
+        # Infra errors and unjudged attempts are billed too (SPEC §5: campaign cost includes them).
+        uncounted = sum(int(table[col].sum()) for col in ("infra_errors", "unjudged") if col in table.columns)
+        billed = int(table["n"].sum()) + uncounted
     agent = float(table["agent_cost"].sum()) if "agent_cost" in table.columns else None
     evaluation = float(table["eval_cost"].sum()) if "eval_cost" in table.columns else None
     successes = int(table["c"].sum())

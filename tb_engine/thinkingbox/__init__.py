@@ -15,7 +15,8 @@ from tb_engine.thinkingbox.dataset import (
     read_dataset,
     read_test_list,
 )
-from tb_engine.thinkingbox.effects import UNSTABLE_FIELDS, EffectsComparison, compare_effects, effects_states
+from tb_engine.thinkingbox.declarations import ServerDeclarations, server_declarations
+from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, effects_states
 from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
 from tb_engine.thinkingbox.results import TbRecord, parse_tb_results, parse_tb_row
 
@@ -23,9 +24,9 @@ __all__ = [
     "DatasetRead",
     "EffectsComparison",
     "ImportProblem",
+    "ServerDeclarations",
     "TbRecord",
     "ThinkingBoxFormatError",
-    "UNSTABLE_FIELDS",
     "UnsupportedScenario",
     "compare_effects",
     "effects_states",
@@ -39,5 +40,6 @@ __all__ = [
     "parse_tb_row",
     "read_dataset",
     "read_test_list",
+    "server_declarations",
     "tb_agg_figures",
 ]

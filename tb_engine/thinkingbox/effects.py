@@ -11,9 +11,15 @@ Table specs are inferred from the states themselves:
   present, scalar and unique in all three states (e.g. ``sku``, ``tracking_number``);
   otherwise the whole row (every stable column) is the key.
 * column types from the values (bool, int, float, str, anything else json).
-* unstable fields: ``UNSTABLE_FIELDS`` below, one table per server, plus the server clock
-  stamps ``created_at`` / ``updated_at`` in every table (the clock advances per write, so
-  a correct run that writes in another order gets other stamps).
+* unstable fields: exactly what the server itself leaves out of its hash, from its own
+  declarations (``declarations.py``: ``UnstableField`` / ``unstable_extra_fields`` read with
+  the servers' interpreter, or the ``unstable`` key of a geteffects answer), plus any a
+  domain declares in ``DomainSpec.mcp["unstable"]``. Never a table kept by hand: a field we
+  skip but the server hashes (a clock stamp) makes the two verdicts disagree.
+
+The comparison also recomputes the server's two hashes from the states under those
+declarations; when both match what the server reported, the declarations are proven right
+for this answer (``declarations_verified``).
 """
 
 from __future__ import annotations
@@ -25,18 +31,10 @@ from tb_engine.diff import Writes, diff_states
 from tb_engine.results import DiffItem
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import ColumnType, TableSpec
+from tb_engine.thinkingbox.declarations import NO_DECLARATIONS, ServerDeclarations, from_effects_answer
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 
 STATE_KEYS = ("initial_db_state", "result_db_state", "golden_db_state")
-CLOCK_FIELDS = frozenset({"created_at", "updated_at"})
-
-# server -> table -> fields the ThinkingBox hash leaves out. Evidence: the real
-# change_unstable_text answers edit only zendesk_tickets.subject and still hash-equal golden,
-# for both servers; the ThinkingBox README names ticket subject and description.
-UNSTABLE_FIELDS: dict[str, dict[str, frozenset[str]]] = {
-    "sandbox_external_retail": {"zendesk_tickets": frozenset({"subject", "description"})},
-    "external_booking_v1": {"zendesk_tickets": frozenset({"subject", "description"})},
-}
 
 
 @dataclass(frozen=True)
@@ -60,6 +58,9 @@ class EffectsComparison:
     golden_hash: str
     raw_diff: list[Any] = field(default_factory=list)  # their positional diff, kept as evidence
     rubrics_yesno: list[str] = field(default_factory=list)
+    declarations: ServerDeclarations = NO_DECLARATIONS
+    # Our recomputation of (result hash, golden hash) equals theirs; None when they sent no hashes.
+    declarations_verified: bool | None = None
 
     @property
     def our_pass(self) -> bool:
@@ -78,6 +79,8 @@ class EffectsComparison:
             "golden_db_hash": self.golden_hash,
             "positional_diff": self.raw_diff,
             "diff_items": len(self.diff),
+            "declarations": self.declarations.source,
+            "declarations_verified": self.declarations_verified,
         }
 
 
@@ -121,22 +124,25 @@ def _primary_key(rows_by_state: list[list[dict[str, Any]]], columns: list[str]) 
     return tuple(columns)
 
 
-Unstable = dict[str, "frozenset[str] | set[str] | list[str]"]
-
-
-def unstable_fields(server: str, extra: Unstable | None = None) -> dict[str, frozenset[str]]:
-    """The unstable-field table for ``server``, plus fields a DomainSpec declares (``mcp["unstable"]``)."""
-    merged = dict(UNSTABLE_FIELDS.get(server, {}))
-    for table, fields in (extra or {}).items():
-        merged[table] = merged.get(table, frozenset()) | frozenset(fields)
-    return merged
+def resolve_declarations(
+    answer: dict[str, Any], declarations: ServerDeclarations | None
+) -> ServerDeclarations:
+    """The declarations to compare under: the given ones plus those the answer itself carries."""
+    declared = from_effects_answer(answer)
+    if declared is None:
+        return declarations or NO_DECLARATIONS
+    if declarations is None or not declarations.found:
+        return declared
+    return declarations.merged(declared)
 
 
 def infer_table_specs(
-    server: str, states: list[dict[str, list[dict[str, Any]]]], unstable: Unstable | None = None
+    server: str,
+    states: list[dict[str, list[dict[str, Any]]]],
+    declarations: ServerDeclarations | None = None,
 ) -> dict[str, TableSpec]:
     """TableSpecs for every table seen in any of the states (see the module docstring for the rules)."""
-    per_server = unstable_fields(server, unstable)
+    declarations = declarations or NO_DECLARATIONS
     names: list[str] = []
     for state in states:
         names.extend(name for name in state if name not in names)
@@ -148,7 +154,7 @@ def infer_table_specs(
             for row in rows:
                 columns.extend(c for c in row if c not in columns)
         types = {c: _column_type([row.get(c) for rows in rows_by_state for row in rows]) for c in columns}
-        unstable_columns = (per_server.get(name, frozenset()) | CLOCK_FIELDS) & set(columns)
+        unstable_columns = declarations.unstable_columns(name, columns)
         stable_columns = [c for c in columns if c not in unstable_columns]
         key = _primary_key(rows_by_state, stable_columns)
         specs[name] = TableSpec(
@@ -157,7 +163,9 @@ def infer_table_specs(
     return specs
 
 
-def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | None = None) -> EffectsStates:
+def effects_states(
+    server: str, answer: dict[str, Any], declarations: ServerDeclarations | None = None
+) -> EffectsStates:
     """Validate a geteffects answer and return its three states with inferred table specs."""
     states: list[dict[str, list[dict[str, Any]]]] = []
     for key in STATE_KEYS:
@@ -169,7 +177,8 @@ def effects_states(server: str, answer: dict[str, Any], unstable: Unstable | Non
                 raise ThinkingBoxFormatError(f"{key}.{table} must be a list of rows")
         states.append({table: list(rows or []) for table, rows in state.items()})
     initial, result, golden = states
-    return EffectsStates(initial, result, golden, specs=infer_table_specs(server, states, unstable))
+    declarations = resolve_declarations(answer, declarations)
+    return EffectsStates(initial, result, golden, specs=infer_table_specs(server, states, declarations))
 
 
 def snapshot_of(rows: dict[str, list[dict[str, Any]]], specs: dict[str, TableSpec]) -> Snapshot:
@@ -194,11 +203,18 @@ def classified_diff(states: EffectsStates, writes: Writes | None = None) -> list
 
 
 def compare_effects(
-    server: str, answer: dict[str, Any], unstable: Unstable | None = None
+    server: str, answer: dict[str, Any], declarations: ServerDeclarations | None = None
 ) -> EffectsComparison:
     """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict."""
-    states = effects_states(server, answer, unstable)
+    declarations = resolve_declarations(answer, declarations)
+    states = effects_states(server, answer, declarations)
     result_hash, golden_hash = answer.get("result_db_hash"), answer.get("golden_db_hash")
+    verified = None
+    if result_hash is not None and golden_hash is not None:
+        verified = (
+            declarations.state_hash(states.result) == result_hash
+            and declarations.state_hash(states.golden) == golden_hash
+        )
     return EffectsComparison(
         server=server,
         diff=classified_diff(states),
@@ -207,6 +223,8 @@ def compare_effects(
         golden_hash=str(golden_hash or ""),
         raw_diff=list(answer.get("diff") or []),
         rubrics_yesno=list(answer.get("rubrics_yesno") or []),
+        declarations=declarations,
+        declarations_verified=verified,
     )
 
 

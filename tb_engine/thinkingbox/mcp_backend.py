@@ -29,11 +29,13 @@ from tb_engine.interfaces import InfraError, ToolSchema
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.thinkingbox.dataset import init_config
+from tb_engine.thinkingbox.declarations import NO_DECLARATIONS, ServerDeclarations, declarations_for_launch
 from tb_engine.thinkingbox.effects import (
     EffectsComparison,
     compare_effects,
     effects_states,
     infer_table_specs,
+    resolve_declarations,
     snapshot_of,
     state_writes,
 )
@@ -261,7 +263,7 @@ class McpSession:
         session to validate structured content against their output schemas: a second tools/list
         per attempt (~50 KB for a ThinkingBox server, parsed on both ends) for a check we do not use.
         """
-        import mcp_types
+        from mcp import types as mcp_types
 
         request = mcp_types.CallToolRequest(
             params=mcp_types.CallToolRequestParams(name=name, arguments=arguments)
@@ -498,8 +500,11 @@ class McpBackend:
     task: TaskSpec
     attribute_writes: bool | str = "on_failure"  # a str after __post_init__
     pool: McpServerPool | None = None
+    # What the server leaves out of its hash; None: read from the server's own declarations.
+    declarations: ServerDeclarations | None = None
     # The effects answer carries S0 too: the runner reads it after the dialogue (one fetch fewer).
     initial_snapshot_deferred: bool = field(default=True, init=False)
+    _resolved: ServerDeclarations | None = field(default=None, init=False)
     _schemas: list[ToolSchema] = field(default_factory=list, init=False)
     _writes: dict[tuple[str, str, str | None], list[int]] = field(default_factory=dict, init=False)
     _last_state: dict[str, list[dict[str, Any]]] | None = field(default=None, init=False)
@@ -559,8 +564,19 @@ class McpBackend:
                 ),
             )
 
-    def _unstable(self) -> dict[str, Any]:
-        return (self.domain.mcp or {}).get("unstable") or {}
+    def _declarations(self) -> ServerDeclarations:
+        """The server's hash rules (probed once per server package, see declarations.py), plus the domain's own."""
+        if self._resolved is None:
+            config = self.session.config
+            if self.declarations is not None:
+                base = self.declarations
+            elif config.url:
+                base = NO_DECLARATIONS  # a remote server can only declare in its geteffects answer
+            else:
+                base = declarations_for_launch(config.command, config.args, env=config.env, cwd=config.cwd)
+            extra = (self.domain.mcp or {}).get("unstable")
+            self._resolved = base.with_extra(extra, "the domain's mcp.unstable")
+        return self._resolved
 
     @property
     def server(self) -> str:
@@ -606,7 +622,7 @@ class McpBackend:
         return answer
 
     def _record_writes(self, index: int, call: ToolCall, answer: dict[str, Any]) -> None:
-        states = effects_states(self.server, answer, self._unstable())
+        states = effects_states(self.server, answer, self._declarations())
         before = self._last_state if self._last_state is not None else states.initial
         written = state_writes(before, states.result, self.table_specs())
         for place in written:
@@ -622,14 +638,22 @@ class McpBackend:
 
     def comparison(self) -> EffectsComparison:
         """Our diff beside the server's hash verdict for this attempt."""
-        return compare_effects(self.server, self.effects(), self._unstable())
+        return compare_effects(self.server, self.effects(), self._declarations())
+
+    def state_verdict_of_record(self) -> bool | None:
+        """The server's own hash verdict (SPEC §2: the verdict of record for ThinkingBox suites)."""
+        answer = self.effects()
+        if answer.get("result_db_hash") is None or answer.get("golden_db_hash") is None:
+            return None
+        return answer["result_db_hash"] == answer["golden_db_hash"]
 
     def table_specs(self) -> dict[str, TableSpec]:
         """Specs inferred once, from S0 and SG of the first effects answer, so S0/SR/SG share them."""
         if self._specs is None:
             answer = self.effects()
-            states = effects_states(self.server, answer, self._unstable())
-            self._specs = infer_table_specs(self.server, [states.initial, states.golden], self._unstable())
+            declarations = resolve_declarations(answer, self._declarations())
+            states = effects_states(self.server, answer, declarations)
+            self._specs = infer_table_specs(self.server, [states.initial, states.golden], declarations)
         return self._specs
 
     def _snapshot(self, key: str) -> Snapshot:
@@ -639,7 +663,8 @@ class McpBackend:
         state = self.effects()[key]
         new_tables = {name: rows for name, rows in state.items() if name not in specs}
         if new_tables:  # a table that only appeared later: add its spec, leave the others untouched
-            specs.update(infer_table_specs(self.server, [new_tables], self._unstable()))
+            declarations = resolve_declarations(self.effects(), self._declarations())
+            specs.update(infer_table_specs(self.server, [new_tables], declarations))
         snapshot = self._snapshots[key] = snapshot_of(
             {name: list(rows or []) for name, rows in state.items()}, specs
         )
@@ -723,6 +748,8 @@ class McpBackend:
                 "server": self.server,
                 "effects": {self.server: comparison.evidence()},
                 "disagree": not comparison.agree,
+                # SPEC §2: for ThinkingBox suites the server's hash decides the state part.
+                "verdict_of_record": "server hash" if self.state_verdict_of_record() is not None else "ours",
             },
             "backend": backend,
         }

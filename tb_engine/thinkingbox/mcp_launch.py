@@ -146,7 +146,7 @@ async def _framed(
     receive: Any, send: Any, process: ServerProcess, first_line: Callable[[bytes], None] | None = None
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Memory streams of SessionMessages over a byte stream pair carrying one JSON-RPC message per line."""
-    import mcp_types
+    from mcp import types as mcp_types
     from mcp.shared.message import SessionMessage
 
     read_writer, read_stream = anyio.create_memory_object_stream[Any](0)

@@ -19,6 +19,7 @@ from tb_engine.results import AttemptResult
 from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, is_db_effects
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tb_engine.transcript import Message, ToolCall, ToolCallRequest, Transcript, Usage
+from tb_engine.yaml_bounded import load_yaml
 
 # tb infer finish_reason -> our termination (SPEC §2). "skipped" rows are cancelled, not graded.
 _TERMINATION = {
@@ -109,17 +110,19 @@ class TbRecord:
         )
 
 
+# A campaign runs at most 200 attempts per task (the API's bound on N): an import obeys the same.
+MAX_REPETITIONS = 200
+
+
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
     if path.suffix in (".yaml", ".yml"):
         try:
-            yield (
-                1,
-                yaml.load(
-                    path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-                ),
-            )
+            yield 1, load_yaml(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            raise ThinkingBoxFormatError(f"malformed YAML: {exc}", file=path, line=1) from exc
+            mark = getattr(exc, "problem_mark", None)
+            problem = getattr(exc, "problem", None) or str(exc)
+            line = mark.line + 1 if mark is not None else 1
+            raise ThinkingBoxFormatError(f"malformed YAML: {problem}", file=path, line=line) from exc
         return
     with path.open(encoding="utf-8") as handle:
         for number, text in enumerate(handle, start=1):
@@ -161,6 +164,14 @@ def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
         raise ThinkingBoxFormatError(f"uid {uid!r} is not '<file>:<test>'", file=file, line=line)
     metadata = _expect(row.get("metadata"), dict, "metadata", file=file, line=line)
     repetition = _expect(metadata.get("repetition", 0), int, "metadata.repetition", file=file, line=line)
+    if not 0 <= repetition < MAX_REPETITIONS:
+        raise ThinkingBoxFormatError(
+            f"field metadata.repetition must be 0..{MAX_REPETITIONS - 1} (at most {MAX_REPETITIONS} attempts "
+            f"per test, as for any campaign), got {repetition}",
+            file=file,
+            line=line,
+            test=uid,
+        )
     messages = _expect(row.get("messages"), list, "messages", file=file, line=line)
     system_error = _expect(row.get("is_system_error", False), bool, "is_system_error", file=file, line=line)
     finish_reason = _expect(row.get("finish_reason") or "", str, "finish_reason", file=file, line=line)

@@ -141,7 +141,9 @@ def test_suite_list_query_count(client, bob, starter_suite, team_a, django_asser
             suite=suite, team=team_a, version=1, campaigns_key="k" * 64, model={}, n_campaigns=4
         )
     client.force_login(bob)
-    with django_assert_num_queries(7):  # the same for 1 and 3 suites
+    with django_assert_num_queries(
+        8
+    ):  # the same for 1 and 3 suites (one: the role behind the suites visible)
         response = client.get("/adaptive/")
     assert response.status_code == 200
     assert len(response.context["rows"]) == count
@@ -154,7 +156,7 @@ def test_suite_page_adaptive_campaigns_query_count(
     for _ in range(count):
         make_campaign("sim:family-ace", tasks=2, n=4, adaptive={})
     client.force_login(bob)
-    with django_assert_num_queries(13):  # the same for 1 and 3 adaptive campaigns
+    with django_assert_num_queries(14):  # the same for 1 and 3 adaptive campaigns (one: the suite visible)
         response = client.get(f"/adaptive/suites/{starter_suite.pk}/")
     assert len(response.context["adaptive"]) == count
 
@@ -213,8 +215,10 @@ def test_launch_page_starts_an_adaptive_campaign(client, alice, starter_suite, t
         {
             "name": "adaptive ace",
             "team": team_a.pk,
-            "agent": agent.pk,
+            "agent": f"pk:{agent.pk}",
             "suite": starter_suite.pk,
+            "user_kind": "scripted",
+            "judge_kind": "keyword",
             "n_attempts": 20,
             "seed": 0,
             "adaptive": "on",

@@ -49,7 +49,10 @@ def test_agent_config_for_finds_by_name_and_rejects_unknown_specs():
     with pytest.raises(UnknownAgent) as other:
         agent_config_for("gpt-9")
     assert str(persona.value).startswith("unknown simulated persona 'genius'; known: ")
-    assert str(other.value) == "unknown agent 'gpt-9': use golden, sim:<persona> or an AgentConfig name"
+    assert (
+        str(other.value)
+        == "unknown agent 'gpt-9': use golden, sim:<persona>, check:<kind> or an AgentConfig name"
+    )
     assert AgentConfig.objects.count() == 1
 
 

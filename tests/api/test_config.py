@@ -15,7 +15,7 @@ OPENAI_AGENT = {
     "kind": "openai",
     "model": "gpt-4.1-mini",
     "base_url": "http://127.0.0.1:9000/v1",
-    "api_key_env": "OPENAI_API_KEY",
+    "api_key_env": "TB_KEY_OPENAI",
     "parameters": {"temperature": 0.2},
     "max_concurrency": 4,
 }
@@ -29,7 +29,7 @@ def test_operator_creates_an_agent_with_an_env_var_name(api_for, alice):
     assert (agent.kind, agent.model, agent.api_key_env, agent.parameters, agent.max_concurrency) == (
         "openai",
         "gpt-4.1-mini",
-        "OPENAI_API_KEY",
+        "TB_KEY_OPENAI",
         {"temperature": 0.2},
         4,
     )
@@ -63,7 +63,103 @@ def test_agent_api_key_env_must_be_a_variable_name(api_for, alice):
 
     assert response.status_code == 400
     assert error_of(response)["details"] == {
-        "api_key_env": ["must be an environment variable name like OPENAI_API_KEY, not a key"]
+        "api_key_env": ["must be an environment variable name like TB_KEY_OPENAI, not a key"]
+    }
+
+
+@pytest.mark.parametrize("name", ["SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "AWS_SECRET_ACCESS_KEY"])
+def test_agent_api_key_env_outside_the_allow_list_is_refused_on_create(api_for, alice, name):
+    response = api_for(alice).post("/api/agents/", {**OPENAI_AGENT, "api_key_env": name}, format="json")
+
+    assert response.status_code == 400
+    assert list(error_of(response)["details"]) == ["api_key_env"]
+    assert AgentConfig.objects.filter(name="gpt endpoint").count() == 0
+
+
+def test_agent_api_key_env_outside_the_allow_list_is_refused_on_edit(api_for, alice):
+    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a", api_key_env="TB_KEY_A")
+
+    response = api_for(alice).patch(f"/api/agents/{agent.pk}/", {"api_key_env": "SECRET_KEY"}, format="json")
+
+    assert response.status_code == 400
+    assert error_of(response)["details"] == {
+        "api_key_env": ["'SECRET_KEY' is one of the worker's own settings and is never sent to an endpoint"]
+    }
+    agent.refresh_from_db()
+    assert agent.api_key_env == "TB_KEY_A"
+
+
+def test_administrator_widens_the_allow_list_by_setting(api_for, alice, settings):
+    settings.API_KEY_ENV_ALLOWED = ["TB_KEY_*", "OPENAI_API_KEY"]
+    client = api_for(alice)
+
+    allowed = client.post("/api/agents/", {**OPENAI_AGENT, "api_key_env": "OPENAI_API_KEY"}, format="json")
+    refused = client.post(
+        "/api/agents/", {**OPENAI_AGENT, "name": "other", "api_key_env": "ANTHROPIC_API_KEY"}, format="json"
+    )
+
+    assert allowed.status_code == 201
+    assert error_of(refused)["details"] == {
+        "api_key_env": [
+            "'ANTHROPIC_API_KEY' is not an allowed key variable; allowed: TB_KEY_*, OPENAI_API_KEY "
+            "(TB_API_KEY_ENV_ALLOWED)"
+        ]
+    }
+
+
+def test_agent_options_are_accepted_and_stored(api_for, alice):
+    parameters = {"temperature": 0.2, "end_marker": "###DONE###", "max_attempt_tokens": 5000}
+
+    response = api_for(alice).post("/api/agents/", {**OPENAI_AGENT, "parameters": parameters}, format="json")
+
+    assert response.status_code == 201
+    assert AgentConfig.objects.get(name="gpt endpoint").parameters == parameters
+
+
+@pytest.mark.parametrize(
+    ("parameters", "field"),
+    [
+        ({"max_attempt_tokens": "lots"}, "parameters.max_attempt_tokens"),
+        ({"end_marker": ""}, "parameters.end_marker"),
+        ({"temprature": 0.2}, "parameters.temprature"),
+        ({"temperature": "hot"}, "parameters.temperature"),
+        ({"retry": {"max_retries": "x"}}, "parameters.retry.max_retries"),
+    ],
+)
+def test_agent_parameters_its_kind_cannot_run_are_a_400_naming_the_field(api_for, alice, parameters, field):
+    client = api_for(alice)
+    agent = AgentConfig.objects.create(name="draft agent", kind="openai", model="a")
+
+    created = client.post("/api/agents/", {**OPENAI_AGENT, "parameters": parameters}, format="json")
+    edited = client.patch(f"/api/agents/{agent.pk}/", {"parameters": parameters}, format="json")
+
+    assert (created.status_code, list(error_of(created)["details"])) == (400, [field])
+    assert (edited.status_code, list(error_of(edited)["details"])) == (400, [field])
+
+
+def test_simulated_agent_takes_only_a_persona_switch(api_for, alice):
+    client = api_for(alice)
+    base = {"kind": "sim", "persona": "steady"}
+
+    wrong = client.post(
+        "/api/agents/", {**base, "name": "a", "parameters": {"end_marker": "x"}}, format="json"
+    )
+    switch = {"switch_at": "2999-01-01T00:00:00+00:00", "switch_to": "cautious"}
+    right = client.post("/api/agents/", {**base, "name": "b", "parameters": switch}, format="json")
+    typo = client.post(
+        "/api/agents/", {**base, "name": "c", "parameters": {**switch, "switch_to": "stedy"}}, format="json"
+    )
+
+    assert error_of(wrong)["details"] == {
+        "parameters.end_marker": ["unknown parameter; simulated agents take switch_at and switch_to"]
+    }
+    assert right.status_code == 201
+    assert list(error_of(typo)["details"]) == ["parameters.switch_to"]
+    golden = client.post(
+        "/api/agents/", {"name": "g", "kind": "golden", "parameters": {"x": 1}}, format="json"
+    )
+    assert error_of(golden)["details"] == {
+        "parameters": ["agents of kind 'golden' take no parameters, got x"]
     }
 
 
@@ -133,7 +229,7 @@ def test_viewer_reads_agents_without_any_secret_field(api_for, bob):
 
     row = api_for(bob).get("/api/agents/").json()["results"][0]
 
-    assert row["api_key_env"] == "OPENAI_API_KEY"
+    assert row["api_key_env"] == "TB_KEY_OPENAI"
     assert [key for key in row if "key" in key] == ["api_key_env"]
 
 

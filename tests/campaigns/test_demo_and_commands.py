@@ -75,7 +75,7 @@ def test_run_campaign_command_runs_selected_tasks(starter_suite, alice):
     assert Attempt.objects.filter(campaign=campaign, verdict="pass").count() == 4
     assert (
         out.getvalue().splitlines()[-1]
-        == f"campaign {campaign.pk}: 4 done, 4 passed (100.0%), 0 infra errors, 0 cancelled"
+        == f"campaign {campaign.pk}: 4 done, 4 passed (100.0%), 0 unjudged, 0 infra errors, 0 cancelled"
     )
 
 

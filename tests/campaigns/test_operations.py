@@ -117,54 +117,55 @@ def _launch_data(team, agent, suite, **extra) -> dict:
     return {
         "name": "launched",
         "team": team.pk,
-        "agent": agent.pk,
+        "agent": f"pk:{agent.pk}",
         "suite": suite.pk,
         "n_attempts": 3,
         "seed": 0,
+        "user_kind": "scripted",
+        "judge_kind": "keyword",
     } | extra
 
 
 def test_launch_form_offers_domains_tasks_user_simulator_and_judge_as_choices(client, alice, starter_suite):
-    from apps.agents.models import AgentConfig
-
-    endpoint = AgentConfig.objects.create(
-        name="Judge model", kind="openai", model="gpt-x", base_url="http://127.0.0.1:9/v1"
-    )
     client.force_login(alice)
 
-    form = client.get("/campaigns/new/").context["form"]
+    response = client.get("/campaigns/new/")
+    form = response.context["form"]
+    html = response.content.decode()
 
     assert [name for name, _ in form.fields["domains"].choices] == sorted(
         set(starter_suite.domains.values_list("name", flat=True))
     )
     assert form.fields["tasks"].queryset.count() == starter_suite.tasks.count()
-    assert [value for value, _ in form.fields["judge"].choices] == ["keyword", str(endpoint.pk)]
-    assert [value for value, _ in form.fields["user_simulator"].choices] == ["scripted", str(endpoint.pk)]
+    assert [value for value, _ in form.fields["user_kind"].choices] == ["scripted", "llm"]
+    assert [value for value, _ in form.fields["judge_kind"].choices] == ["keyword", "llm"]
+    assert html.count('name="domains"') == len(form.fields["domains"].choices)  # one checkbox each
+    assert '<fieldset id="id_domains-group"><legend>Domains</legend>' in html
 
 
 def test_launch_with_chosen_tasks_and_an_llm_judge_stores_them(
     client, alice, team_a, starter_suite, monkeypatch
 ):
-    from apps.agents.models import AgentConfig
     from apps.agents.services import agent_config_for
     from apps.campaigns import services
     from apps.campaigns.models import Campaign
 
     monkeypatch.setattr(services, "campaign_dispatch", lambda **kwargs: 0)
-    judge = AgentConfig.objects.create(
-        name="Judge model",
-        kind="openai",
-        model="gpt-x",
-        base_url="http://127.0.0.1:9/v1",
-        api_key_env="JUDGE_KEY",
-    )
     chosen = list(starter_suite.tasks.order_by("task_id")[:2])
     client.force_login(alice)
 
     response = client.post(
         "/campaigns/new/",
         _launch_data(
-            team_a, agent_config_for("golden"), starter_suite, tasks=[t.pk for t in chosen], judge=judge.pk
+            team_a,
+            agent_config_for("golden"),
+            starter_suite,
+            tasks=[t.pk for t in chosen],
+            judge_kind="llm",
+            judge_model="gpt-x",
+            judge_base_url="http://127.0.0.1:9/v1",
+            judge_api_key_env="JUDGE_KEY",
+            judge_prompt="Answer yes or no on the first line.",
         ),
     )
 
@@ -176,8 +177,39 @@ def test_launch_with_chosen_tasks_and_an_llm_judge_stores_them(
         "model": "gpt-x",
         "base_url": "http://127.0.0.1:9/v1",
         "api_key_env": "JUDGE_KEY",
+        "temperature": 0.0,
+        "prompt": "Answer yes or no on the first line.",
     }
     assert campaign.user_simulator == {"kind": "scripted"}
+
+
+def test_launch_form_reports_foreign_tasks_and_a_judge_without_endpoint_together(team_a, starter_suite):
+    from apps.agents.services import agent_config_for
+    from apps.campaigns.forms import CampaignLaunchForm
+    from apps.core.models import Team
+    from apps.suites.models import Domain, Suite, Task
+
+    other = Suite.objects.create(name="other", version="1", content_hash="x")
+    domain = Domain.objects.create(suite=other, name="retail", title="Retail")
+    foreign = Task.objects.create(suite=other, domain=domain, task_id="other-1", content_hash="y", spec={})
+
+    form = CampaignLaunchForm(
+        _launch_data(
+            team_a,
+            agent_config_for("golden"),
+            starter_suite,
+            tasks=[foreign.pk],
+            judge_kind="llm",
+            judge_model="",
+            judge_base_url="",
+        ),
+        teams=Team.objects.filter(pk=team_a.pk),
+    )
+
+    assert form.is_valid() is False
+    assert form.errors["tasks"] == [f"not in suite {starter_suite.name}: {foreign.task_id}"]
+    assert form.errors["judge_model"] == ["required for an LLM judge"]
+    assert form.errors["judge_base_url"] == ["required for an LLM judge"]
 
 
 def test_launch_estimate_prices_the_agents_stored_average_tokens_at_the_price_sheet(

@@ -107,3 +107,15 @@ def test_anonymous_admin_pages_redirect_to_login(client):
     response = client.get("/admin/core/team/")
     assert response.status_code == 302
     assert response["Location"] == f"{reverse('login')}?next=/admin/core/team/"
+
+
+@pytest.mark.parametrize(
+    ("next_url", "expected"),
+    [("https://elsewhere.example/", "/"), ("//elsewhere.example/", "/"), ("/triage/", "/triage/")],
+)
+def test_login_next_stays_on_this_site(client, bob, next_url, expected):
+    response = client.post(
+        f"/accounts/login/?next={next_url}", {"username": "bob", "password": "bob-pw", "next": next_url}
+    )
+
+    assert (response.status_code, response["Location"]) == (302, expected)

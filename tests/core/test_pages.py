@@ -21,6 +21,7 @@ NAV_LABELS = [
     "Campaigns",
     "Training",
     "Calibration",
+    "Suites",
     "Drift",
 ]
 

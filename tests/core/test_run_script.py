@@ -80,3 +80,74 @@ def test_command_test_no_tests_ran_is_a_failure(machine_without_services, monkey
     lines = capsys.readouterr().out.splitlines()
     assert exit_code == 1
     assert lines[-2] == "0 passed, 0 failed"
+
+
+class RecordingService:
+    def __init__(self, stopped: list):
+        self.stopped = stopped
+
+    def stop(self) -> None:
+        self.stopped.append(self)
+
+
+@pytest.mark.parametrize("ending", ["success", "failure", "ctrl-c", "sigterm"])
+def test_command_test_stops_every_service_it_started(run_script, monkeypatch, ending):
+    import os
+    import signal
+
+    stopped: list = []
+
+    def start_services(stack):
+        stack.extend([RecordingService(stopped), RecordingService(stopped)])
+        return "postgres://x", "redis://x"
+
+    def fake_pytest(python, label, args, env, report_dir):
+        if label == "integration" and ending == "ctrl-c":
+            raise KeyboardInterrupt
+        if label == "integration" and ending == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return run_script.RunResult(label, 1 if ending == "failure" else 0)
+
+    monkeypatch.setattr(run_script, "servers_python", lambda python: ("", ""))
+    monkeypatch.setattr(run_script, "start_integration_services", start_services)
+    monkeypatch.setattr(run_script, "run_pytest", fake_pytest)
+    before = signal.getsignal(signal.SIGTERM)
+
+    if ending in ("ctrl-c", "sigterm"):
+        with pytest.raises(KeyboardInterrupt):
+            run_script.command_test(sys.executable, [])
+    else:
+        assert run_script.command_test(sys.executable, []) == (1 if ending == "failure" else 0)
+
+    assert len(stopped) == 2
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_throwaway_redis_stop_also_stops_a_server_restarted_on_its_port(run_script):
+    import shutil
+    import subprocess
+    import time
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server not installed")
+    redis = run_script.ThrowawayRedis()
+    redis.start()
+    port = redis.port
+    try:
+        # What the broker-outage test does: shut the server down, start a daemonized one in its place.
+        run_script.redis_shutdown("127.0.0.1", port)
+        redis.process.wait(timeout=10)
+        subprocess.run(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--daemonize", "yes"],
+            check=True,
+            capture_output=True,
+        )
+        deadline = time.monotonic() + 10
+        while not run_script.redis_answers_ping("127.0.0.1", port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert run_script.redis_answers_ping("127.0.0.1", port) is True
+    finally:
+        redis.stop()
+
+    assert run_script.redis_answers_ping("127.0.0.1", port) is False

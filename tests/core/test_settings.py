@@ -214,3 +214,56 @@ def test_check_deploy_is_clean_with_production_env(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "System check identified no issues (1 silenced)."
+
+
+DEMO_PAGES = """
+import django; django.setup()
+from django.conf import settings
+from django.test import Client
+client = Client(raise_request_exception=False, HTTP_HOST="127.0.0.1")
+missing = client.get("/no-such-page/")
+print(settings.DEBUG, settings.SECURE_SSL_REDIRECT, missing.status_code, b"URLconf" in missing.content)
+print(client.get("/accounts/login/").status_code)
+static = client.get("/static/favicon.svg")
+print(static.status_code, b"".join(static.streaming_content)[:4])
+print(client.get("/static/vendor/plotly/plotly.min.js").status_code)
+"""
+
+
+def test_demo_serves_with_debug_off_and_static_files_through_whitenoise(tmp_path):
+    result = run_django(DEMO_PAGES, {"TB_DEMO": "1"}, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:4] == ["False False 404 False", "200", "200 b'<svg'", "200"]
+
+
+def test_demo_asked_for_debug_keeps_the_debug_pages(tmp_path):
+    result = run_django(DEMO_PAGES, {"TB_DEMO": "1", "DEBUG": "1"}, tmp_path)
+
+    assert result.stdout.split("\n")[0] == "True False 404 True"
+
+
+def test_run_py_demo_turns_debug_off_unless_asked(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tb_run_script_demo", PROJECT_ROOT / "run.py")
+    run_script = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, run_script)
+    spec.loader.exec_module(run_script)
+    seen = []
+    monkeypatch.setattr(run_script, "check_call", lambda command, **kwargs: None)
+    monkeypatch.setattr(
+        run_script.subprocess,
+        "run",
+        lambda command, **kwargs: (
+            seen.append((command[2:], os.environ["TB_DEMO"], os.environ["DEBUG"]))
+            or subprocess.CompletedProcess(command, 0)
+        ),
+    )
+    monkeypatch.setenv("DEBUG", "1")
+    monkeypatch.setenv("TB_DEMO", "0")  # restored afterwards: command_demo sets both
+
+    run_script.command_demo("python", ["--no-serve"])
+    run_script.command_demo("python", ["--debug", "--no-serve"])
+
+    assert seen == [(["demo", "--no-serve"], "1", "0"), (["demo", "--no-serve"], "1", "1")]

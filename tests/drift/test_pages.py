@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from apps.core.charts import PALETTE
 from apps.drift.models import Watch, WatchRun
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +43,7 @@ def test_drift_list_shows_each_watch_with_last_run_alerts_and_history_charts(cli
     ]
     figure = charts[0]["chart"]["figure"]
     assert figure["data"][0]["x"] == [1, 2]  # the evaluated runs
-    assert figure["data"][0]["marker"]["color"][1] == "#b3261e"  # the alert run stands out
+    assert figure["data"][0]["marker"]["color"] == [PALETTE[0], PALETTE[3]]  # the alert run stands out
 
 
 def test_watch_detail_lists_runs_with_deltas_floors_and_alert_reasons(client, bob, watched):

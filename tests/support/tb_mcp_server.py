@@ -5,7 +5,10 @@ data_patch / golden_test_case / rubrics_yesno), ``__reserved__geteffects`` (init
 golden states, hashes without unstable fields, positional diff) and ``__reserved__teardown``.
 Tables: ``customers`` and ``tickets``; ``tickets.subject`` is free text the hash ignores and
 ``updated_at``/``created_at`` come from a clock that advances 5 s per write. Tool failures come
-back as text ``{"error": "Tool execution failed: …", "tool": …}``, as in ThinkingBox.
+back as text ``{"error": "Tool execution failed: …", "tool": …}``, as in ThinkingBox. The hash follows
+the real servers' algorithm (unstable fields dropped, rows sorted by id, compact sorted JSON).
+The geteffects answer declares the unstable fields under ``unstable`` (as tb_engine.mcp_server
+does) unless ``TB_TEST_SERVER_DECLARE=0``: then, like the real servers, it says nothing about them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 SERVER_NAME = os.environ.get("TB_TEST_SERVER_NAME", "tb_test_shop")
+DECLARE = os.environ.get("TB_TEST_SERVER_DECLARE", "1") != "0"
 UNSTABLE = {"tickets": {"subject", "created_at", "updated_at"}}
 CLOCK_START = datetime(2025, 10, 1, 13, 0, 0, tzinfo=UTC)
 SEED: dict[str, list[dict[str, Any]]] = {
@@ -90,14 +94,15 @@ def _stable(state: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, 
     return {
         t: sorted(
             ({k: v for k, v in r.items() if k not in UNSTABLE.get(t, set())} for r in rows),
-            key=lambda r: json.dumps(r, sort_keys=True),
+            key=lambda r: str(r.get("id", "")),
         )
         for t, rows in sorted(state.items())
     }
 
 
 def _hash(state: dict[str, list[dict[str, Any]]]) -> str:
-    return hashlib.sha256(json.dumps(_stable(state), sort_keys=True).encode()).hexdigest()
+    text = json.dumps(_stable(state), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _positional_diff(result: Any, golden: Any, path: str = "") -> list[dict[str, Any]]:
@@ -177,8 +182,10 @@ def reserved_geteffects() -> str:
     for step in STATE["golden_calls"]:
         golden.call(step["tool"], step.get("parameters") or {})
     result_state, golden_state = STATE["world"].data, golden.data
+    declared = {"unstable": {t: sorted(fields) for t, fields in UNSTABLE.items()}} if DECLARE else {}
     return json.dumps(
         {
+            **declared,
             "initial_db_state": STATE["initial"],
             "result_db_state": result_state,
             "result_db_hash": _hash(result_state),

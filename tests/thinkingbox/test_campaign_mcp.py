@@ -25,6 +25,28 @@ def _close_mcp_pools():
 
 
 @pytest.fixture
+def silent_shop_suite(shop_dataset) -> Suite:
+    """The shop suite on the test server without its geteffects declarations (like the real servers)."""
+    call_command(
+        "import_thinkingbox",
+        "--dataset",
+        str(shop_dataset),
+        "--suite-name",
+        "silent-shop",
+        "--mcp-command",
+        MCP_COMMAND,
+        "--mcp-cwd",
+        str(ROOT),
+        "--mcp-env",
+        "TB_TEST_SERVER_DECLARE=0",
+        "--mcp-pool-size",
+        "1",
+        stdout=StringIO(),
+    )
+    return Suite.objects.get(name="silent-shop")
+
+
+@pytest.fixture
 def shop_suite(shop_dataset) -> Suite:
     call_command(
         "import_thinkingbox",
@@ -77,9 +99,13 @@ def test_imported_suite_campaign_golden_agent_passes_with_both_verdicts(shop_sui
 
 
 @pytest.mark.django_db
-def test_imported_suite_campaign_flags_disagreement_between_verdicts(shop_suite, alice, team_a):
+def test_imported_suite_campaign_flags_disagreement_between_verdicts(
+    silent_shop_suite, alice, team_a, client
+):
     # The agent writes other free text in the subject: ThinkingBox's hash ignores subject, our diff
-    # (no unstable declaration for this server) does not — the attempt must say they disagree.
+    # (no unstable declaration for this server) does not — the attempt must say they disagree,
+    # and the server's hash is the verdict of record (SPEC §2): the attempt passes.
+    shop_suite = silent_shop_suite
     task = Task.objects.get(suite=shop_suite, task_id="shop.py:test_open_and_close")
     task.spec["golden"][0]["arguments"]["subject"] = "Different words"
     task.content_hash = task_from_dict(task.spec).content_hash()  # a changed task is a new version
@@ -87,8 +113,15 @@ def test_imported_suite_campaign_flags_disagreement_between_verdicts(shop_suite,
     campaign = _run(shop_suite, alice, team_a, n=1)
     attempt = Attempt.objects.get(campaign=campaign)
     evidence = attempt.result["extra"]["thinkingbox"]
-    assert (attempt.verdict, attempt.categories) == ("fail", ["wrong_value"])
+    assert (attempt.verdict, attempt.categories) == ("pass", [])
+    assert [(d["kind"], d["field"]) for d in attempt.result["diff"]] == [("wrong_value", "subject")]
+    assert [(c["kind"], c["passed"]) for c in attempt.result["checks"]] == [("server_state_hash", True)]
     assert (evidence["disagree"], evidence["effects"]["tb_test_shop"]["their_hash_pass"]) == (True, True)
+    assert evidence["verdict_of_record"] == "server hash"
+    client.force_login(alice)
+    page = client.get(f"/attempts/{attempt.pk}/").content.decode()
+    assert 'id="verdict-disagreement"' in page
+    assert "our diff below is kept as diagnostics only" in page
 
 
 @pytest.mark.django_db

@@ -60,10 +60,11 @@ def test_import_tb_results_makes_a_done_campaign_with_one_attempt_per_row(alice,
 def test_import_tb_results_creates_a_minimal_suite_when_none_matches(alice, team_a):
     _import(APPEND_R6, "--campaign", "r6", "--team", team_a.slug)
     suite = Campaign.objects.get(name="r6").suite
-    assert (suite.name, suite.source, suite.evaluation_only) == (
-        "tb-results-r6",
+    assert (suite.name, suite.source, suite.evaluation_only, suite.team) == (
+        "tb-results-team-a-r6",
         Suite.Source.THINKINGBOX,
         True,
+        team_a,
     )
     assert list(suite.tasks.values_list("task_id", flat=True)) == [
         "cloud_drive.py:test_append_some_more_text"
@@ -225,3 +226,34 @@ def test_import_tb_results_unequal_run_counts_print_tb_aggs_block_and_always_our
     assert table["pass^5 plug-in (c/n)^k"][:2] == ["—", "0.13"]
     assert table["pass^5 unbiased C(c,k)/C(n,k)"][:2] == ["—", "0.00"]
     assert table["coverage"][:2] == ["—", "0.58"]
+
+
+@pytest.mark.django_db
+def test_minimal_suite_belongs_to_the_importing_team_and_never_leaks(
+    alice, bob, erin, team_a, team_b, client
+):
+    from rest_framework.test import APIClient
+
+    _import(APPEND_R6, "--campaign", "r6", "--team", team_a.slug)
+    suite = Campaign.objects.get(name="r6").suite
+    task = suite.tasks.get()
+    first_user_message = task.spec["query"]
+    assert first_user_message  # the rows' first user message is what must not leak
+    outsider, member = APIClient(), APIClient()
+    outsider.force_authenticate(erin)
+    member.force_authenticate(bob)
+
+    assert [row["name"] for row in outsider.get("/api/suites/").json()["results"]] == []
+    assert (
+        outsider.get(f"/api/suites/{suite.pk}/").status_code,
+        outsider.get(f"/api/suites/{suite.pk}/tasks/").status_code,
+        outsider.get(f"/api/tasks/{task.pk}/").status_code,
+    ) == (404, 404, 404)
+    assert first_user_message not in outsider.get(f"/api/tasks/{task.pk}/").content.decode()
+    assert [row["name"] for row in member.get("/api/suites/").json()["results"]] == ["tb-results-team-a-r6"]
+    assert member.get(f"/api/tasks/{task.pk}/").status_code == 200
+
+    # Team B importing the same rows under the same campaign name gets its own suite.
+    _import(APPEND_R6, "--campaign", "r6", "--team", team_b.slug, "--owner", "erin")
+    other = Campaign.objects.get(name="r6", team=team_b).suite
+    assert (other.team, other.pk != suite.pk, Suite.objects.get(pk=suite.pk).team) == (team_b, True, team_a)

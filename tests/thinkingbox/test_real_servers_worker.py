@@ -236,5 +236,6 @@ def test_golden_through_the_embedded_worker(tmp_path, servers_python):
         "300",
     )
     assert (
-        printed.splitlines()[-1].split(": ", 1)[1] == "2 done, 2 passed (100.0%), 0 infra errors, 0 cancelled"
+        printed.splitlines()[-1].split(": ", 1)[1]
+        == "2 done, 2 passed (100.0%), 0 unjudged, 0 infra errors, 0 cancelled"
     )

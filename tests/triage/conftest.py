@@ -77,3 +77,80 @@ def flagged(attempts_campaign, trish):
         actor=trish,
     )
     return a, b
+
+
+def stored_result(
+    task,
+    *,
+    diff=(),
+    checks=(),
+    rubrics=(),
+    tools=("find", "update_ticket", "create_refund"),
+    termination="agent_done",
+    verdict=None,
+):
+    """An engine AttemptResult with the given diff items, checks and rubrics (what a worker would record)."""
+    from tb_engine.grading import is_clean_looking
+    from tb_engine.results import AttemptResult
+    from tb_engine.transcript import ToolCall, Transcript
+
+    calls = [
+        ToolCall(index=i, id=f"call_{i}", name=name, arguments={}, read_only=i == 0, changed_state=i > 0)
+        for i, name in enumerate(tools)
+    ]
+    categories = {item.kind for item in diff}
+    if any(not check.passed for check in checks):
+        categories.add("check_failed")
+    if any(rubric.answer is not True for rubric in rubrics):
+        categories.add("rubric_failed")
+    verdict = verdict or ("fail" if categories else "pass")
+    return AttemptResult(
+        task_id=task.task_id,
+        task_hash=task.content_hash,
+        status="done",
+        termination=termination,
+        verdict=verdict,
+        transcript=Transcript(tool_calls=calls),
+        diff=list(diff),
+        checks=list(checks),
+        rubrics=list(rubrics),
+        categories=sorted(categories),
+        clean_looking=is_clean_looking(verdict, termination, calls),
+    )
+
+
+@pytest.fixture
+def signed_campaign(starter_suite, alice, team_a):
+    """make(rows, name=, model=, team=, judge=) -> a finished campaign stored through campaign_import.
+
+    Each row is (task_id, index, result kwargs for stored_result). The import records every attempt
+    through AttemptOutcome.from_result, the path a worker's record takes, so signatures are real.
+    """
+    from apps.agents.models import AgentConfig
+    from apps.campaigns.services import campaign_import
+
+    def make(rows, *, name: str = "Model A", model: str = "model-a", team=None, judge=None, kind="openai"):
+        agent, _ = AgentConfig.objects.get_or_create(
+            name=f"agent {model}",
+            defaults={"kind": kind, "model": model, "base_url": "http://127.0.0.1:9/v1"},
+        )
+        tasks = {t.task_id: t for t in starter_suite.tasks.filter(task_id__in={row[0] for row in rows})}
+        campaign = campaign_import(
+            name=name,
+            team=team or team_a,
+            owner=alice,
+            agent=agent,
+            suite=starter_suite,
+            attempts=[
+                (tasks[task_id], index, stored_result(tasks[task_id], **kwargs))
+                for task_id, index, kwargs in rows
+            ],
+            source="test rows",
+            harness="test",
+        )
+        if judge is not None:
+            campaign.judge = judge
+            campaign.save(update_fields=["judge"])
+        return campaign
+
+    return make

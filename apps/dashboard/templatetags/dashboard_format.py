@@ -90,10 +90,10 @@ def pretty_json(value) -> str:
 
 @register.simple_tag
 def sim_badge(agent):
-    """The label every simulated agent carries wherever it appears."""
-    if agent is not None and agent.is_simulation:
+    """The label every agent that is not a model carries wherever it appears (harness check or simulation)."""
+    if agent is not None and agent.badge_text:
         return format_html(
-            '<span class="badge sim" title="{}">simulation, not a model</span>', agent.get_kind_display()
+            '<span class="badge sim" title="{}">{}</span>', agent.get_kind_display(), agent.badge_text
         )
     return ""
 

@@ -184,7 +184,9 @@ def test_simulated_agent_names_and_descriptions_say_simulation():
 
 
 def test_make_simulated_agent_unknown_persona_names_it():
-    with pytest.raises(KeyError, match="'genius' is unknown; known: careless, cautious, explorer, steady"):
+    with pytest.raises(
+        KeyError, match="'genius' is unknown; known: careless, cautious, explorer, family-ace, "
+    ):
         make_simulated_agent("genius", task=task(), domain=DOMAIN, seed=0)
 
 

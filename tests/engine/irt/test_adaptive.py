@@ -10,6 +10,8 @@ import pytest
 from scipy.special import betainc
 
 from tb_engine.irt import AdaptiveConfig, calibrate, estimate_figures, plan, replay, settle
+from tb_engine.irt.estimate import ability_posterior, clustered_dispersion, misfit_dispersion, task_linear
+from tb_engine.irt.model import sigmoid
 from tests.engine.irt.test_calibration import seeded_cells
 
 
@@ -152,3 +154,46 @@ def test_leave_one_out_runs_on_campaigns_with_a_single_attempt_per_task():
     result = leave_one_out(campaigns, draws=50)
     assert [row["campaign"] for row in result.rows] == ["c0", "c1", "c2", "c3"]
     assert result.config["min_attempts"] == 3
+
+
+def test_clustered_dispersion_by_hand():
+    # Clusters {0, 1} and {2, 3}: sums 2 + 1 = 3 and -3 + 0 = -3; (9 + 9) / (1 + 1 + 1 + 1) = 4.5.
+    measured = clustered_dispersion(
+        np.array([2.0, 1.0, -3.0, 0.0]), np.array([1.0, 1.0, 1.0, 1.0]), np.array([0, 0, 1, 1])
+    )
+    assert measured.dispersion == pytest.approx(4.5)
+    assert measured.clusters == 2
+    assert measured.inflation == pytest.approx(math.sqrt(4.5))
+    # Residuals that cancel within their cluster: no misfit, and the spread is never narrowed.
+    even = clustered_dispersion(np.array([1.0, -1.0]), np.array([1.0, 1.0]), np.array([0, 0]))
+    assert even.dispersion == 0.0
+    assert even.inflation == 1.0
+
+
+def test_misfit_widens_the_intervals_by_the_measured_design_effect():
+    cal = small_calibration()
+    T, N = cal.n_tasks, 10
+    ability = ability_posterior(cal, np.zeros(T), np.zeros(T))
+    eta = task_linear(cal, ability.mean)
+    done = np.full(T, 4)
+    # Against the model: the tasks it finds easiest all fail, the hardest all pass.
+    easy = eta >= np.median(eta)
+    contrary = np.where(easy, 0, 4)
+    # With the model: each task passes its rounded predicted share of its 4 attempts.
+    agreeing = np.rint(4 * sigmoid(eta)).astype(np.int64)
+    for passes, misfit_expected in ((contrary, True), (agreeing, False)):
+        measured = misfit_dispersion(cal, done, passes)
+        widened = estimate_figures(cal, done, passes, n_attempts=N, draws=400)
+        plain = estimate_figures(cal, done, passes, n_attempts=N, draws=400, misfit=False)
+        assert widened["misfit"]["dispersion"] == pytest.approx(measured.dispersion)
+        assert widened["pass_at_1"]["value"] == plain["pass_at_1"]["value"]  # the point stays
+        assert plain["misfit"]["inflation"] == 1.0
+        # pass@1's spread about its point scales exactly; all-N's too, short of its clip at 0 and 1.
+        width = widened["pass_at_1"]["hi"] - widened["pass_at_1"]["lo"]
+        plain_width = plain["pass_at_1"]["hi"] - plain["pass_at_1"]["lo"]
+        assert width == pytest.approx(measured.inflation * plain_width, rel=1e-9)
+        assert (widened["all_n"]["hi"] - widened["all_n"]["lo"]) >= (
+            plain["all_n"]["hi"] - plain["all_n"]["lo"]
+        )
+        assert (measured.dispersion > 4.0) == misfit_expected
+        assert (measured.inflation == 1.0) == (not misfit_expected)

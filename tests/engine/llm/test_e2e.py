@@ -95,7 +95,7 @@ def test_llm_e2e_retail_task_passes_through_the_runner(scripted_server, retail_d
         "judge-model",
         [
             {
-                "text": "yes - it says the investigation is open",
+                "text": "yes\nIt says the investigation is open.",
                 "usage": {"prompt_tokens": 150, "completion_tokens": 9},
             }
         ],
@@ -111,7 +111,7 @@ def test_llm_e2e_retail_task_passes_through_the_runner(scripted_server, retail_d
     )
     assert result.diff == []
     assert [(r.answer, r.explanation) for r in result.rubrics] == [
-        (True, "yes - it says the investigation is open")
+        (True, "yes\nIt says the investigation is open.")
     ]
     assert [c.name for c in result.transcript.tool_calls] == [
         "find_customer_by_email",

@@ -36,6 +36,7 @@ def test_campaign_metrics_counts_incomplete_tasks_as_not_dependable_and_reports_
         "planned_attempts": 20,
         "missing_attempts": 7,
         "infra_errors": 7,
+        "unjudged": 0,
     }
     assert result["pass_at_1"]["value"] == pytest.approx((1 + 1 + 0.4) / 3)
     assert result["pass_at_1"]["excluded"] == ["t3"]

@@ -322,3 +322,21 @@ def test_parse_dataset_listed_test_of_a_two_server_scenario_is_a_problem_not_a_c
         "scenario retail_banking_email: world_state names 2 servers (online_banking, email_system); "
         "an attempt talks to exactly one MCP server; its 1 test(s) are not imported"
     ]
+
+
+def test_parse_test_file_alias_bomb_in_a_docstring_is_refused_naming_file_line_and_test(tmp_path):
+    levels = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    levels += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 8)]
+    bomb = "\n".join(f"    {line}" for line in levels)
+    source = RETAIL_FILE.read_text().replace("    user_context: |-\n", f"{bomb}\n    user_context: |-\n", 1)
+    path = tmp_path / "bomb.py"
+    path.write_text(source)
+
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        parse_test_file(path)
+
+    assert (caught.value.test, caught.value.file) == ("test_case_ST002_001", str(path))
+    assert caught.value.message == (
+        "malformed YAML: aliases expand to more than 10000 nodes (alias bomb?); anchor here"
+    )
+    assert source.splitlines()[caught.value.line - 1].strip().startswith("a3: &a3")

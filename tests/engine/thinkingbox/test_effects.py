@@ -1,4 +1,8 @@
-"""Real __reserved__geteffects answers -> our snapshots and classified diff, beside their hash verdict."""
+"""Real __reserved__geteffects answers -> our snapshots and classified diff, beside their hash verdict.
+
+The unstable fields come from the real servers' own declarations (read with the servers'
+interpreter, tests/support/real_servers.py), never from a table kept here.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import random
 
 import pytest
 
+from tb_engine.thinkingbox.declarations import ServerDeclarations, server_declarations
 from tb_engine.thinkingbox.effects import (
     compare_effects,
     effects_states,
@@ -16,10 +21,19 @@ from tb_engine.thinkingbox.effects import (
 )
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tests.support.paths import THINKINGBOX_DIR
+from tests.support.real_servers import SERVER_ENV, server_module, servers_python
 
 EFFECTS = THINKINGBOX_DIR / "effects"
 
 pytestmark = pytest.mark.skipif(not EFFECTS.exists(), reason="ThinkingBox reference material not present")
+
+_declared: dict[str, ServerDeclarations] = {}
+
+
+def _declarations(server: str) -> ServerDeclarations:
+    if server not in _declared:
+        _declared[server] = server_declarations(servers_python(), server_module(server), env=SERVER_ENV)
+    return _declared[server]
 
 
 def _load(server: str, task: str, case: str) -> tuple[str, dict]:
@@ -27,9 +41,13 @@ def _load(server: str, task: str, case: str) -> tuple[str, dict]:
     return data["_meta"]["server"], data["geteffects"]
 
 
+def _compare(server: str, task: str, case: str):
+    name, answer = _load(server, task, case)
+    return compare_effects(name, answer, _declarations(name))
+
+
 def _items(server: str, task: str, case: str) -> list[tuple]:
-    comparison = compare_effects(*_load(server, task, case))
-    return [(i.kind, i.table, i.key, i.field) for i in comparison.diff]
+    return [(i.kind, i.table, i.key, i.field) for i in _compare(server, task, case).diff]
 
 
 RETAIL = ("sandbox_external_retail", "test_case_ST002_001")
@@ -38,16 +56,25 @@ BOOKING = ("external_booking_v1", "test_bmd_001")
 
 @pytest.mark.parametrize("server,task", [RETAIL, BOOKING])
 def test_compare_effects_golden_has_no_diff_and_passes(server, task):
-    comparison = compare_effects(*_load(server, task, "golden"))
+    comparison = _compare(server, task, "golden")
     assert comparison.diff == []
     assert (comparison.our_pass, comparison.hash_pass, comparison.agree) == (True, True, True)
 
 
 @pytest.mark.parametrize("server,task", [RETAIL, BOOKING])
 def test_compare_effects_unstable_text_change_still_passes(server, task):
-    comparison = compare_effects(*_load(server, task, "change_unstable_text"))
+    comparison = _compare(server, task, "change_unstable_text")
     assert comparison.diff == []
     assert comparison.hash_pass is True
+
+
+@pytest.mark.parametrize("server,task", [RETAIL, BOOKING])
+def test_compare_effects_without_declarations_disagrees_on_unstable_text(server, task):
+    # The subject is free text the server does not hash: without its declarations our diff
+    # flags it, and the comparison says the two verdicts disagree (never hidden).
+    comparison = compare_effects(*_load(server, task, "change_unstable_text"))
+    assert (comparison.our_pass, comparison.hash_pass, comparison.agree) == (False, True, False)
+    assert comparison.declarations_verified is False
 
 
 def test_compare_effects_change_arg_is_one_wrong_value():
@@ -56,8 +83,7 @@ def test_compare_effects_change_arg_is_one_wrong_value():
 
 
 def test_compare_effects_extra_call_is_one_extra_row_not_positional_noise():
-    server, answer = _load(*BOOKING, "extra_call")
-    comparison = compare_effects(server, answer)
+    comparison = _compare(*BOOKING, "extra_call")
     assert len(comparison.raw_diff) == 248  # ThinkingBox's positional diff, kept as evidence
     assert [(i.kind, i.table, i.key, i.field) for i in comparison.diff] == [
         ("extra_effect", "zendesk_tickets", "14", None)
@@ -77,29 +103,38 @@ def test_compare_effects_skipped_row_creation_is_missing_effect():
 
 def test_compare_effects_skipped_update_of_created_row_is_wrong_value_under_spec():
     # The row did not exist in S0, so both runs changed its cells (SPEC §3): wrong value, not missing.
-    assert _items(*RETAIL, "skip_last") == [("wrong_value", "zendesk_tickets", "6", "status")]
+    # The servers hash a ticket's updated_at (their declarations leave it stable), so it counts too.
+    assert _items(*RETAIL, "skip_last") == [
+        ("wrong_value", "zendesk_tickets", "6", "status"),
+        ("wrong_value", "zendesk_tickets", "6", "updated_at"),
+    ]
     assert _items(*BOOKING, "skip_last") == [
         ("wrong_value", "zendesk_tickets", "13", "status"),
         ("wrong_value", "zendesk_tickets", "13", "tags"),
+        ("wrong_value", "zendesk_tickets", "13", "updated_at"),
         ("wrong_value", "zendesk_tickets", "13", "escalation_reason"),
     ]
 
 
-def test_compare_effects_verdicts_agree_on_every_real_file():
+def test_compare_effects_verdicts_agree_and_hashes_recompute_on_every_real_file():
+    checked = []
     for path in sorted(EFFECTS.glob("*.json")):
         data = json.loads(path.read_text())
-        comparison = compare_effects(data["_meta"]["server"], data["geteffects"])
-        assert (path.name, comparison.agree) == (path.name, True)
+        server = data["_meta"]["server"]
+        comparison = compare_effects(server, data["geteffects"], _declarations(server))
+        checked.append((path.name, comparison.agree, comparison.declarations_verified))
         assert (path.name, comparison.hash_pass) == (path.name, data["_meta"]["pass_hash_equal"])
+    assert checked == [(name, True, True) for name, _, _ in checked]
+    assert len(checked) == 12
 
 
-def test_infer_table_specs_keys_and_unstable_fields():
+def test_infer_table_specs_keys_and_unstable_fields_from_the_server_declarations():
     server, answer = _load(*RETAIL, "golden")
-    specs = effects_states(server, answer).specs
+    specs = effects_states(server, answer, _declarations(server)).specs
     assert specs["zendesk_tickets"].primary_key == ("id",)
-    assert specs["zendesk_tickets"].unstable == frozenset(
-        {"subject", "description", "created_at", "updated_at"}
-    )
+    # What the server's Ticket model marks UnstableField: the clock stamps are hashed.
+    assert specs["zendesk_tickets"].unstable == frozenset({"subject", "description"})
+    assert specs["zendesk_users"].unstable == frozenset({"created_at", "updated_at"})
     assert specs["external_retail_toolset_netsuite_models_inventory_records"].primary_key == ("sku",)
     assert specs["external_retail_toolset_oms_models_carrier_tracking"].primary_key == ("tracking_number",)
 

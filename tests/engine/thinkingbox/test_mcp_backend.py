@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tb_engine.agents.harness_checks import Plan, PlanAgent
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.diff import diff_states
 from tb_engine.interfaces import InfraError
@@ -148,3 +150,79 @@ def test_mcp_server_pool_hands_out_warm_fresh_sessions(pool):
     finally:
         first.close()
         second.close()
+
+
+# --- verdict of record: the server's hash decides the state part when the two disagree ------
+
+
+@pytest.fixture(scope="module")
+def silent_pool():
+    """The test server without its geteffects declarations, like the real servers (no probe finds any)."""
+    config = McpServerConfig(
+        command=sys.executable,
+        args=("-m", "tests.support.tb_mcp_server"),
+        cwd=str(ROOT),
+        env={"TB_TEST_SERVER_DECLARE": "0"},
+    )
+    pool = McpServerPool(config, size=1)
+    yield pool
+    pool.close()
+
+
+def _run(pool, domain, task, calls):
+    agent = PlanAgent("plan", Plan(tuple(GoldenCall(c["tool"], c["parameters"]) for c in calls)))
+    backend = pool.backend(domain, task)
+    try:
+        return AttemptSetup.from_config(domain, task, agent=agent, judge=None).run(backend)
+    finally:
+        backend.close()
+
+
+def test_verdict_of_record_server_hash_passes_over_our_diff_of_unhashed_text(silent_pool):
+    # Without declarations our diff counts the subject (free text the server does not hash) and the
+    # clock stamps: the server's hash passes, and it is the verdict of record (SPEC §2).
+    domain = replace(DOMAIN, mcp={**DOMAIN.mcp, "unstable": {}})
+    edited = [
+        dict(GOLDEN[0], parameters={**GOLDEN[0]["parameters"], "subject": "Different words"}),
+        GOLDEN[1],
+    ]
+    result = _run(silent_pool, domain, _task(), edited)
+    evidence = result.extra["thinkingbox"]
+    assert (result.verdict, result.categories) == ("pass", [])
+    assert [(d.kind, d.table, d.key, d.field) for d in result.diff] == [
+        ("wrong_value", "tickets", "2", "subject")
+    ]
+    assert [(c.kind, c.passed) for c in result.checks] == [("server_state_hash", True)]
+    assert result.checks[0].detail == (
+        "our classified diff finds 1 item(s), kept as diagnostics: the server's hash decides"
+    )
+    assert (evidence["disagree"], evidence["verdict_of_record"]) == (True, "server hash")
+    assert evidence["effects"]["tb_test_shop"]["declarations_verified"] is False
+
+
+def test_verdict_of_record_server_hash_fails_where_our_diff_skips_a_hashed_field(pool):
+    # The domain wrongly declares status unstable: our diff ignores it, the server hashes it.
+    domain = replace(DOMAIN, mcp={**DOMAIN.mcp, "unstable": {"tickets": ["subject", "status"]}})
+    wrong = [GOLDEN[0], dict(GOLDEN[1], parameters={"ticket_id": "2", "status": "pending"})]
+    result = _run(pool, domain, _task(), wrong)
+    assert (result.verdict, result.categories, result.diff) == ("fail", ["check_failed"], [])
+    assert [(c.kind, c.passed, c.detail) for c in result.checks] == [
+        (
+            "server_state_hash",
+            False,
+            "the result hash differs from the golden hash although our classified diff finds no difference",
+        )
+    ]
+    assert result.extra["thinkingbox"]["disagree"] is True
+
+
+def test_mcp_backend_reads_declarations_from_the_geteffects_answer(pool):
+    backend = pool.backend(replace(DOMAIN, mcp={**DOMAIN.mcp, "unstable": {}}), _task())
+    try:
+        specs = backend.table_specs()
+        comparison = backend.comparison()
+    finally:
+        backend.close()
+    assert specs["tickets"].unstable == frozenset({"subject", "created_at", "updated_at"})
+    assert comparison.declarations.source == "the server's geteffects answer (key 'unstable')"
+    assert comparison.declarations_verified is True

@@ -268,3 +268,31 @@ def test_parse_tb_row_database_effects_become_our_diff_beside_their_hash():
         False,
     )
     assert len(evidence["positional_diff"]) == 1
+
+
+@pytest.mark.parametrize("repetition", [-1, 200, 99999])
+def test_parse_tb_row_repetition_outside_the_campaign_bound_is_an_error(repetition):
+    row = _real_rows()[0]
+    row["metadata"]["repetition"] = repetition
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        parse_tb_row(row, file="x.jsonl", line=3)
+    assert str(caught.value) == (
+        "x.jsonl:3: test cloud_drive.py:test_append_some_more_text: field metadata.repetition must be "
+        f"0..199 (at most 200 attempts per test, as for any campaign), got {repetition}"
+    )
+
+
+def test_parse_tb_results_yaml_alias_bomb_is_refused_naming_file_and_line(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    levels = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    levels += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 8)]
+    path.write_text("\n".join(levels) + "\n")
+    assert len(path.read_bytes()) < 700
+
+    with pytest.raises(ThinkingBoxFormatError) as caught:
+        parse_tb_results(path)
+
+    assert (caught.value.file, caught.value.line) == (str(path), 4)  # the anchor whose copies cross the bound
+    assert caught.value.message == (
+        "malformed YAML: aliases expand to more than 10000 nodes (alias bomb?); anchor here"
+    )

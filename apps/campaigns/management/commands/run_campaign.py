@@ -1,4 +1,9 @@
-"""python manage.py run_campaign --suite NAME --agent AGENT --repeat N [--tasks ...] [--wait]"""
+"""python manage.py run_campaign --suite NAME --agent AGENT --repeat N [--tasks ...] [--wait]
+
+User simulator and judge: ``--user scripted|llm`` with ``--user-model/-base-url/-api-key-env/-prompt-file``,
+``--judge keyword|llm`` with ``--judge-model/-base-url/-api-key-env/-prompt-file`` (an LLM judge runs
+at temperature 0 and parses its answers strictly; a rubric it cannot answer is unjudged).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.agents.services import UnknownAgent, agent_config_for, price_sheet_default
 from apps.campaigns.selectors import campaign_progress
-from apps.campaigns.services import campaign_create, campaign_start, campaigns_wait
+from apps.campaigns.services import (
+    EvaluatorConfigError,
+    campaign_create,
+    campaign_start,
+    campaigns_wait,
+    evaluator_configs,
+)
 from apps.core.services import team_default_for
 from apps.suites.models import Suite
 from thinkingbox_web.embedded import broker_is_embedded, start_embedded_worker, stop_worker, tasks_run_inline
@@ -18,7 +29,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--suite", default="starter")
-        parser.add_argument("--agent", required=True, help="golden | sim:<persona> | name of an AgentConfig")
+        parser.add_argument(
+            "--agent",
+            required=True,
+            help="golden | sim:<persona> | check:do-nothing|skip-last-write|changed-argument (harness checks) "
+            "| name of an AgentConfig",
+        )
         parser.add_argument("--repeat", type=int, default=20, help="attempts per task (N)")
         parser.add_argument("--tasks", nargs="*", help="task ids (default: every gradable task)")
         parser.add_argument("--name", help="campaign name")
@@ -28,6 +44,24 @@ class Command(BaseCommand):
             "--wait", action="store_true", help="wait for completion (starts an embedded worker if needed)"
         )
         parser.add_argument("--timeout", type=float, default=3600.0)
+        for role, kinds, default in (
+            ("user", ("scripted", "llm"), "scripted"),
+            ("judge", ("keyword", "llm"), "keyword"),
+        ):
+            what = "user simulator" if role == "user" else "judge"
+            parser.add_argument(
+                f"--{role}", choices=kinds, default=default, help=f"the {what} (default {default})"
+            )
+            parser.add_argument(f"--{role}-model", default="", help=f"LLM {what}: model")
+            parser.add_argument(
+                f"--{role}-base-url", default="", help=f"LLM {what}: OpenAI-compatible base URL"
+            )
+            parser.add_argument(
+                f"--{role}-api-key-env",
+                default="",
+                help=f"LLM {what}: NAME of the environment variable holding the key (never the key)",
+            )
+            parser.add_argument(f"--{role}-prompt-file", default="", help=f"LLM {what}: prompt text file")
         parser.add_argument(
             "--adaptive",
             action="store_true",
@@ -57,6 +91,12 @@ class Command(BaseCommand):
             agent = agent_config_for(options["agent"])
         except UnknownAgent as exc:
             raise CommandError(str(exc)) from None
+        try:
+            user, judge = evaluator_configs(
+                user=_evaluator(options, "user"), judge=_evaluator(options, "judge")
+            )
+        except EvaluatorConfigError as exc:
+            raise CommandError(str(exc)) from None
         adaptive = None
         if options["adaptive"]:
             adaptive = {"calibration": options["calibration"]}
@@ -68,7 +108,7 @@ class Command(BaseCommand):
             raise CommandError("--calibration, --budget-share and --target-se need --adaptive")
         kind = "adaptive, " if adaptive is not None else ""
         try:
-            campaign = self._create(options, suite, tasks, owner, agent, adaptive, kind)
+            campaign = self._create(options, suite, tasks, owner, agent, adaptive, kind, user, judge)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         created = campaign_start(campaign=campaign)
@@ -81,7 +121,7 @@ class Command(BaseCommand):
             self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
         self._wait(options, campaign)
 
-    def _create(self, options, suite, tasks, owner, agent, adaptive, kind):
+    def _create(self, options, suite, tasks, owner, agent, adaptive, kind, user, judge):
         return campaign_create(
             name=options["name"] or f"{agent.name} × {suite.name} ({kind}N={options['repeat']})",
             team=team_default_for(user=owner),
@@ -91,6 +131,8 @@ class Command(BaseCommand):
             tasks=list(tasks),
             n_attempts=options["repeat"],
             seed=options["seed"],
+            user_simulator=user,
+            judge=judge,
             price_sheet=price_sheet_default(),
             adaptive=adaptive,
         )
@@ -108,10 +150,32 @@ class Command(BaseCommand):
         rate = f"{100 * progress.pass_rate:.1f}%" if progress.pass_rate is not None else "—"
         self.stdout.write(
             f"campaign {campaign.pk}: {progress.done} done, {progress.passed} passed ({rate}), "
-            f"{progress.infra_error} infra errors, {progress.cancelled} cancelled"
+            f"{progress.unjudged} unjudged, {progress.infra_error} infra errors, {progress.cancelled} cancelled"
         )
         if not finished:
             raise CommandError(f"campaign {campaign.pk} did not finish within {options['timeout']} s")
+
+
+def _evaluator(options: dict, role: str) -> dict:
+    if options[role] != "llm":
+        return {"kind": options[role]}
+    prompt = ""
+    if options[f"{role}_prompt_file"]:
+        try:
+            with open(options[f"{role}_prompt_file"], encoding="utf-8") as handle:
+                prompt = handle.read()
+        except OSError as exc:
+            raise CommandError(f"--{role}-prompt-file: {exc}") from None
+    for name in ("model", "base_url"):
+        if not options[f"{role}_{name}"]:
+            raise CommandError(f"--{role} llm needs --{role}-{name.replace('_', '-')}")
+    return {
+        "kind": "llm",
+        "model": options[f"{role}_model"],
+        "base_url": options[f"{role}_base_url"],
+        "api_key_env": options[f"{role}_api_key_env"],
+        "prompt": prompt,
+    }
 
 
 def _owner(username: str | None):

@@ -39,8 +39,10 @@ class Command(BaseCommand):
         no_campaigns: bool,
         **options,
     ):
-        if not settings.DEBUG:
-            raise CommandError("demo creates a well-known login; refusing to run with DEBUG=0")
+        if not (settings.DEBUG or settings.DEMO):
+            raise CommandError(
+                "demo creates a well-known login; refusing to run with DEBUG=0 outside the demo (TB_DEMO=1)"
+            )
         context = DemoContext(out=self.stdout, options={"repeat": repeat, "no_campaigns": no_campaigns})
         steps = demo_steps()
         for number, step in enumerate(steps, start=1):

@@ -1,0 +1,449 @@
+"""Failure clusters (SPEC §8): the queue's attempts grouped by failure signature, described and linked.
+
+A cluster is the set of attempts (of the queue's scope: the user's visible campaigns and filters)
+that share one signature; two clusters whose signatures differ by exactly one element are
+*related* and shown side by side, never merged. Signatures are stored on the attempt rows when
+they are recorded (apps.campaigns), so grouping is one aggregate over indexed columns.
+
+The expensive part — one GROUP BY over every failure in scope and the elements of one example per
+cluster — is cached under a stamp of the scope's task summaries (which change whenever an attempt
+finishes) and, when the filters read reviews (label, assignee, status), of the audit trail (which
+grows with every review change). Per-page details (dominant termination, tasks and models spanned)
+are cached the same way; review progress is always read fresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum, TextField
+from django.db.models.functions import Cast
+
+from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.campaigns.selectors import campaigns_visible_to
+from apps.triage.models import AttemptReview, AuditEntry
+from apps.triage.queue import QueueFilters, queue_queryset
+from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe, neighbour_digests
+
+PER_PAGE = 50
+CACHE_SECONDS = 6 * 3600
+CACHE_VERSION = 2
+_CHUNK = 2000  # ids per IN (...) list: far below SQLite's variable limit
+_REVIEW_FILTERS = ("label", "assignee", "status")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One signature's attempts in scope: counts, spread, two examples, its elements and relatives."""
+
+    signature: str
+    size: int  # attempts in scope with this signature
+    clean: int  # of them, clean-looking failures (SPEC §4)
+    tasks: int
+    campaigns: int
+    models: int  # distinct agent configurations
+    examples: tuple[int, ...]  # first and last attempt id (one when the cluster has one attempt)
+    items: tuple[tuple[str, ...], ...]  # the first example's stored signature items
+    related: tuple[str, ...] = ()
+    # Distinct stored phrase sets among its attempts (1: every attempt shares the example's values);
+    # None until counted for a page.
+    variants: int | None = None
+
+    @property
+    def unsigned(self) -> bool:
+        """Attempts stored before signatures existed (manage.py backfill_signatures signs them)."""
+        return self.signature == ""
+
+    @cached_property
+    def signature_object(self) -> Signature:
+        return Signature.from_items(self.items)
+
+    @property
+    def elements(self) -> tuple[Element, ...]:
+        return self.signature_object.elements
+
+    @cached_property
+    def description(self) -> str:
+        """Plain words: with the example's values when every attempt shares them, else without values."""
+        if self.unsigned:
+            return "not signed yet: these attempts were stored before failure signatures (run backfill_signatures)"
+        return self.example_description if self.variants == 1 else self.generic_description
+
+    @cached_property
+    def generic_description(self) -> str:
+        return describe(self.signature_object.generic)
+
+    @cached_property
+    def example_description(self) -> str:
+        """The first example's own values (shown when the cluster's attempts differ in them)."""
+        return describe(self.signature_object.phrases)
+
+    @cached_property
+    def categories(self) -> list[str]:
+        return sorted({element.category for element in self.elements})
+
+
+# A cluster in the cached index, as plain values (fast to (un)pickle for thousands of clusters):
+# (signature, size, clean, tasks, campaigns, models, first id, last id, items as JSON text, related).
+_Row = tuple[str, int, int, int, int, int, int, int, str, tuple[str, ...]]
+
+
+def _cluster(row: _Row) -> Cluster:
+    signature, size, clean, tasks, campaigns, models, first, last, items, related = row
+    return Cluster(
+        signature=signature,
+        size=size,
+        clean=clean,
+        tasks=tasks,
+        campaigns=campaigns,
+        models=models,
+        examples=(first,) if first == last else (first, last),
+        items=tuple(tuple(item) for item in json.loads(items or "[]")),
+        related=related,
+    )
+
+
+@dataclass(frozen=True)
+class ClusterIndex:
+    """Every cluster of one scope, largest first, with the scope's totals.
+
+    Holds the clusters as plain rows and builds Cluster objects only for what is read (a page, one
+    cluster), so a warm page unpickles a few small tuples per cluster, not thousands of objects.
+    Behaves as a sequence of clusters (len, slices), so it can be paged directly.
+    """
+
+    rows: tuple[_Row, ...]
+    attempts: int  # attempts in scope
+    clean: int  # clean-looking failures in scope
+    stamp: str
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [_cluster(row) for row in self.rows[key]]
+        return _cluster(self.rows[key])
+
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def clusters(self) -> list[Cluster]:
+        """Every cluster as an object, largest first (builds all of them: for exports and tests, not pages)."""
+        return self[:]
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {row[0]: position for position, row in enumerate(self.rows)}
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_positions", None)  # derived; rebuilt on first lookup
+        return state
+
+    def get(self, signature: str) -> Cluster | None:
+        position = self._positions.get(signature)
+        return None if position is None else _cluster(self.rows[position])
+
+    def share(self, cluster: Cluster) -> float | None:
+        """The cluster's share of the scope's clean-looking failures."""
+        return cluster.clean / self.clean if self.clean else None
+
+    @property
+    def ratio(self) -> float | None:
+        """Attempts per cluster row: how much shorter the grouped view is than the flat one."""
+        return self.attempts / len(self.rows) if self.rows else None
+
+
+@dataclass(frozen=True)
+class ClusterRow:
+    """A cluster as a row of the grouped queue: the cluster plus what the page shows about it."""
+
+    cluster: Cluster
+    share: float | None
+    termination: str
+    termination_share: float
+    top_tasks: tuple[tuple[str, int], ...]
+    top_models: tuple[tuple[str, int], ...]
+    queue: str  # the queue filters narrowed to this cluster (j/k in the drilldown walk its attempts)
+    reviewed: int = 0
+    labelled: int = 0
+    related: tuple[Cluster, ...] = field(default=())  # the largest related clusters (at most RELATED_SHOWN)
+
+
+RELATED_SHOWN = 3
+
+
+def _stamp(campaign_ids: list[int], filters: QueueFilters) -> str:
+    """Changes whenever an attempt of the scope finishes (and, with review filters, whenever a review changes)."""
+    row = TaskSummary.objects.filter(campaign_id__in=campaign_ids).aggregate(
+        latest=Max("updated_at"), rows=Count("id"), done=Sum("n_done"), passed=Sum("n_pass")
+    )
+    latest = row["latest"].timestamp() if row["latest"] else 0
+    parts = [f"{latest:.6f}", str(row["rows"]), str(row["done"]), str(row["passed"])]
+    if any(getattr(filters, name) for name in _REVIEW_FILTERS):
+        parts.append(str(AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0))
+    return "-".join(parts)
+
+
+def _key(kind: str, campaign_ids: list[int], filters: QueueFilters, stamp: str, *parts) -> str:
+    raw = "|".join(
+        str(p)
+        for p in (
+            SIGNATURE_VERSION,
+            kind,
+            ",".join(map(str, campaign_ids)),
+            filters.querystring(),
+            stamp,
+            *parts,
+        )
+    )
+    return f"triage:clusters:v{CACHE_VERSION}:{kind}:" + hashlib.sha1(raw.encode()).hexdigest()
+
+
+def _scope(user, filters: QueueFilters) -> tuple[list[int], QueueFilters]:
+    visible = campaigns_visible_to(user)
+    if filters.campaigns:
+        visible = visible.filter(pk__in=filters.campaigns)
+    return sorted(visible.values_list("pk", flat=True)), filters.without_signature()
+
+
+def _chunks(values: list, size: int = _CHUNK) -> Iterable[list]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
+    """Every cluster of the user's queue with these filters (the signature filter ignored), cached."""
+    campaign_ids, filters = _scope(user, filters)
+    stamp = _stamp(campaign_ids, filters)
+    key = _key("index", campaign_ids, filters, stamp)
+    found = cache.get(key)
+    if found is None:
+        found = _build_index(queue_queryset(user=user, filters=filters), stamp)
+        cache.set(key, found, CACHE_SECONDS)
+    return found
+
+
+def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
+    """Two aggregates and one read of example items, whatever the number of attempts.
+
+    Distinct tasks, campaigns and models are counted over (signature, campaign, task) groups rather
+    than over attempts: the same answer from a table a fraction of the size.
+    """
+    groups = (
+        queryset.order_by()
+        .values("signature", "campaign_id", "task_id")
+        .annotate(
+            n=Count("id"), clean=Count("id", filter=Q(clean_looking=True)), first=Min("id"), last=Max("id")
+        )
+    )
+    sql, params = groups.query.sql_with_params()
+    q = connection.ops.quote_name
+    outer = (
+        f"SELECT g.{q('signature')}, SUM(g.{q('n')}), SUM(g.{q('clean')}), COUNT(DISTINCT g.{q('task_id')}), "
+        f"COUNT(DISTINCT g.{q('campaign_id')}), COUNT(DISTINCT c.{q('agent_id')}), MIN(g.{q('first')}), "
+        f"MAX(g.{q('last')}) FROM ({sql}) g JOIN {q(Campaign._meta.db_table)} c ON c.{q('id')} = g.{q('campaign_id')} "
+        f"GROUP BY g.{q('signature')}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(outer, params)
+        found = cursor.fetchall()
+    firsts = [int(row[6]) for row in found]
+    items: dict[int, str] = {}
+    for chunk in _chunks(firsts):
+        items.update(
+            Attempt.objects.filter(pk__in=chunk)
+            .annotate(items_text=Cast("signature_items", TextField()))
+            .values_list("pk", "items_text")
+        )
+    elements = {
+        signature: Signature.from_items(json.loads(items.get(int(first)) or "[]")).elements
+        for signature, *_, first, _last in found
+        if signature
+    }
+    related = _related(elements)
+    rows: list[_Row] = [
+        (
+            signature,
+            int(size),
+            int(clean),
+            int(tasks),
+            int(campaigns),
+            int(models),
+            int(first),
+            int(last),
+            items.get(int(first)) or "[]",
+            tuple(sorted(related.get(signature, ()))),
+        )
+        for signature, size, clean, tasks, campaigns, models, first, last in found
+    ]
+    rows.sort(key=lambda row: (-row[1], row[0]))
+    return ClusterIndex(
+        rows=tuple(rows),
+        attempts=sum(row[1] for row in rows),
+        clean=sum(row[2] for row in rows),
+        stamp=stamp,
+    )
+
+
+def _related(elements: dict[str, tuple[Element, ...]]) -> dict[str, set[str]]:
+    """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours."""
+    links: dict[str, set[str]] = defaultdict(set)
+    for signature, own in elements.items():
+        for smaller in neighbour_digests(own):
+            if smaller in elements:
+                links[signature].add(smaller)
+                links[smaller].add(signature)
+    return links
+
+
+def cluster_rows(
+    *, user, filters: QueueFilters, index: ClusterIndex, page: Iterable[Cluster]
+) -> list[ClusterRow]:
+    """The grouped queue's rows for one page of clusters: details cached with the index, reviews fresh."""
+    page = list(page)
+    campaign_ids, filters = _scope(user, filters)
+    signatures = [c.signature for c in page]
+    key = _key("rows", campaign_ids, filters, index.stamp, *signatures)
+    details = cache.get(key)
+    base = queue_queryset(user=user, filters=filters).order_by()
+    if details is None:
+        details = _page_details(base, signatures)
+        cache.set(key, details, CACHE_SECONDS)
+    reviewed, labelled = _review_progress(base, signatures)
+    rows = []
+    for cluster in page:
+        termination, share, tasks, models, variants = details.get(cluster.signature, ("", 0.0, (), (), None))
+        relatives = [r for r in (index.get(s) for s in cluster.related) if r is not None]
+        relatives.sort(key=lambda r: (-r.size, r.signature))
+        rows.append(
+            ClusterRow(
+                cluster=replace(cluster, variants=variants),
+                share=index.share(cluster),
+                termination=termination,
+                termination_share=share,
+                top_tasks=tasks,
+                top_models=models,
+                queue=filters.with_signature(cluster.signature).querystring(),
+                reviewed=reviewed[cluster.signature],
+                labelled=labelled[cluster.signature],
+                related=tuple(relatives[:RELATED_SHOWN]),
+            )
+        )
+    return rows
+
+
+TOP = 3
+
+
+def _page_details(base: QuerySet[Attempt], signatures: list[str]) -> dict[str, tuple]:
+    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (four queries)."""
+    scoped = base.filter(signature__in=signatures)
+    terminations: dict[str, Counter] = defaultdict(Counter)
+    for row in scoped.values("signature", "termination").annotate(n=Count("id")):
+        terminations[row["signature"]][row["termination"]] = row["n"]
+    tasks: dict[str, Counter] = defaultdict(Counter)
+    for row in scoped.values("signature", "task__task_id").annotate(n=Count("id")):
+        tasks[row["signature"]][row["task__task_id"]] = row["n"]
+    models: dict[str, Counter] = defaultdict(Counter)
+    for row in scoped.values("signature", "campaign__agent__name").annotate(n=Count("id")):
+        models[row["signature"]][row["campaign__agent__name"]] = row["n"]
+    variants = dict(
+        scoped.values("signature")
+        .annotate(v=Count("signature_items", distinct=True))
+        .values_list("signature", "v")
+    )
+    details = {}
+    for signature in signatures:
+        counts = terminations[signature]
+        total = sum(counts.values())
+        name, n = min(counts.items(), key=lambda item: (-item[1], item[0])) if counts else ("", 0)
+        details[signature] = (
+            name,
+            n / total if total else 0.0,
+            _top(tasks[signature]),
+            _top(models[signature]),
+            variants.get(signature),
+        )
+    return details
+
+
+def _top(counts: Counter) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP])
+
+
+def _review_progress(base: QuerySet[Attempt], signatures: list[str]) -> tuple[Counter, Counter]:
+    """Per signature: attempts marked reviewed, and attempts carrying at least one label (one query)."""
+    reviews = AttemptReview.objects.filter(attempt__in=base.filter(signature__in=signatures)).values(
+        "attempt__signature"
+    )
+    reviewed: Counter = Counter()
+    labelled: Counter = Counter()
+    for row in reviews.annotate(
+        reviewed=Count("id", filter=Q(status=AttemptReview.Status.REVIEWED), distinct=True),
+        labelled=Count("id", filter=Q(labels__isnull=False), distinct=True),
+    ):
+        reviewed[row["attempt__signature"]] = row["reviewed"]
+        labelled[row["attempt__signature"]] = row["labelled"]
+    return reviewed, labelled
+
+
+@dataclass(frozen=True)
+class CampaignShare:
+    campaign_id: int
+    name: str
+    attempts: int  # of the cluster, in this campaign
+    failures: int  # failures of this campaign in scope
+
+
+def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[CampaignShare]:
+    """The cluster's distribution over the scope's campaigns (every campaign in scope, zero included).
+
+    The scope's failures per campaign are cached with the index's stamp; the cluster's own counts are
+    one query over the signature index.
+    """
+    campaign_ids, filters = _scope(user, filters)
+    base = queue_queryset(user=user, filters=filters).order_by()
+    key = _key("campaigns", campaign_ids, filters, _stamp(campaign_ids, filters))
+    failures = cache.get(key)
+    if failures is None:
+        failures = {
+            row["campaign_id"]: (row["campaign__name"], row["n"])
+            for row in base.values("campaign_id", "campaign__name").annotate(n=Count("id"))
+        }
+        cache.set(key, failures, CACHE_SECONDS)
+    mine = dict(
+        base.filter(signature=signature)
+        .values("campaign_id")
+        .annotate(n=Count("id"))
+        .values_list("campaign_id", "n")
+    )
+    return sorted(
+        (CampaignShare(pk, name, mine.get(pk, 0), total) for pk, (name, total) in failures.items()),
+        key=lambda share: (share.name, share.campaign_id),
+    )
+
+
+def others_like(*, user, attempt: Attempt) -> int:
+    """How many other failed attempts of the user's campaigns share this attempt's signature (one query)."""
+    if not attempt.signature:
+        return 0
+    return (
+        Attempt.objects.filter(
+            signature=attempt.signature,
+            campaign__in=campaigns_visible_to(user).values("pk"),
+            status=Attempt.Status.DONE,
+            verdict=Attempt.Verdict.FAIL,
+        )
+        .exclude(pk=attempt.pk)
+        .count()
+    )

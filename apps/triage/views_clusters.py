@@ -1,0 +1,157 @@
+"""Failure clusters (SPEC §8): the cluster page and the one action that labels, assigns or closes whole clusters.
+
+Reads need the viewer role and only see the user's teams; the action needs the triager role (here
+and again in the services) and only ever touches attempts of the user's queue.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpResponseBadRequest, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.core.access import require_role, user_has_role
+from apps.core.charts import chart
+from apps.core.roles import Role
+from apps.figures.selectors import figure_campaigns
+from apps.triage import charts, selectors, services
+from apps.triage.models import AttemptReview, Label
+from apps.triage.selectors import Cluster, QueueFilters
+from apps.triage.views import _assignees, _attempt_page, _queue_context
+
+_SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def _related(cluster: Cluster, index) -> list[dict]:
+    """Each related cluster with the one element that tells them apart, in plain words."""
+    mine = dict(zip(cluster.elements, (item[5] if len(item) > 5 else "" for item in cluster.items)))
+    out = []
+    for signature in cluster.related:
+        other = index.get(signature)
+        if other is None:
+            continue
+        theirs = dict(zip(other.elements, (item[5] if len(item) > 5 else "" for item in other.items)))
+        added = [theirs[e] for e in theirs.keys() - mine.keys()]
+        removed = [mine[e] for e in mine.keys() - theirs.keys()]
+        out.append({"cluster": other, "added": added, "removed": removed})
+    return sorted(out, key=lambda r: (-r["cluster"].size, r["cluster"].signature))
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def cluster(request, signature: str):
+    """One cluster: what its attempts did, where they come from (campaign distribution), relatives, its attempts."""
+    if not _SIGNATURE.match(signature):
+        raise Http404("no such failure cluster")
+    filters = QueueFilters.from_query(request.GET).without_signature()
+    scoped = filters.with_signature(signature)
+    attempts = selectors.queue_queryset(user=request.user, filters=scoped)
+    rows = selectors.queue_rows(attempts)
+    can_edit = user_has_role(request.user, Role.TRIAGER)
+    context = {
+        "filters": scoped,
+        "query": scoped.querystring(),
+        "labels": selectors.labels(),
+        "can_edit": can_edit,
+        "rows_url": reverse("triage:cluster", args=[signature]),
+        **_attempt_page(rows, scoped, request.GET.get("page")),
+    }
+    if request.htmx:
+        return render(request, "triage/cluster.html#triage-rows", context)
+    index = selectors.cluster_index(user=request.user, filters=filters)
+    found = index.get(signature)
+    if (
+        found is None
+        and not selectors.queue_queryset(
+            user=request.user, filters=QueueFilters(scope="failed", signature=signature)
+        ).exists()
+    ):
+        raise Http404("no such failure cluster in your campaigns")
+    shares = selectors.cluster_campaigns(user=request.user, filters=filters, signature=signature)
+    row = (
+        selectors.cluster_rows(user=request.user, filters=filters, index=index, page=[found])[0]
+        if found
+        else None
+    )
+    context.update(
+        {
+            "cluster": row.cluster if row else None,
+            "row": row,
+            "signature": signature,
+            "index": index,
+            "share": index.share(found) if found else None,
+            "related": _related(found, index) if found else [],
+            "distribution": chart(charts.cluster_campaign_bars(shares)),
+            "shares": shares,
+            "scope_query": filters.querystring(),
+            "broader": QueueFilters(scope="failed").querystring(),
+            "assignees": _assignees(figure_campaigns(request.user)) if can_edit else [],
+        }
+    )
+    return render(request, "triage/cluster.html", context)
+
+
+def _safe_next(request) -> str:
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return ""
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def cluster_act(request):
+    """Label / unlabel, assign, mark reviewed or reopen every attempt of the ticked clusters (in the view's filters)."""
+    filters = QueueFilters.from_query(QueryDict(request.POST.get("query", ""))).without_signature()
+    signatures = [s for s in request.POST.getlist("s") if _SIGNATURE.match(s)]
+    action = request.POST.get("action", "")
+    # Only attempts of the user's queue with these filters: forged signatures of other teams match nothing.
+    attempts = list(
+        selectors.queue_queryset(user=request.user, filters=filters)
+        .filter(signature__in=signatures)
+        .select_related("campaign__team")
+        .only("id", "task_id", "campaign_id", "campaign__team_id")
+    )
+    try:
+        if action in ("label", "unlabel"):
+            label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
+            services.attempts_bulk_label(
+                attempts=attempts, label=label, actor=request.user, add=action == "label"
+            )
+        elif action == "assign":
+            assignee = _assignee_for(request, attempts)
+            services.attempts_bulk_assign(attempts=attempts, assignee=assignee, actor=request.user)
+        elif action in ("reviewed", "open"):
+            status = AttemptReview.Status.REVIEWED if action == "reviewed" else AttemptReview.Status.OPEN
+            services.attempts_bulk_status(attempts=attempts, status=status, actor=request.user)
+        else:
+            return HttpResponseBadRequest("action: choose label, unlabel, assign, reviewed or open")
+    except ValidationError as error:
+        return HttpResponseBadRequest("; ".join(error.messages))
+    target = _safe_next(request)
+    if request.htmx and not target:
+        context = _queue_context(request, filters, "grouped", page_number=request.POST.get("page"))
+        return render(request, "triage/queue.html#triage-rows", context)
+    return redirect(target or f"{reverse('triage:queue')}?{filters.querystring()}")
+
+
+def _assignee_for(request, attempts):
+    """The chosen assignee (None clears), who must be a triager of every team whose attempts are touched."""
+    value = request.POST.get("assignee", "")
+    if not value:
+        return None
+    teams = {a.campaign.team_id: a.campaign for a in attempts}
+    for campaign in teams.values():
+        if not any(str(user.pk) == value for user in selectors.triagers_of(campaign)):
+            raise ValidationError(f"assignee: user {value} is not a triager of team {campaign.team}")
+    people = {str(u.pk): u for c in teams.values() for u in selectors.triagers_of(c)}
+    if value not in people:
+        raise ValidationError(f"assignee: user {value} is not a triager of these attempts' teams")
+    return people[value]

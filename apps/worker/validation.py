@@ -1,0 +1,67 @@
+"""Validating any stored suite (built-in or imported) on its tasks' own backends, stored as task health.
+
+Each task runs golden twice and do-nothing on a fresh backend per run — a SQLite sandbox or the
+imported suite's real MCP server (tb_engine.validation.validate_task) — and the outcome is kept in
+the triage app's task-health tables (TaskValidation, with every run's verdicts and both diffs)
+and on the task row campaigns select by (invalid and non-discriminating tasks are not selected).
+Rubrics are judged by the offline keyword judge; those it cannot answer leave the task validated
+on its state part only, and the stored result says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from apps.suites.models import Suite, Task
+from apps.suites.services import task_validation_set
+from apps.triage.models import SuiteValidation
+from apps.triage.services import (
+    suite_validation_claim,
+    suite_validation_finish,
+    suite_validation_start,
+    task_validation_record,
+)
+from apps.worker.execution import task_domain, task_spec_of
+from tb_engine.validation import validate_task
+
+
+def _validate_tasks(
+    run: SuiteValidation, *, actor=None, progress: Callable[[str], None] | None = None
+) -> SuiteValidation:
+    tasks = Task.objects.filter(suite=run.suite).select_related("suite", "domain").order_by("task_id")
+    try:
+        for task in tasks:
+            result = validate_task(task_domain(task), task_spec_of(task))
+            task_validation_record(run=run, task=task, validation=result.to_dict(), actor=actor)
+            task_validation_set(task=task, status=result.status, detail="\n".join(result.problems))
+            if progress is not None:
+                note = f" ({result.rubrics_note})" if result.rubrics_note else ""
+                progress(f"{task.task_id}: {result.status.replace('_', '-')}{note}")
+                for problem in result.problems:
+                    progress(f"  - {problem}")
+    except Exception as exc:  # recorded on the run, then raised: the caller reports it
+        suite_validation_finish(run=run, error=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        from tb_engine.thinkingbox.mcp_backend import close_pools
+
+        close_pools()  # one validation's servers are not kept for the next
+    run.refresh_from_db()
+    return suite_validation_finish(run=run)
+
+
+def suite_validate(
+    *, suite: Suite, actor=None, progress: Callable[[str], None] | None = None
+) -> SuiteValidation:
+    """Validate every task of ``suite`` now. Side effects: a SuiteValidation, one TaskValidation per task,
+    task-health issues, Task.validation."""
+    return _validate_tasks(suite_validation_start(suite=suite, actor=actor), actor=actor, progress=progress)
+
+
+def suite_validation_run(*, run_id: int) -> str:
+    """Run a requested validation (the suite page's button); a no-op when another worker has it."""
+    run = suite_validation_claim(run_id=run_id)
+    if run is None:
+        return "not-claimed"
+    _validate_tasks(run, actor=run.requested_by)
+    return "done"
