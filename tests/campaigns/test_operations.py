@@ -305,3 +305,57 @@ def test_compare_says_running_0_of_n_instead_of_comparing_a_campaign_with_no_fin
         f"{running.name} is running 0/36: no finished attempt to compare yet · "
         f"{other.name} is running 0/6: no finished attempt to compare yet"
     )
+
+
+def _running(make_campaign):
+    """A started campaign (3 tasks × 12) with no finished attempt, its summaries current."""
+    from apps.campaigns.summaries import summary_refresh
+
+    running = _start(make_campaign("sim:careless", tasks=3, n=12))
+    summary_refresh(campaign_id=running.pk)
+    return running
+
+
+def test_gap_page_says_running_0_of_n_and_leaves_the_campaign_out_of_the_charts(client, bob, make_campaign):
+    running = _running(make_campaign)
+    client.force_login(bob)
+
+    response = client.get("/gap/")
+    html = response.content.decode()
+    row = html.split(f'<tr data-campaign="{running.pk}">')[1].split("</tr>")[0]
+
+    assert "running 0/36 · no finished attempt yet, so no figures" in row
+    assert "%" not in row
+    assert [p["running"] for p in response.context["points"]] == ["running 0/36"]
+    assert response.context["scatter"]["figure"]["data"][1]["text"] == []  # no point at (0, 0)
+
+
+def test_cost_page_says_running_0_of_n_instead_of_cost_per_result(client, bob, make_campaign):
+    running = _running(make_campaign)
+    client.force_login(bob)
+
+    html = client.get("/cost/").content.decode()
+    row = html.split(f'<tr data-campaign="{running.pk}">')[1].split("</tr>")[0]
+
+    assert "running 0/36 · no finished attempt yet, so no cost per result" in row
+
+
+def test_domains_page_names_a_running_campaign_and_leaves_it_out_of_ranks_and_pairs(
+    client, bob, make_campaign
+):
+    running = _running(make_campaign)
+    client.force_login(bob)
+
+    response = client.get(f"/domains/?a={running.pk}&b={running.pk}")
+    html = response.content.decode()
+
+    assert (
+        f"{running.name} is running 0/36: no finished attempt yet, so not in the heatmaps or the ranks."
+        in html
+    )
+    assert response.context["rankings"] == []
+    assert (
+        response.context["pair_error"]
+        == f"{running.name} is running 0/36: no finished attempt to compare yet"
+    )
+    assert response.context["deltas"] == []
