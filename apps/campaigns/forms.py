@@ -6,7 +6,7 @@ from django.db.models import Q
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.core.models import Team
-from apps.suites.models import Suite
+from apps.suites.models import Domain, Suite, Task
 from tb_engine.agents.harness_checks import CHECKS, LABELS
 from tb_engine.llm_judge import JUDGE_INSTRUCTIONS
 from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS
@@ -42,7 +42,15 @@ class CampaignLaunchForm(forms.Form):
         "changed-argument: they test the grader, not a model)."
     )
     suite = forms.ModelChoiceField(queryset=Suite.objects.all())
-    domains = forms.CharField(required=False, help_text="Comma-separated domain names (empty: all).")
+    domains = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: every domain."
+    )
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=Task.objects.none(),
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 8}),
+        help_text="None chosen: every gradable task of the ticked domains.",
+    )
     n_attempts = forms.IntegerField(min_value=1, max_value=200, initial=20, label="Attempts per task (N)")
     seed = forms.IntegerField(initial=0)
     price_sheet = forms.ModelChoiceField(queryset=PriceSheet.objects.all(), required=False)
@@ -122,9 +130,36 @@ class CampaignLaunchForm(forms.Form):
         )
         self.fields["budget_share"].required = False
         self.fields["target_se"].required = False
+        suites = self.fields["suite"].queryset
+        self.fields["domains"].choices = [
+            (name, name)
+            for name in Domain.objects.filter(suite__in=suites)
+            .order_by("name")
+            .values_list("name", flat=True)
+            .distinct()
+        ]
+        self.fields["tasks"].queryset = (
+            Task.objects.filter(suite__in=suites).select_related("domain").order_by("task_id")
+        )
+        self.fields["tasks"].label_from_instance = lambda task: task.task_id
+
+    def chosen_tasks(self):
+        """The suite's tasks the form selects: the chosen tasks, else all of the ticked domains (or all)."""
+        data = self.cleaned_data
+        tasks = data["suite"].tasks.all()
+        if data.get("domains"):
+            tasks = tasks.filter(domain__name__in=data["domains"])
+        if data.get("tasks"):
+            tasks = tasks.filter(pk__in=[task.pk for task in data["tasks"]])
+        return tasks
 
     def clean(self) -> dict:
         data = super().clean()
+        suite, tasks = data.get("suite"), data.get("tasks")
+        if suite is not None and tasks:
+            foreign = sorted(task.task_id for task in tasks if task.suite_id != suite.pk)
+            if foreign:
+                self.add_error("tasks", f"not in suite {suite.name}: {', '.join(foreign)}")
         configs = {}
         for role in ("user", "judge"):
             if data.get(f"{role}_kind") != "llm":

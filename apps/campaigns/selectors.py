@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Avg, Count, Q, QuerySet
 from django.utils import timezone
 
+from apps.agents.models import PriceSheet
 from apps.campaigns.models import Attempt, Campaign, TaskSummary
 from apps.core.access import teams_for
 from apps.core.models import WorkerHeartbeat
+from tb_engine.pricing import cost_of
+from tb_engine.transcript import Usage
 
 
 def campaign_name_taken(*, team, name: str) -> bool:
@@ -186,3 +191,94 @@ def done_verdicts(*, campaign_ids: list[int]) -> list[tuple[int, str, int, bool]
         (campaign_id, task_id, index, verdict == Attempt.Verdict.PASS)
         for campaign_id, task_id, index, verdict in rows
     ]
+
+
+# One-line headlines of stored diff items: the attempt page, the triage queue's "what went wrong".
+def singular(table: str) -> str:
+    """'tickets' -> 'ticket', 'policies' -> 'policy' (for one-line diff headlines)."""
+    if table.endswith("ies"):
+        return table[:-3] + "y"
+    if table.endswith("s") and not table.endswith("ss"):
+        return table[:-1]
+    return table
+
+
+def _short(value) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def diff_headline(item: dict) -> str:
+    """One line a reader takes in at a glance, e.g. 'ticket 20 · status: solved (golden: hold)'."""
+    subject = f"{singular(item['table'])} {item['key']}"
+    if item.get("field"):
+        return f"{subject} · {item['field']}: {_short(item['result'])} (golden: {_short(item['golden'])})"
+    result = "row present" if item["result"] is not None else "row absent"
+    golden = "present" if item["golden"] is not None else "absent"
+    return f"{subject} · {result} (golden: {golden})"
+
+
+@dataclass(frozen=True)
+class LaunchEstimate:
+    """What a launch would run and roughly cost, before it runs: tasks × N attempts at a price sheet.
+
+    The per-attempt tokens are the averages of stored finished attempts: the agent's own on this
+    suite when it has any, else every agent's on the suite (`basis` says which, with how many).
+    """
+
+    tasks: int
+    n_attempts: int
+    attempts: int
+    simulated: bool
+    sheet: str
+    basis: str
+    sample: int
+    per_attempt: Decimal | None
+    unpriced_model: str
+
+    @property
+    def total(self) -> Decimal | None:
+        return None if self.per_attempt is None else self.per_attempt * self.attempts
+
+
+def launch_estimate(*, agent, suite, tasks, n_attempts: int, price_sheet=None) -> LaunchEstimate:
+    """The launch form's estimate (two queries: the price sheet and one token average)."""
+    tasks, attempts = len(tasks), len(tasks) * n_attempts
+    sheet = price_sheet or PriceSheet.objects.order_by("-effective_date", "-pk").first()
+    base = {
+        "tasks": tasks,
+        "n_attempts": n_attempts,
+        "attempts": attempts,
+        "sheet": str(sheet) if sheet else "",
+    }
+    if agent.is_simulation:
+        return LaunchEstimate(
+            **base, simulated=True, basis="", sample=0, per_attempt=Decimal(0), unpriced_model=""
+        )
+    done = Attempt.objects.filter(campaign__suite=suite, status=Attempt.Status.DONE)
+    averages = {"input": Avg("input_tokens"), "cached": Avg("cached_input_tokens")}
+    averages |= {"output": Avg("output_tokens"), "reasoning": Avg("reasoning_tokens"), "n": Count("id")}
+    own = done.filter(campaign__agent=agent).aggregate(**averages)
+    row, basis = (own, "this agent's") if own["n"] else (done.aggregate(**averages), "every agent's")
+    if not row["n"] or sheet is None:
+        return LaunchEstimate(
+            **base, simulated=False, basis=basis, sample=row["n"], per_attempt=None, unpriced_model=""
+        )
+    usage = Usage(
+        input_tokens=round(row["input"]),
+        cached_input_tokens=round(row["cached"]),
+        output_tokens=round(row["output"]),
+        reasoning_tokens=round(row["reasoning"]),
+    )
+    cost = cost_of(usage, agent.model, sheet.as_price_list())
+    return LaunchEstimate(
+        **base,
+        simulated=False,
+        basis=basis,
+        sample=row["n"],
+        per_attempt=cost,
+        unpriced_model=agent.model if cost is None else "",
+    )

@@ -17,11 +17,13 @@ from apps.campaigns.evaluators import describe
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
+    LaunchEstimate,
     campaign_list_rows,
     campaign_progress,
     campaign_recent_errors,
     campaign_worker_activity,
     campaigns_visible_to,
+    launch_estimate,
     workers_alive,
 )
 from apps.campaigns.services import (
@@ -105,16 +107,23 @@ def _chosen_agent(value: str, team) -> AgentConfig:
     raise UnknownAgent(f"unknown agent choice {value!r}")
 
 
+def _estimate_agent(value: str) -> AgentConfig | None:
+    """The agent an estimate prices, without creating a built-in's row (a GET must not write)."""
+    if value.startswith("pk:") and value[3:].isdigit():
+        return AgentConfig.objects.filter(pk=int(value[3:])).first()
+    if value == "spec:golden":
+        return AgentConfig(kind=AgentConfig.Kind.GOLDEN)
+    if value.startswith("spec:check:"):
+        return AgentConfig(kind=AgentConfig.Kind.CHECK)
+    return None
+
+
 @require_role("operator")
 def campaign_launch(request):
     teams = teams_for(request.user)
     form = CampaignLaunchForm(request.POST or None, teams=teams)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        tasks = data["suite"].tasks.all()
-        domains = [d.strip() for d in data["domains"].split(",") if d.strip()]
-        if domains:
-            tasks = tasks.filter(domain__name__in=domains)
         try:
             campaign = campaign_create(
                 name=data["name"],
@@ -122,7 +131,7 @@ def campaign_launch(request):
                 owner=request.user,
                 agent=_chosen_agent(data["agent"], data["team"]),
                 suite=data["suite"],
-                tasks=list(tasks),
+                tasks=list(form.chosen_tasks()),
                 n_attempts=data["n_attempts"],
                 seed=data["seed"],
                 user_simulator=data["user_simulator"],
@@ -135,7 +144,31 @@ def campaign_launch(request):
         else:
             campaign_start(campaign=campaign)
             return HttpResponseRedirect(reverse("campaigns:detail", args=[campaign.pk]))
-    return render(request, "campaigns/launch.html", {"form": form, "workers_alive": workers_alive()})
+    context = {"form": form, "workers_alive": workers_alive(), "estimate": _estimate(request, teams)}
+    if request.htmx and request.method == "GET":
+        return render(request, "campaigns/launch.html#launch-estimate", context)
+    return render(request, "campaigns/launch.html", context)
+
+
+def _estimate(request, teams) -> LaunchEstimate | None:
+    """The estimate of what the form as filled in would launch (the POST, or the htmx GET on change)."""
+    source = request.POST if request.method == "POST" else request.GET
+    form = CampaignLaunchForm(source or None, teams=teams)
+    if not form.is_bound:
+        return None
+    form.is_valid()  # fills cleaned_data with the fields that parse; the name may still be empty
+    data = form.cleaned_data
+    agent = _estimate_agent(data.get("agent") or "")
+    if agent is None or not data.get("suite") or not data.get("n_attempts"):
+        return None
+    tasks = form.chosen_tasks()
+    return launch_estimate(
+        agent=agent,
+        suite=data["suite"],
+        tasks=[task for task in tasks if task.is_gradable],
+        n_attempts=data["n_attempts"],
+        price_sheet=data.get("price_sheet"),
+    )
 
 
 def _back(request, pk: int) -> str:

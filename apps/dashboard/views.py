@@ -119,6 +119,7 @@ def leaderboard(request):
         "presets": [(key, label) for key, (label, _) in PRESETS.items()],
         "cols": columns,
         "colspan": 2 + len(columns) + len(benchmarks),
+        "metric_span": len(columns),
         **health.context(),
         "export_query": f"{filter_query}&sort={sort}&dir={'desc' if descending else 'asc'}".lstrip("&"),
         "base_query": filter_query,
@@ -184,6 +185,7 @@ def gap(request):
     tables = figures.per_task_tables(campaigns, exclude=health.exclude)
     points, curves = [], {}
     for row in figures.campaign_rows(campaigns, tables):
+        running = _running(row.figures.coverage)
         points.append(
             {
                 "name": row.campaign.name,
@@ -192,10 +194,16 @@ def gap(request):
                 "gap": row.figures.gap_pp.value,
                 "colour": row.campaign.colour,
                 "campaign": row.campaign,
+                "running": running,
             }
         )
-        curves[row.campaign] = figures.pass_hat_curves(tables, row.campaign)
-    scatter = charts.gap_scatter(pd.DataFrame(points, columns=["name", "pass_at_n", "all_n", "colour"]))
+        if not running:  # no finished attempt: no point and no curve (zeros would read as results)
+            curves[row.campaign] = figures.pass_hat_curves(tables, row.campaign)
+    scatter = charts.gap_scatter(
+        pd.DataFrame(
+            [p for p in points if not p["running"]], columns=["name", "pass_at_n", "all_n", "colour"]
+        )
+    )
     colours = {campaign.name: campaign.colour for campaign in curves}
     overall = [
         {"series": campaign.name, "k": k, "value": value}
@@ -238,6 +246,13 @@ def gap(request):
     return _render(request, "dashboard/gap.html", "gap-body", context)
 
 
+def _running(coverage: figures.Coverage) -> str:
+    """'running 0/36' for a campaign with no finished attempt (its figures would be zeros), else ''."""
+    if coverage.done_attempts:
+        return ""
+    return f"running {coverage.done_attempts}/{coverage.planned_attempts}"
+
+
 @require_http_methods(["GET", "POST"])
 @require_role(Role.VIEWER)
 def cost(request):
@@ -262,6 +277,7 @@ def cost(request):
                 },
             }
             for row in rows
+            if row.figures.coverage.done_attempts
         ],
         columns=[
             "name",
@@ -276,6 +292,7 @@ def cost(request):
     sheets = {campaign.price_sheet_id: campaign.price_sheet for campaign in campaigns if campaign.price_sheet}
     context = {
         "rows": rows,
+        "running": {row.campaign.pk: _running(row.figures.coverage) for row in rows},
         "cost_chart": chart(charts.cost_bars(table)),
         "token_chart": chart(charts.token_bars(table)),
         "sheets": list(sheets.values()),
@@ -300,9 +317,13 @@ def _whatif(request, campaigns, rows: list[figures.CampaignRow]):
 @require_role(Role.VIEWER)
 def domains(request):
     """Campaigns x domains heatmaps of pass@1, pass@N and all-N; per-domain deltas between two campaigns."""
-    campaigns = figures.figure_campaigns(request.user)
-    health = task_health_scope(request.GET, campaigns)
-    tables = figures.per_task_tables(campaigns, exclude=health.exclude)
+    every = figures.figure_campaigns(request.user)
+    health = task_health_scope(request.GET, every)
+    tables = figures.per_task_tables(every, exclude=health.exclude)
+    # A campaign with no finished attempt has no figures yet: named as running, left out of the
+    # heatmaps, the ranks and the pair (its cells would be zeros that read as results).
+    running = {c: _running(figures.campaign_figures(tables, c).coverage) for c in every}
+    campaigns = [c for c in every if not running[c]]
     by_domain = {c.pk: {d.domain: d for d in figures.domain_figures(tables, c)} for c in campaigns}
     heatmaps = []
     for column, title in (
@@ -318,10 +339,15 @@ def domains(request):
                 "chart": chart(charts.heatmap(grid, title=f"{title} by domain")),
             }
         )
-    by_id = {c.pk: c for c in campaigns}
+    by_id = {c.pk: c for c in every}
     a, b = _pair(request, by_id)
     deltas, pair_error = [], ""
-    if a and b:
+    unfinished = list(dict.fromkeys(c for c in (a, b) if c and running[c]))
+    if unfinished:
+        pair_error = " · ".join(
+            f"{c.name} is {running[c]}: no finished attempt to compare yet" for c in unfinished
+        )
+    elif a and b:
         try:
             floors = figures.domain_comparisons(tables, a, b)
         except ValueError as exc:  # different N: all-N and its floor are not comparable
@@ -338,7 +364,8 @@ def domains(request):
     context = {
         "heatmaps": heatmaps,
         "rankings": figures.domain_rankings(campaigns, tables),
-        "campaigns": campaigns,
+        "campaigns": every,
+        "running": [(c, running[c]) for c in every if running[c]],
         "a": a,
         "b": b,
         "deltas": deltas,
@@ -434,10 +461,19 @@ def compare(request):
     health = task_health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:
         tables = figures.per_task_tables([a, b] if a.pk != b.pk else [a], exclude=health.exclude)
-        try:
-            result = figures.comparison(tables, a, b)
-        except ValueError as exc:
-            error = str(exc)
+        unfinished = [c for c in (a, b) if not figures.campaign_figures(tables, c).coverage.done_attempts]
+        if unfinished:
+            # No finished attempt: zeros with intervals would read as results, so say where it stands.
+            error = " · ".join(
+                f"{c.name} is running {cov.done_attempts}/{cov.planned_attempts}: no finished attempt to compare yet"
+                for c in unfinished
+                for cov in [figures.campaign_figures(tables, c).coverage]
+            )
+        else:
+            try:
+                result = figures.comparison(tables, a, b)
+            except ValueError as exc:
+                error = str(exc)
         if result is not None:
             costs = (figures.campaign_figures(tables, a).cost, figures.campaign_figures(tables, b).cost)
             verdict = compare_verdict(result, a=a.name, b=b.name, cost_a=costs[0], cost_b=costs[1])

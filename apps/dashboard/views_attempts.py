@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.campaigns.models import Attempt
+from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role
 from apps.core.roles import Role
 from apps.dashboard.selectors import attempt_neighbours
@@ -42,33 +43,6 @@ def state_verdicts(result: dict) -> list[dict]:
             }
         )
     return servers
-
-
-def singular(table: str) -> str:
-    """'tickets' -> 'ticket', 'policies' -> 'policy' (for one-line diff headlines)."""
-    if table.endswith("ies"):
-        return table[:-3] + "y"
-    if table.endswith("s") and not table.endswith("ss"):
-        return table[:-1]
-    return table
-
-
-def _short(value) -> str:
-    if value is None:
-        return "absent"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, default=str)
-    return str(value)
-
-
-def diff_headline(item: dict) -> str:
-    """One line a reader takes in at a glance, e.g. 'ticket 20 · status: solved (golden: hold)'."""
-    subject = f"{singular(item['table'])} {item['key']}"
-    if item.get("field"):
-        return f"{subject} · {item['field']}: {_short(item['result'])} (golden: {_short(item['golden'])})"
-    result = "row present" if item["result"] is not None else "row absent"
-    golden = "present" if item["golden"] is not None else "absent"
-    return f"{subject} · {result} (golden: {golden})"
 
 
 def diff_groups(diff: list[dict]) -> list[dict]:

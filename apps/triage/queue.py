@@ -20,6 +20,21 @@ from apps.triage.models import AttemptReview
 CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
 SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
+QUEUE_PER_PAGE = 50
+# Sortable queue columns: the ?sort= value (a leading "-" reverses) -> the ORM ordering it means.
+# The queue order always ends with the default order, so equal keys keep a stable, shared order
+# for the list and for j/k in the drilldown.
+QUEUE_SORTS = {
+    "campaign": ("campaign__name",),
+    "task": ("task__task_id",),
+    "index": ("index",),
+    "termination": ("termination",),
+    "calls": ("tool_calls",),
+    "diff": ("diff_items",),
+    "assignee": ("review__assignee__username",),
+    "status": ("review__status",),
+}
+DEFAULT_QUEUE_ORDER = ("campaign_id", "task__task_id", "index", "pk")
 
 
 def _int(value: str) -> int | None:
@@ -39,6 +54,7 @@ class QueueFilters:
     status: str = ""
     scope: str = "clean"
     signature: str = ""  # one failure cluster (SPEC §8): its attempts only
+    sort: str = ""  # a QUEUE_SORTS key, "-" first for descending; "" is the default order
 
     @classmethod
     def from_query(cls, query) -> QueueFilters:
@@ -48,6 +64,7 @@ class QueueFilters:
         assignee = query.get("assignee", "")
         scope = query.get("scope", "clean")
         signature = query.get("signature", "").strip().lower()
+        sort = query.get("sort", "")
         return cls(
             campaigns=tuple(sorted({int(v) for v in query.getlist("c") if v.isdigit()})),
             domain=query.get("domain", "").strip(),
@@ -58,12 +75,21 @@ class QueueFilters:
             status=status if status in AttemptReview.Status.values else "",
             scope=scope if scope in SCOPES else "clean",
             signature=signature if _SIGNATURE.match(signature) else "",
+            sort=sort if sort.removeprefix("-") in QUEUE_SORTS else "",
         )
+
+    def ordering(self) -> tuple[str, ...]:
+        """The ORM order of the queue: the chosen column (if any), then the default order."""
+        if not self.sort:
+            return DEFAULT_QUEUE_ORDER
+        descending = self.sort.startswith("-")
+        keys = QUEUE_SORTS[self.sort.removeprefix("-")]
+        return (*(f"-{key}" if descending else key for key in keys), *DEFAULT_QUEUE_ORDER)
 
     def querystring(self) -> str:
         """The filters as a query string (defaults left out), the inverse of from_query."""
         pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
-        for name in ("domain", "task", "category", "label", "assignee", "status"):
+        for name in ("domain", "task", "category", "label", "assignee", "status", "sort"):
             value = getattr(self, name)
             if value not in ("", None):
                 pairs.append((name, value))
@@ -118,4 +144,4 @@ def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
         queryset = queryset.filter(Q(review__isnull=True) | Q(review__status=AttemptReview.Status.OPEN))
     elif filters.status:
         queryset = queryset.filter(review__status=filters.status)
-    return queryset.order_by("campaign_id", "task__task_id", "index", "pk")
+    return queryset.order_by(*filters.ordering())

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.db.models import Exists, Max, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 
 from apps.campaigns.models import Attempt, Campaign
 
@@ -34,6 +34,8 @@ from apps.triage.models import (
     TaskValidation,
 )
 from apps.triage.queue import CATEGORIES as CATEGORIES
+from apps.triage.queue import QUEUE_PER_PAGE as QUEUE_PER_PAGE
+from apps.triage.queue import QUEUE_SORTS as QUEUE_SORTS
 from apps.triage.queue import SCOPES as SCOPES
 from apps.triage.queue import QueueFilters as QueueFilters
 from apps.triage.queue import queue_queryset as queue_queryset
@@ -63,10 +65,12 @@ QUEUE_FIELDS = (
 
 
 def queue_rows(queryset: QuerySet[Attempt]) -> QuerySet[Attempt]:
-    """The queue rows for display: no result JSON; review, assignee and labels in two extra queries."""
+    """The queue rows for display: no result JSON but its first diff item (`first_diff`, the
+    headline of what went wrong); review, assignee and labels in two extra queries."""
     return (
         queryset.select_related("task__domain", "campaign")
         .only(*QUEUE_FIELDS)
+        .annotate(first_diff=F("result__diff__0"))
         .prefetch_related(
             Prefetch(
                 "review", queryset=AttemptReview.objects.select_related("assignee").prefetch_related("labels")
@@ -79,13 +83,14 @@ def queue_neighbours(*, user, filters: QueueFilters, attempt_id: int) -> dict:
     """Previous/next attempt ids around `attempt_id` in the queue order, its position and the total (one query)."""
     ids = list(queue_queryset(user=user, filters=filters).values_list("id", flat=True))
     if attempt_id not in ids:
-        return {"previous": None, "next": None, "position": None, "total": len(ids)}
+        return {"previous": None, "next": None, "position": None, "total": len(ids), "page": None}
     at = ids.index(attempt_id)
     return {
         "previous": ids[at - 1] if at > 0 else None,
         "next": ids[at + 1] if at + 1 < len(ids) else None,
         "position": at + 1,
         "total": len(ids),
+        "page": at // QUEUE_PER_PAGE + 1,  # the queue page that lists it (the panel links back there)
     }
 
 

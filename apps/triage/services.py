@@ -48,8 +48,14 @@ def _ensure_triager(actor) -> None:
 
 
 def _review(attempt: Attempt) -> AttemptReview:
-    review, _ = AttemptReview.objects.get_or_create(attempt=attempt)
-    return review
+    """The attempt's review, created if missing and row-locked until the caller's transaction ends.
+
+    Two triage requests on one attempt (a label key and `r` in one burst) must not interleave
+    their read-modify-write: the lock makes the second wait for the first (PostgreSQL; SQLite
+    takes its write lock at BEGIN already).
+    """
+    AttemptReview.objects.get_or_create(attempt=attempt)
+    return AttemptReview.objects.select_for_update().get(attempt=attempt)
 
 
 def _audit(*, attempt: Attempt | None, actor, field: str, before, after, task=None) -> AuditEntry:
@@ -84,6 +90,7 @@ def attempt_set_labels(*, attempt: Attempt, labels: Iterable[Label], actor) -> A
     return review
 
 
+@transaction.atomic
 def attempt_toggle_label(*, attempt: Attempt, label: Label, actor) -> AttemptReview:
     """Add the label if absent, else remove it (the digit keys of the drilldown)."""
     review = _review(attempt)

@@ -6,6 +6,8 @@ writes need the triager role, enforced here and again in the services.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponseBadRequest, QueryDict
@@ -14,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.campaigns.models import Attempt
-from apps.campaigns.selectors import campaigns_visible_to
+from apps.campaigns.selectors import campaigns_visible_to, diff_headline
 from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
 from apps.core.redirects import safe_next
 from apps.core.roles import Role
@@ -26,7 +28,7 @@ from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
 
-PER_PAGE = 50
+PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
 # The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
 # queue is grouped when its attempts do not fit on one page (a screenful).
 VIEWS = ("grouped", "list")
@@ -65,8 +67,55 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
             context["assignees"] = _assignees(figure_campaigns(request.user))
         return context
     rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
-    context.update(grouped=False, page=Paginator(rows, PER_PAGE).get_page(page_number))
+    context.update(grouped=False, **_attempt_page(rows, filters, page_number))
     return context
+
+
+def _attempt_page(rows, filters: QueueFilters, page_number: str | None) -> dict:
+    """One page of attempt rows (the flat queue, a cluster's attempts): the rows with their diff
+    headline, the page numbers and the sortable header cells."""
+    page = Paginator(rows, PER_PAGE).get_page(page_number)
+    for attempt in page.object_list:
+        attempt.headline = diff_headline(attempt.first_diff) if attempt.first_diff else ""
+    return {
+        "page": page,
+        "page_range": page.paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1),
+        "columns": _sort_columns(filters),
+    }
+
+
+QUEUE_COLUMNS = (
+    ("campaign", "Campaign", ""),
+    ("task", "Task", ""),
+    ("index", "#", "num"),
+    ("termination", "Termination", ""),
+    ("diff", "What went wrong", ""),
+    ("", "Categories", ""),
+    ("", "Labels", ""),
+    ("assignee", "Assignee", ""),
+    ("status", "Status", ""),
+)
+
+
+def _sort_columns(filters: QueueFilters) -> list[dict]:
+    """Header cells of the queue: each sortable one links to the queue sorted by it (again: reversed)."""
+    columns = []
+    for key, title, css in QUEUE_COLUMNS:
+        if not key:
+            columns.append({"title": title, "css": css, "query": None, "aria_sort": None})
+            continue
+        active = filters.sort.removeprefix("-") == key
+        descending = active and filters.sort.startswith("-")
+        target = f"-{key}" if active and not descending else key
+        columns.append(
+            {
+                "title": title,
+                "css": css,
+                "query": replace(filters, sort=target).querystring(),
+                "aria_sort": ("descending" if descending else "ascending") if active else "none",
+            }
+        )
+    return columns
 
 
 @require_GET

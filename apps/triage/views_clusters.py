@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -23,7 +22,7 @@ from apps.figures.selectors import figure_campaigns
 from apps.triage import charts, selectors, services
 from apps.triage.models import AttemptReview, Label
 from apps.triage.selectors import Cluster, QueueFilters
-from apps.triage.views import PER_PAGE, _assignees, _queue_context
+from apps.triage.views import _assignees, _attempt_page, _queue_context
 
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
 
@@ -60,7 +59,7 @@ def cluster(request, signature: str):
         "labels": selectors.labels(),
         "can_edit": can_edit,
         "rows_url": reverse("triage:cluster", args=[signature]),
-        "page": Paginator(rows, PER_PAGE).get_page(request.GET.get("page")),
+        **_attempt_page(rows, scoped, request.GET.get("page")),
     }
     if request.htmx:
         return render(request, "triage/cluster.html#triage-rows", context)

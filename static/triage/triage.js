@@ -1,16 +1,29 @@
 /* Triage keys in the drilldown and tick-all in the queue.
    j/k walk the queue the user came from; 1–9 toggle a label; Shift+1–9 label and go to the next
-   attempt; r marks reviewed; y/n answer the highlighted rubric. Keys pressed while the panel loads or
-   saves are queued and replayed in order once it is ready, so no key press is lost. */
+   attempt; r marks reviewed; y/n answer the highlighted rubric. No key press is lost:
+   - keys pressed while the panel loads or saves are queued and replayed in order once it is ready;
+   - the panel counts as ready only after htmx has wired its forms (htmx:load), never from the
+     server's HTML: a click on a form htmx has not processed yet is a plain form POST, which raced
+     the next key's POST and navigated away with the rest of the queue;
+   - keys pressed after j/k/Shift+digit started a navigation are handed to the next page through
+     sessionStorage (this script is not deferred, so it listens before the page has finished parsing). */
 (function () {
   "use strict";
 
+  var CARRY = "triage-pending-keys";
   var pending = [];
   var busy = false;
   var advance = false;
+  var navigatingTo = null;
+
+  try {
+    var carried = JSON.parse(window.sessionStorage.getItem(CARRY) || "null");
+    window.sessionStorage.removeItem(CARRY);
+    if (carried && carried.path === window.location.pathname) { pending = carried.keys || []; }
+  } catch (error) { pending = []; }
 
   function typing(target) {
-    return target.closest("input, textarea, select, [contenteditable]") !== null;
+    return target.closest && target.closest("input, textarea, select, [contenteditable]") !== null;
   }
 
   function panel() {
@@ -23,65 +36,81 @@
     return match ? match[1] : (/^[1-9]$/.test(event.key) ? event.key : null);
   }
 
-  function go(url) { if (url) { busy = true; window.location.href = url; } }
+  function carry() {
+    if (!navigatingTo) { return; }
+    try {
+      var path = new URL(navigatingTo, window.location.href).pathname;
+      window.sessionStorage.setItem(CARRY, JSON.stringify({path: path, keys: pending}));
+    } catch (error) { /* private mode: keys after a navigation are then lost, as without this */ }
+  }
 
-  /* Perform one key on a ready panel; returns true when the key started a request or navigation. */
+  function go(url) {
+    if (!url) { return false; }
+    busy = true;
+    navigatingTo = url;
+    carry();
+    window.location.href = url;
+    return true;
+  }
+
+  /* Perform one key on a ready panel. */
   function act(key) {
     var el = panel();
-    if (key.name === "j") { go(el.dataset.next); return true; }
-    if (key.name === "k") { go(el.dataset.prev); return true; }
-    if (!el.dataset.canEdit) { return false; }
+    if (key.name === "j") { go(el.dataset.next); return; }
+    if (key.name === "k") { go(el.dataset.prev); return; }
+    if (!el.dataset.canEdit) { return; }
     if (key.name === "r") {
       var status = document.getElementById("triage-status");
       if (status && status.form.querySelector('input[name="status"]').value === "reviewed") {
-        busy = true; status.click(); return true;
+        busy = true; status.click();
       }
-      return false;
+      return;
     }
     if (key.name === "y" || key.name === "n") {
       var answer = el.querySelector('.rubric-verdict[data-current] button[value="' + (key.name === "y" ? "yes" : "no") + '"]');
-      if (!answer) { return false; }
-      busy = true; answer.click(); return true;
+      if (answer) { busy = true; answer.click(); }
+      return;
     }
     if (key.digit) {
       var button = el.querySelector('button.label-toggle[data-shortcut="' + key.digit + '"]');
-      if (!button) { return false; }
-      if (key.shift) {
-        if (button.getAttribute("aria-pressed") === "true") { go(el.dataset.next); return true; }
-        advance = true;
-      }
-      busy = true; button.click(); return true;
+      if (!button) { return; }
+      if (key.shift && button.getAttribute("aria-pressed") === "true") { go(el.dataset.next); return; }
+      advance = key.shift;
+      busy = true; button.click();
     }
-    return false;
   }
 
   function drain() {
-    while (pending.length && panel() && !busy) { act(pending.shift()); }
+    while (pending.length && !busy && panel()) { act(pending.shift()); }
   }
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) { return; }
-    if (!document.getElementById("triage-panel")) { return; }
+    if (document.readyState !== "loading" && !document.getElementById("triage-panel")) { return; }
     var name = event.key;
     var key = {name: name === "J" ? "j" : (name === "K" ? "k" : name), digit: digit(event), shift: event.shiftKey};
     if (!(key.name === "j" || key.name === "k" || key.name === "r" || key.name === "y" || key.name === "n" || key.digit)) { return; }
     event.preventDefault();
     pending.push(key);
+    if (navigatingTo) { carry(); return; }
     drain();
   });
 
-  /* htmx:load fires on the new panel once it is in the page (an outerHTML swap's old target is gone). */
+  /* htmx:load fires on the new panel after htmx processed it (its forms now post by htmx). */
   document.addEventListener("htmx:load", function (event) {
-    if (!event.detail.elt || event.detail.elt.id !== "triage-panel") { return; }
+    var el = event.detail.elt;
+    if (!el || el.id !== "triage-panel" || el.tagName !== "SECTION") { return; }
+    el.dataset.ready = "1";
     busy = false;
     if (advance) {
       advance = false;
-      var el = panel();
-      if (el && el.dataset.next) { go(el.dataset.next); return; }
+      if (go(el.dataset.next)) { return; }
     }
     drain();
   });
-  document.addEventListener("htmx:responseError", function () { busy = false; advance = false; drain(); });
+  function failed() { busy = false; advance = false; drain(); }
+  document.addEventListener("htmx:responseError", failed);
+  document.addEventListener("htmx:sendError", failed);
 
   document.addEventListener("change", function (event) {
     if (!event.target.matches("[data-tick-all]")) { return; }

@@ -12,6 +12,7 @@ from tests.support.browser import signed_in_page
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "dashboard.png"
+README_SHOTS = SCREENSHOT.parent  # compare.png, campaigns.png, attempt.png beside it (README)
 
 
 @pytest.fixture
@@ -81,4 +82,17 @@ def test_domain_filter_updates_table_without_reload_and_charts_render(
         page.goto(f"{live_server.url}{url}")
         page.wait_for_selector(".chart[data-rendered='1'] .main-svg")
         assert page.locator(".chart[data-rendered='1']").count() == page.locator(".chart").count()
+
+    # The README's other views, at the 1280×800 the acceptance tests use, on the same demo data.
+    steady, careless = demo_campaigns[1], demo_campaigns[3]
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server.url}/compare/?a={steady.pk}&b={careless.pk}")
+    page.wait_for_selector("#verdict")
+    page.screenshot(path=str(README_SHOTS / "compare.png"))
+    page.goto(f"{live_server.url}/campaigns/")
+    page.screenshot(path=str(README_SHOTS / "campaigns.png"))
+    failure = careless.attempts.filter(verdict="fail", clean_looking=True).order_by("pk").first()
+    page.goto(f"{live_server.url}/attempts/{failure.pk}/?queue=c%3D{careless.pk}")
+    page.wait_for_selector("section#triage-panel")
+    page.screenshot(path=str(README_SHOTS / "attempt.png"))
     assert page.errors == []

@@ -147,3 +147,21 @@ def test_drilldown_query_count_is_constant(client, bob, run_campaign, django_ass
         html = client.get(f"/attempts/{attempt.pk}/").content.decode()
 
     assert html.count('class="diff-item extra_effect"') == diff_size
+
+
+def test_drilldown_says_the_golden_run_took_a_step_when_no_attempt_call_wrote_a_diff_item(
+    client, bob, run_campaign
+):
+    campaign = run_campaign("golden", tasks=1, n=1)
+    attempt = Attempt.objects.get(campaign=campaign)
+    missing = {"kind": "missing_effect", "table": "refunds", "key": "9", "field": None, "initial": None}
+    attempt.result["diff"] = [{**missing, "result": None, "golden": {"amount": 10}, "written_by": []}]
+    attempt.save(update_fields=["result"])
+    client.force_login(bob)
+
+    html = client.get(f"/attempts/{attempt.pk}/").content.decode()
+    item = html.split('id="diff-0"')[1].split('<div class="diff-item')[0]
+
+    assert 'data-calls=""' in item
+    assert "the golden run had a step the attempt never took" in item
+    assert "written by tool call" not in item

@@ -334,3 +334,92 @@ def test_taxonomy_page_lets_triagers_add_labels_and_refuses_viewers(client, bob,
     assert refused == 403
     assert response.status_code == 302
     assert Label.objects.get(name="looped").shortcut == 9
+
+
+def _diff(table: str, key, field: str, result, golden) -> dict:
+    return {
+        "kind": "wrong_value",
+        "table": table,
+        "key": key,
+        "field": field,
+        "initial": golden,
+        "result": result,
+        "golden": golden,
+        "written_by": [1],
+    }
+
+
+def test_queue_sorts_by_a_column_both_ways_and_the_drilldown_walks_that_order(client, bob, mixed):
+    client.force_login(bob)
+    by_default = _ids(mixed, clean_looking=True)  # T1#0, T1#1, T3#0
+    mixed.attempts.filter(task__task_id=T3).update(termination="max_turns")
+
+    ascending = client.get("/triage/?sort=termination").content.decode()
+    descending = client.get("/triage/?sort=-termination").content.decode()
+    panel = client.get(f"/triage/attempts/{by_default[2]}/panel/?queue={quote('sort=-termination')}")
+
+    assert _rows(ascending) == by_default[:2] + [by_default[2]]
+    assert _rows(descending) == [by_default[2], *by_default[:2]]
+    assert 'aria-sort="descending"' in descending
+    assert 'href="/triage/?sort=termination&amp;view=list"' in descending  # sorting keeps the flat list
+    assert "1 of 3 in the" in panel.content.decode()
+    assert f'data-next="/attempts/{by_default[0]}/?queue=sort%3D-termination"' in panel.content.decode()
+
+
+def test_queue_ignores_an_unknown_sort_column(client, bob, mixed):
+    client.force_login(bob)
+
+    html = client.get("/triage/?sort=result").content.decode()
+
+    assert _rows(html) == _ids(mixed, clean_looking=True)
+
+
+def test_queue_shows_page_numbers_and_the_panel_links_back_to_the_attempts_page(
+    client, bob, attempts_campaign
+):
+    campaign = attempts_campaign([(T1, i, "fail", [], True) for i in range(120)], n=130)
+    ids = [str(pk) for pk in campaign.attempts.order_by("index").values_list("pk", flat=True)]
+    client.force_login(bob)
+
+    second = client.get("/triage/?view=list&page=2").content.decode()
+    panel = client.get(f"/triage/attempts/{ids[104]}/panel/").content.decode()
+
+    assert '<strong aria-current="page">2</strong>' in second
+    assert 'aria-label="page 1">1</a>' in second and 'aria-label="page 3">3</a>' in second
+    assert "105 of 120 in the" in panel
+    # The flat list, not the grouped view this many alike failures would get by default.
+    assert f'href="/triage/?c={campaign.pk}&amp;view=list&amp;page=3#attempt-{ids[104]}"' in panel
+    back = client.get(f"/triage/?c={campaign.pk}&view=list&page=3").content.decode()
+    assert f'id="attempt-{ids[104]}"' in back
+
+
+def test_queue_position_uses_thousands_separators(client, bob, attempts_campaign):
+    campaign = attempts_campaign([(T1, i, "fail", [], True) for i in range(1235)], n=1300)
+    first = campaign.attempts.order_by("index").first()
+    client.force_login(bob)
+
+    html = client.get(f"/triage/attempts/{first.pk}/panel/").content.decode()
+
+    assert "1 of 1,235 in the" in html
+
+
+def test_queue_says_what_went_wrong_from_the_first_diff_item(client, bob, mixed):
+    first, second, third = (mixed.attempts.get(pk=pk) for pk in _ids(mixed, clean_looking=True))
+    first.result = {
+        "diff": [_diff("tickets", 20, "status", "solved", "hold"), _diff("tickets", 21, "x", 1, 2)]
+    }
+    first.diff_items = 2
+    first.save(update_fields=["result", "diff_items"])
+    second.result = {"diff": [_diff("refunds", 7, "amount", "<b>9</b>", 10)]}
+    second.diff_items = 1
+    second.save(update_fields=["result", "diff_items"])
+    client.force_login(bob)
+
+    html = client.get("/triage/").content.decode()
+    cells = [part.split("</td>")[0] for part in html.split('<td class="headline">')[1:]]
+
+    assert cells == [
+        'ticket 20 · status: solved (golden: hold) <span class="muted">+1 more</span>',
+        "refund 7 · amount: &lt;b&gt;9&lt;/b&gt; (golden: 10)",
+        '<span class="muted">no state difference (a check or rubric failed)</span>',
+    ]

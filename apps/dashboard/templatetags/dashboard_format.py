@@ -67,6 +67,12 @@ def tokens(value) -> str:
 
 
 @register.filter
+def thousands(value) -> str:
+    """1235 -> '1,235' (queue positions, counts)."""
+    return DASH if _missing(value) else f"{int(value):,}"
+
+
+@register.filter
 def get(mapping, key):
     """mapping[key] in templates (None when absent)."""
     if mapping is None:
