@@ -12,7 +12,7 @@ from tests.support.browser import signed_in_page
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "dashboard.png"
-README_SHOTS = SCREENSHOT.parent  # compare.png, campaigns.png, attempt.png beside it (README)
+README_SHOTS = SCREENSHOT.parent  # compare, campaigns, attempt, triage and cluster .png beside it (README)
 
 
 @pytest.fixture
@@ -95,4 +95,11 @@ def test_domain_filter_updates_table_without_reload_and_charts_render(
     page.goto(f"{live_server.url}/attempts/{failure.pk}/?queue=c%3D{careless.pk}")
     page.wait_for_selector("section#triage-panel")
     page.screenshot(path=str(README_SHOTS / "attempt.png"))
+    # Triage at scale: failures grouped by what they did to the database, and one cluster's page.
+    page.goto(f"{live_server.url}/triage/?view=grouped")
+    page.wait_for_selector("a.open-cluster")
+    page.screenshot(path=str(README_SHOTS / "triage.png"))
+    page.click("a.open-cluster >> nth=0")
+    page.wait_for_selector(".chart[data-rendered='1'] .main-svg")
+    page.screenshot(path=str(README_SHOTS / "cluster.png"))
     assert page.errors == []

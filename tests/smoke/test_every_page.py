@@ -327,6 +327,10 @@ async def walk_pages(page, base: str, who: Persona, paths, problems: list[str]) 
             if 300 <= await fetch(page, url, problems, what) < 400:
                 continue
         status, content_type = await visit(page, url, problems, what)
+        if status == 200 and content_type == "text/html" and not path.startswith(("/admin/", "/api/")):
+            # Pages speak plainly: no references into our design documents (the glossary explains).
+            if "SPEC §" in await page.content():
+                problems.append(f"{what}: insider text 'SPEC §' on the page")
         if (
             status == 200
             and content_type == "text/html"
