@@ -76,3 +76,21 @@ def test_bulk_labelling_from_the_queue_updates_rows_in_place(triager_page, live_
     assert page.locator("td.labels >> text=policy violation").count() == 3
     assert Label.objects.get(name="policy violation").reviews.filter(attempt__campaign=campaign).count() == 3
     assert page.errors == []
+
+
+def test_a_filter_changed_after_sorting_keeps_the_sort(triager_page, live_server, attempts_campaign):
+    campaign = attempts_campaign([(T1, 0, "fail", ["wrong_value"], True), (T3, 0, "fail", [], True)])
+    page = triager_page
+
+    page.goto(f"{live_server.url}/triage/?view=list")
+    page.locator("a.sort").first.click()
+    page.wait_for_url("**sort=**")
+    sort = page.url.split("sort=")[1].split("&")[0]
+    with page.expect_response(lambda response: "scope=failed" in response.url):
+        page.select_option("#filter-scope", "failed")
+    page.wait_for_url("**scope=failed**")
+
+    assert f"sort={sort}" in page.url
+    assert "view=list" in page.url
+    assert page.locator("#triage-rows tr[data-attempt]").count() == campaign.attempts.count()
+    assert page.errors == []
