@@ -410,7 +410,7 @@ CASES = [
         "suite-yaml-error",
         "suite",
         _suite_file(b"tasks:\n  - id: a\n    query: [unclosed\n"),
-        "{file}:4: invalid YAML: expected ',' or ']', but got '<stream end>'",
+        "{file}:4: invalid YAML: did not find expected ',' or ']'",
     ),
 ]
 
