@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
 from tb_engine.spec import CheckSpec, DomainSpec, GoldenCall, SuiteSpec, TableSpec, TaskSpec, ToolSpec
+from tb_engine.textfile import NotText, read_text
 from tb_engine.yaml_bounded import load_yaml
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
@@ -79,9 +80,15 @@ def _read_yaml(path: Path) -> Any:
     if not path.is_file():
         raise SpecError([f"{path}: file not found"])
     try:
-        return load_yaml(path.read_text(encoding="utf-8"))
+        return load_yaml(read_text(path, "YAML"))
+    except NotText as exc:
+        raise SpecError([f"{path}:{exc.line}: {exc.message}"]) from exc
     except yaml.YAMLError as exc:
-        raise SpecError([f"{path}: invalid YAML: {exc}"]) from exc
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None)
+        if mark is None or not problem:
+            raise SpecError([f"{path}: invalid YAML: {exc}"]) from exc
+        raise SpecError([f"{path}:{mark.line + 1}: invalid YAML: {problem}"]) from exc
 
 
 def _type_ok(column_type: str, value: Any) -> bool:
@@ -134,6 +141,10 @@ def _check_rows(problems, tables, data, field, task_id=None) -> dict[str, list[d
             _check_row(problems, tables[table], row, f"{field}.{table}[{i}]", task_id, full_key=True)
             if isinstance(row, dict):
                 key = tuple(row.get(c) for c in tables[table].primary_key)
+                try:
+                    hash(key)
+                except TypeError:  # a key column holding a list or mapping: reported at the column
+                    continue
                 if key in seen:
                     problems.add(f"{field}.{table}[{i}]", f"duplicate primary key {key}", task_id)
                 seen.add(key)
@@ -354,7 +365,7 @@ def _load_checks(problems, domain: DomainSpec, raw, task_id) -> tuple[CheckSpec,
             problems.add(f"{field}.{extra}", f"unknown field for a {kind} check", task_id)
         for missing in sorted(CHECK_REQUIRED[kind] - set(params)):
             problems.add(f"{field}.{missing}", "required", task_id)
-        table = domain.tables.get(params["table"]) if "table" in params else None
+        table = domain.tables.get(params["table"]) if isinstance(params.get("table"), str) else None
         if "table" in CHECK_FIELDS[kind] and "table" in params and table is None:
             problems.add(f"{field}.table", f"unknown table {params['table']!r}", task_id)
         if table is not None:

@@ -19,12 +19,21 @@ from typing import Any
 import yaml
 
 from tb_engine.spec import CheckSpec, DomainSpec, GoldenCall, SuiteSpec, TaskSpec, ToolSpec
+from tb_engine.textfile import NotText, read_text
 from tb_engine.thinkingbox.check_classifier import RUBRICS_YESNO, classify_helpers, classify_test_body
 from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
 from tb_engine.yaml_bounded import load_yaml
 
 SUITE_NAME = "thinkingbox-bench"
 _ANY_OBJECT: dict[str, Any] = {"type": "object"}  # real schemas arrive from list_tools at run time
+
+
+def _read(path: Path | str, what: str) -> str:
+    """The file's text; a binary or non-UTF-8 file is a ThinkingBoxFormatError naming its line."""
+    try:
+        return read_text(path, what)
+    except NotText as exc:
+        raise ThinkingBoxFormatError(exc.message, file=path, line=exc.line) from exc
 
 
 def _load_yaml(text: str, *, file: Path | str, first_line: int = 1, test: str = "") -> Any:
@@ -87,7 +96,7 @@ def parse_scenario(
     """
     path = Path(path)
     name = path.stem
-    data = _load_yaml(path.read_text(encoding="utf-8"), file=path)
+    data = _load_yaml(_read(path, "YAML"), file=path)
     if not isinstance(data, dict):
         raise ThinkingBoxFormatError("scenario must be a YAML mapping", file=path)
     world_state = _require(data, "world_state", dict, file=path)
@@ -131,7 +140,7 @@ def parse_scenario(
 
 
 def _listed_schemas(path: str | Path) -> dict[str, dict[str, Any]]:
-    data = _load_yaml(Path(path).read_text(encoding="utf-8"), file=path)  # JSON is YAML
+    data = _load_yaml(_read(path, "JSON"), file=path)  # JSON is YAML
     tools = data.get("tools") if isinstance(data, dict) else data
     if not isinstance(tools, list):
         raise ThinkingBoxFormatError("tools listing must hold a list of tools", file=path)
@@ -155,7 +164,7 @@ def _docstring_yaml(node: ast.AST, *, file: Path, test: str = "") -> tuple[Any, 
 def _read_test_module(path: Path) -> tuple[ast.Module, str, int]:
     """A test file's syntax tree, the scenario its ``\"\"\"!`` module docstring names, and that line."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(_read(path, "Python"), filename=str(path))
     except SyntaxError as exc:
         raise ThinkingBoxFormatError(f"not valid Python: {exc.msg}", file=path, line=exc.lineno) from exc
     header = next((h for h in (_docstring_yaml(n, file=path) for n in tree.body) if h is not None), None)
@@ -223,6 +232,13 @@ def _parse_test(
     doc, line = parsed
     query = _require(doc, "query", str, file=path, test=test, line=line)
     user_context = doc.get("user_context") or ""
+    if not isinstance(user_context, str):
+        raise ThinkingBoxFormatError(
+            f"field 'user_context' must be a str, got {type(user_context).__name__}",
+            file=path,
+            line=line,
+            test=test,
+        )
     # Tests of the non-benchmark scenarios have no init: they start from the scenario's state.
     init = doc.get("init") if doc.get("init") is not None else {}
     if not isinstance(init, dict):
@@ -238,7 +254,12 @@ def _parse_test(
         )
     server_init = init.get(server) or {}
     if not isinstance(server_init, dict):
-        raise ThinkingBoxFormatError(f"init.{server} must be a mapping", file=path, line=line, test=test)
+        raise ThinkingBoxFormatError(
+            f"field init.{server} must be a mapping, got {type(server_init).__name__}",
+            file=path,
+            line=line,
+            test=test,
+        )
     data_patch = server_init.get("data_patch") or {}
     if not isinstance(data_patch, dict):
         raise ThinkingBoxFormatError(
@@ -253,7 +274,7 @@ def _parse_test(
                 f"golden trajectory calls unknown tools {unknown}", file=path, line=line, test=test
             )
     verdict = classify_test_body(node, helpers)
-    rubrics = tuple(server_init.get("rubrics_yesno") or ())
+    rubrics = _rubrics(server_init, file=path, test=test, line=line, server=server)
     checks: tuple[CheckSpec, ...] = ()
     if not verdict.standard:
         body_source = "\n".join(ast.unparse(s) for s in node.body[1:])
@@ -285,6 +306,28 @@ def _parse_test(
             "ungraded_rubrics": list(rubrics) if rubrics and not graded_rubrics else [],
         },
     )
+
+
+def _rubrics(server_init: dict, *, file: Path, test: str, line: int, server: str) -> tuple[str, ...]:
+    """``init.<server>.rubrics_yesno``: a list of yes/no questions (strings)."""
+    raw = server_init.get("rubrics_yesno") or []
+    where = f"init.{server}.rubrics_yesno"
+    if not isinstance(raw, list):
+        raise ThinkingBoxFormatError(
+            f"field {where} must be a list of strings, got {type(raw).__name__}",
+            file=file,
+            line=line,
+            test=test,
+        )
+    for position, question in enumerate(raw):
+        if not isinstance(question, str):
+            raise ThinkingBoxFormatError(
+                f"field {where}[{position}] must be a string, got {type(question).__name__}",
+                file=file,
+                line=line,
+                test=test,
+            )
+    return tuple(raw)
 
 
 def _golden_calls(
@@ -329,7 +372,7 @@ def init_config(domain: DomainSpec, task: TaskSpec) -> dict[str, Any]:
 
 def read_test_list(path: str | Path) -> list[str]:
     """A ThinkingBox test list (YAML list of ``file.py:test_name``) in its order."""
-    data = _load_yaml(Path(path).read_text(encoding="utf-8"), file=path)
+    data = _load_yaml(_read(path, "YAML"), file=path)
     if not isinstance(data, list) or not all(isinstance(x, str) and ":" in x for x in data):
         raise ThinkingBoxFormatError(
             "test list must be a YAML list of 'file.py:test_name' strings", file=path
@@ -482,8 +525,8 @@ def read_dataset(
 def _count_tests(path: Path, read: DatasetRead) -> int | None:
     """How many ``def test_…`` a file not in the test list holds (it is not read further)."""
     try:
-        return len(_test_functions(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))))
-    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return len(_test_functions(ast.parse(read_text(path, "Python"), filename=str(path))))
+    except (SyntaxError, ValueError):  # NotText is a ValueError
         read.problems.append(
             ImportProblem(str(path), "not in the test list and not valid Python: not counted")
         )

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from tb_engine.results import AttemptResult
+from tb_engine.textfile import NotText, read_text
 from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, is_db_effects
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tb_engine.transcript import Message, ToolCall, ToolCallRequest, Transcript, Usage
@@ -114,26 +115,33 @@ class TbRecord:
 MAX_REPETITIONS = 200
 
 
+def _text(path: Path, what: str) -> str:
+    try:
+        return read_text(path, what)
+    except NotText as exc:
+        raise ThinkingBoxFormatError(exc.message, file=path, line=exc.line) from exc
+
+
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
     if path.suffix in (".yaml", ".yml"):
+        text = _text(path, "YAML")
         try:
-            yield 1, load_yaml(path.read_text(encoding="utf-8"))
+            yield 1, load_yaml(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             problem = getattr(exc, "problem", None) or str(exc)
             line = mark.line + 1 if mark is not None else 1
             raise ThinkingBoxFormatError(f"malformed YAML: {problem}", file=path, line=line) from exc
         return
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield number, json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ThinkingBoxFormatError(
-                    f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number
-                ) from exc
+    for number, text in enumerate(_text(path, "JSON").split("\n"), start=1):
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ThinkingBoxFormatError(
+                f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number
+            ) from exc
 
 
 def parse_tb_results(path: str | Path) -> list[TbRecord]:
@@ -157,11 +165,20 @@ def _expect(
 
 
 def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
-    """One tb infer row (already decoded from JSON) as a TbRecord."""
+    """One tb infer row (already decoded from JSON) as a TbRecord; errors name the row's test."""
     _expect(row, dict, "row", file=file, line=line)
     uid = _expect(row.get("uid"), str, "uid", file=file, line=line)
     if ":" not in uid:
         raise ThinkingBoxFormatError(f"uid {uid!r} is not '<file>:<test>'", file=file, line=line)
+    try:
+        return _parse_row(row, uid, file=file, line=line)
+    except ThinkingBoxFormatError as exc:
+        if exc.test:
+            raise
+        raise ThinkingBoxFormatError(exc.message, file=exc.file, line=exc.line, test=uid) from exc
+
+
+def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
     metadata = _expect(row.get("metadata"), dict, "metadata", file=file, line=line)
     repetition = _expect(metadata.get("repetition", 0), int, "metadata.repetition", file=file, line=line)
     if not 0 <= repetition < MAX_REPETITIONS:
@@ -195,6 +212,14 @@ def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
         char_length=stats.char_length,
         execution_time=float(execution_time),
     )
+    if test_result is not None:
+        _expect(
+            test_result.get("metadata"), dict, "test_result.metadata", file=file, line=line, optional=True
+        )
+        _expect(test_result.get("tb"), str, "test_result.tb", file=file, line=line, optional=True)
+        _expect(
+            test_result.get("reward"), (int, float), "test_result.reward", file=file, line=line, optional=True
+        )
     status, verdict, error, test_error = _outcome(system_error, test_result, finish_reason, metadata)
     effects, raw_effects = _effects(row.get("test_context"), file=file, line=line)
     failure = {}
@@ -262,15 +287,46 @@ def _exception_line(traceback: Any) -> str:
     return lines[-1] if lines and not lines[-1].startswith(("Traceback", 'File "')) else ""
 
 
+def _tokens(entry: dict, key: str, where: str, *, file: str, line: int) -> int:
+    """A token count of a usage entry: absent or null is 0, else a non-negative int."""
+    value = entry.get(key)
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        got = value if isinstance(value, int) and not isinstance(value, bool) else type(value).__name__
+        raise ThinkingBoxFormatError(
+            f"field {where}.{key} must be a non-negative int, got {got}", file=file, line=line
+        )
+    return value
+
+
 def _usage(rows: list, *, file: str, line: int) -> Usage:
     total = Usage()
     for position, entry in enumerate(rows):
-        _expect(entry, dict, f"usage[{position}]", file=file, line=line)
+        where = f"usage[{position}]"
+        _expect(entry, dict, where, file=file, line=line)
+        details = {}
+        for key in ("input_tokens_details", "output_tokens_details"):
+            details[key] = (
+                _expect(entry.get(key), dict, f"{where}.{key}", file=file, line=line, optional=True) or {}
+            )
         total = total + Usage(
-            input_tokens=int(entry.get("input_tokens") or 0),
-            cached_input_tokens=int((entry.get("input_tokens_details") or {}).get("cached_tokens") or 0),
-            output_tokens=int(entry.get("output_tokens") or 0),
-            reasoning_tokens=int((entry.get("output_tokens_details") or {}).get("reasoning_tokens") or 0),
+            input_tokens=_tokens(entry, "input_tokens", where, file=file, line=line),
+            cached_input_tokens=_tokens(
+                details["input_tokens_details"],
+                "cached_tokens",
+                f"{where}.input_tokens_details",
+                file=file,
+                line=line,
+            ),
+            output_tokens=_tokens(entry, "output_tokens", where, file=file, line=line),
+            reasoning_tokens=_tokens(
+                details["output_tokens_details"],
+                "reasoning_tokens",
+                f"{where}.output_tokens_details",
+                file=file,
+                line=line,
+            ),
             calls=1,
         )
     return total
@@ -289,7 +345,10 @@ def _convert_messages(
         where = f"messages[{position}]"
         _expect(message, dict, where, file=file, line=line)
         kind = message.get("T")
-        meta = message.get("metadata") or {}
+        meta = (
+            _expect(message.get("metadata"), dict, f"{where}.metadata", file=file, line=line, optional=True)
+            or {}
+        )
         if kind == "Text":
             role = message.get("role")
             if role not in ("system", "user", "assistant"):
@@ -316,14 +375,33 @@ def _convert_messages(
                     request.get("name"), str, f"{where}.tool_calls[{offset}].name", file=file, line=line
                 )
                 call_id = str(request.get("id") or f"call_{len(transcript.tool_calls)}")
-                arguments = request.get("arguments")
+                # A mapping, or the text the agent wrote when it was not valid JSON (as our runner keeps it).
+                arguments = _expect(
+                    request.get("arguments"),
+                    (dict, str),
+                    f"{where}.tool_calls[{offset}].arguments",
+                    file=file,
+                    line=line,
+                    optional=True,
+                )
+                call_meta = (
+                    _expect(
+                        request.get("metadata"),
+                        dict,
+                        f"{where}.tool_calls[{offset}].metadata",
+                        file=file,
+                        line=line,
+                        optional=True,
+                    )
+                    or {}
+                )
                 assistant.tool_calls.append(ToolCallRequest(id=call_id, name=name, arguments=arguments))
                 call = ToolCall(
                     index=len(transcript.tool_calls),
                     id=call_id,
                     name=name,
                     arguments=arguments,
-                    error=(request.get("metadata") or {}).get("error"),
+                    error=call_meta.get("error"),
                     turn=max(turn, 0),
                 )
                 transcript.tool_calls.append(call)
@@ -334,7 +412,7 @@ def _convert_messages(
             tool_responses += 1  # tb agg counts answered calls: two calls in one message are two,
             # an end-turn call nobody answered is none
             content = message.get("content")
-            text = content if isinstance(content, str) else json.dumps(content)
+            text = content if isinstance(content, str) else json.dumps(content, default=str)
             answered = calls_by_id.get(str(message.get("id")))
             error = _tool_error(text)
             if answered is not None:

@@ -142,11 +142,11 @@ def test_import_tb_results_matches_an_imported_suite(alice, team_a, shop_dataset
         ),
         (
             lambda rows: rows[:3] + [{**rows[3], "messages": "hello"}] + rows[4:],
-            "rows.jsonl:4: field messages must be list, got str",
+            "rows.jsonl:4: test cloud_drive.py:test_append_some_more_text: field messages must be list, got str",
         ),
         (
             lambda rows: rows[:4] + [{**rows[4], "messages": [{"T": "Hologram", "content": "x"}]}] + rows[5:],
-            "rows.jsonl:5: messages[0]: unknown message kind T='Hologram'",
+            "rows.jsonl:5: test cloud_drive.py:test_append_some_more_text: messages[0]: unknown message kind T='Hologram'",
         ),
         (
             lambda rows: rows + [rows[0]],

@@ -226,7 +226,9 @@ def test_parse_tb_row_unknown_message_kind_is_an_error():
     row["messages"][4]["T"] = "Hologram"
     with pytest.raises(ThinkingBoxFormatError) as caught:
         parse_tb_row(row, file="x.jsonl", line=7)
-    assert str(caught.value) == "x.jsonl:7: messages[4]: unknown message kind T='Hologram'"
+    assert str(caught.value) == (
+        "x.jsonl:7: test cloud_drive.py:test_append_some_more_text: messages[4]: unknown message kind T='Hologram'"
+    )
 
 
 def test_parse_tb_row_wrong_type_is_an_error():
