@@ -7,6 +7,7 @@ Attempts run in this process (drain) against the scripted OpenAI-compatible serv
 
 from __future__ import annotations
 
+import time
 from datetime import date
 from decimal import Decimal
 
@@ -164,3 +165,25 @@ def test_resumed_infra_error_keeps_the_usage_of_the_run_it_superseded(make_campa
 
 def _sheet() -> PriceList:
     return PriceList.from_dict({"name": "t", "source": "t", "effective_date": "2026-01-01", "models": PRICES})
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_live_worker_bills_the_superseded_run_in_its_one_query_record(
+    celery_worker_process, make_campaign, endpoint
+):
+    # The worker's record of the retry takes attempt_sql's one-query path: the superseded runs
+    # come with the claim.
+    campaign = _campaign(make_campaign, endpoint)
+    endpoint.script(MODEL, [*ANSWERED_THEN_FAILED, *_golden_steps(campaign)])
+    campaign_start(campaign=campaign)
+    deadline = time.monotonic() + 90
+    while not Campaign.objects.filter(pk=campaign.pk, status="done").exists():
+        assert time.monotonic() < deadline, "campaign did not finish"
+        time.sleep(0.3)
+
+    attempt = Attempt.objects.get(campaign=campaign)
+    billed, cost = _endpoint_cost(endpoint)
+    assert (attempt.status, attempt.retries, len(attempt.superseded_runs)) == ("done", 1, 1)
+    assert (_billed_columns(attempt), attempt.agent_cost) == (billed, cost)
+    assert TaskSummary.objects.get(campaign=campaign).agent_cost == cost
