@@ -482,7 +482,11 @@ def _supersede_last_runs(attempts) -> None:
     """Keep each attempt's run of record as a superseded run before it is re-run (its usage columns stay)."""
     billed = [*USAGE_FIELDS, "agent_cost", "eval_cost"]
     changed = []
-    for attempt in attempts.only("id", "status", "error_detail", "finished_at", "superseded_runs", *billed):
+    # Attempts that never billed a token (most cancelled ones) are not even loaded.
+    billed_some = attempts.exclude(input_tokens=0, output_tokens=0, eval_tokens=0)
+    for attempt in billed_some.only(
+        "id", "status", "error_detail", "finished_at", "superseded_runs", *billed
+    ):
         values = {name: getattr(attempt, name) for name in billed}
         own = last_run(values, attempt.superseded_runs)
         if not any(own[name] for name in USAGE_FIELDS):
