@@ -45,31 +45,6 @@ def state_verdicts(result: dict) -> list[dict]:
     return servers
 
 
-def superseded_note(runs: list[dict]) -> dict | None:
-    """The attempt's superseded runs (infra errors re-run) summed for its page; None when it had none.
-
-    Tokens and cost cover the agent and the evaluation overhead: everything those runs billed.
-    The cost is None (unpriced) when a run with tokens was unpriced.
-    """
-    if not runs:
-        return None
-    shown = []
-    for run in runs:
-        tokens = sum(int(run.get(name) or 0) for name in ("input_tokens", "output_tokens", "eval_tokens"))
-        costs = [run.get(name) for name in ("agent_cost", "eval_cost")]
-        agent_tokens = int(run.get("input_tokens") or 0) + int(run.get("output_tokens") or 0)
-        unpriced = (costs[0] is None and agent_tokens) or (costs[1] is None and run.get("eval_tokens"))
-        cost = None if unpriced else sum((Decimal(c) for c in costs if c is not None), Decimal(0))
-        shown.append({**run, "tokens": tokens, "cost": cost})
-    unpriced_total = any(run["cost"] is None for run in shown)
-    return {
-        "count": len(shown),
-        "tokens": sum(run["tokens"] for run in shown),
-        "cost": None if unpriced_total else sum((run["cost"] for run in shown), Decimal(0)),
-        "runs": shown,
-    }
-
-
 def singular(table: str) -> str:
     """'tickets' -> 'ticket', 'policies' -> 'policy' (for one-line diff headlines)."""
     if table.endswith("ies"):
@@ -210,6 +185,31 @@ def empty_diff_note(result: dict, imported: dict | None) -> str:
         )
     where = "ThinkingBox's own check below" if imported is not None else "the checks or rubrics below"
     return f"The end state matches the golden end state (our diff); the attempt failed on {where}."
+
+
+def superseded_note(runs: list[dict]) -> dict | None:
+    """The attempt's superseded runs (infra errors re-run) summed for its page; None when it had none.
+
+    Tokens and cost cover the agent and the evaluation overhead: everything those runs billed.
+    The cost is None (unpriced) when a run with tokens was unpriced.
+    """
+    if not runs:
+        return None
+    shown = []
+    for run in runs:
+        tokens = sum(int(run.get(name) or 0) for name in ("input_tokens", "output_tokens", "eval_tokens"))
+        costs = [run.get(name) for name in ("agent_cost", "eval_cost")]
+        agent_tokens = int(run.get("input_tokens") or 0) + int(run.get("output_tokens") or 0)
+        unpriced = (costs[0] is None and agent_tokens) or (costs[1] is None and run.get("eval_tokens"))
+        cost = None if unpriced else sum((Decimal(c) for c in costs if c is not None), Decimal(0))
+        shown.append({**run, "tokens": tokens, "cost": cost})
+    unpriced_total = any(run["cost"] is None for run in shown)
+    return {
+        "count": len(shown),
+        "tokens": sum(run["tokens"] for run in shown),
+        "cost": None if unpriced_total else sum((run["cost"] for run in shown), Decimal(0)),
+        "runs": shown,
+    }
 
 
 @require_GET
