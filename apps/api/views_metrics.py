@@ -220,7 +220,7 @@ class GapRowOutput(serializers.Serializer):
     gap_pp = IntervalOutput()
     pass_hat_curves = serializers.DictField(
         child=serializers.ListField(child=serializers.FloatField(allow_null=True)),
-        help_text='"all" and each domain -> unbiased pass^k for k = 1..N.',
+        help_text='"all" and each domain -> unbiased pass^k for k = 1..min(N, most done attempts of a task).',
     )
 
 

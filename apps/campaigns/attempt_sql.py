@@ -61,6 +61,7 @@ _ATTEMPT_COLUMNS = (
     "lease_expires_at",
     "dispatched_at",
     "started_at",
+    "superseded_runs",  # the record bills them with the new run (usually empty)
 )
 # (model, alias, deferred field names): the related rows run_engine_attempt and pricing read.
 _RELATED = (

@@ -95,7 +95,8 @@ class Attempt(models.Model):
     categories = models.JSONField(default=list, blank=True)
     clean_looking = models.BooleanField(default=False)
     task_hash = models.CharField(max_length=64, blank=True)
-    # Denormalised so dashboards filter and sum without reading result JSON.
+    # Denormalised so dashboards filter and sum without reading result JSON. Usage and cost are
+    # the attempt's *billed* totals: its run of record plus every superseded run below.
     input_tokens = models.BigIntegerField(default=0)
     cached_input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
@@ -117,6 +118,11 @@ class Attempt(models.Model):
     # What the endpoint said about the model that answered: one entry per distinct identity
     # {"model", "system_fingerprint", "headers", "calls"} (empty for simulated and golden agents).
     provider = models.JSONField(default=list, blank=True)
+    # Runs of this attempt that ended in an infrastructure error and were superseded by a retry
+    # or a resume (SPEC §5: infra-error attempts are billed): one entry per run with its usage,
+    # costs (decimal strings, None when unpriced), error and end time
+    # (apps.campaigns.outcomes.superseded_run). The token and cost columns include them.
+    superseded_runs = models.JSONField(default=list, blank=True)
     error_detail = models.TextField(blank=True)
     retries = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)

@@ -96,3 +96,72 @@ class AttemptOutcome:
             "error_detail": without_nul(self.error_detail),
             "provider": without_nul(self.provider),
         }
+
+
+# --- Superseded runs: every run the endpoint answered stays billed (SPEC §5) ----------------------
+#
+# An attempt that ends in an infrastructure error is re-run (a retry within the budget, or a
+# resume); the re-run's record would overwrite the usage of the run it supersedes. Each superseded
+# run is kept as an entry of Attempt.superseded_runs and the attempt's usage and cost columns hold
+# the billed totals (superseded runs + the run of record). Every sum over those columns (task
+# summaries, hence campaign cost, cost pages, the procurement export and what-if prices) is what
+# was spent; n_t and c_t never count a superseded run, so pass@k, pass^k and all-N are unchanged,
+# and cost per success / per dependable task keep SPEC §5's definition (campaign agent cost, which
+# includes every billed run, over Σ c_t or the all-N count). Cost per attempt is campaign agent
+# cost over attempts: what one attempt cost with its retries.
+
+USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens")
+COST_FIELDS = ("agent_cost", "eval_cost")
+_ERROR_KEPT = 500  # characters of a superseded run's error kept with it
+
+
+def superseded_run(fields: dict[str, Any], *, error: str, at: str, reason: str) -> dict[str, Any]:
+    """One superseded run as stored: its usage and costs (``fields`` as in ``as_fields``), error, when, why."""
+    entry: dict[str, Any] = {name: int(fields.get(name) or 0) for name in USAGE_FIELDS}
+    for name in COST_FIELDS:
+        cost = fields.get(name)
+        entry[name] = None if cost is None else str(Decimal(cost))
+    entry.update(error=without_nul(error or "")[:_ERROR_KEPT], at=at, reason=reason)
+    return entry
+
+
+def _agent_tokens(values: dict[str, Any]) -> int:
+    return int(values.get("input_tokens") or 0) + int(values.get("output_tokens") or 0)
+
+
+def _eval_tokens(values: dict[str, Any]) -> int:
+    return int(values.get("eval_tokens") or 0)
+
+
+def _cost_total(parts: list[tuple[Decimal | None, int]]) -> Decimal | None:
+    """Sum of the runs' costs; None (unpriced) when a run with tokens is unpriced or nothing is priced.
+
+    A partial sum would pass for the whole bill, so an unpriced run makes the total unpriced.
+    """
+    priced = [cost for cost, _ in parts if cost is not None]
+    if not priced or any(cost is None and tokens for cost, tokens in parts):
+        return None
+    return sum(priced, Decimal(0))
+
+
+def billed_fields(own: dict[str, Any] | None, superseded: list[dict[str, Any]]) -> dict[str, Any]:
+    """The usage and cost columns billed for an attempt: its run of record ``own`` (None: none yet) plus ``superseded``."""
+    runs = [*superseded, *([own] if own is not None else [])]
+    fields: dict[str, Any] = {name: sum(int(run.get(name) or 0) for run in runs) for name in USAGE_FIELDS}
+    for name, tokens in (("agent_cost", _agent_tokens), ("eval_cost", _eval_tokens)):
+        parts = [(None if run.get(name) is None else Decimal(run[name]), tokens(run)) for run in runs]
+        fields[name] = _cost_total(parts)
+    return fields
+
+
+def last_run(billed: dict[str, Any], superseded: list[dict[str, Any]]) -> dict[str, Any]:
+    """The usage and costs of the run of record: the billed columns minus the superseded runs."""
+    own: dict[str, Any] = {
+        name: int(billed.get(name) or 0) - sum(int(run.get(name) or 0) for run in superseded)
+        for name in USAGE_FIELDS
+    }
+    for name in COST_FIELDS:
+        total = billed.get(name)
+        earlier = [Decimal(run[name]) for run in superseded if run.get(name) is not None]
+        own[name] = None if total is None else Decimal(total) - sum(earlier, Decimal(0))
+    return own

@@ -30,7 +30,7 @@ from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns import attempt_sql
 from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.outcomes import AttemptOutcome
+from apps.campaigns.outcomes import USAGE_FIELDS, AttemptOutcome, billed_fields, last_run, superseded_run
 from apps.campaigns.signatures import BackfillReport, backfill_signatures
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
@@ -461,18 +461,44 @@ def campaign_cancel(*, campaign: Campaign) -> int:
 def campaign_resume(*, campaign: Campaign) -> int:
     """Re-queue every attempt that did not finish (cancelled or infra_error) and start again.
 
-    Side effects: those attempts go back to queued with a fresh retry budget; status running;
-    dispatch. Returns the number re-queued.
+    Side effects: those attempts go back to queued with a fresh retry budget, each run that had
+    usage kept as a superseded run (still billed); status running; dispatch. Returns the number
+    re-queued.
     """
     with transaction.atomic():
-        count = Attempt.objects.filter(
+        unfinished = Attempt.objects.filter(
             campaign=campaign, status__in=[Attempt.Status.CANCELLED, Attempt.Status.INFRA_ERROR]
-        ).update(
+        )
+        _supersede_last_runs(unfinished)
+        count = unfinished.update(
             status=Attempt.Status.QUEUED, dispatched_at=None, worker="", lease_expires_at=None, retries=0
         )
     campaign_start(campaign=campaign)
     summary_refresh(campaign_id=campaign.pk)
     return count
+
+
+def _supersede_last_runs(attempts) -> None:
+    """Keep each attempt's run of record as a superseded run before it is re-run (its usage columns stay)."""
+    billed = [*USAGE_FIELDS, "agent_cost", "eval_cost"]
+    changed = []
+    # Attempts that never billed a token (most cancelled ones) are not even loaded.
+    billed_some = attempts.exclude(input_tokens=0, output_tokens=0, eval_tokens=0)
+    for attempt in billed_some.only(
+        "id", "status", "error_detail", "finished_at", "superseded_runs", *billed
+    ):
+        values = {name: getattr(attempt, name) for name in billed}
+        own = last_run(values, attempt.superseded_runs)
+        if not any(own[name] for name in USAGE_FIELDS):
+            continue  # nothing was billed for it (e.g. cancelled before it ran)
+        at = (attempt.finished_at or timezone.now()).isoformat()
+        reason = f"resume of {attempt.status}"
+        attempt.superseded_runs = [
+            *attempt.superseded_runs,
+            superseded_run(own, error=attempt.error_detail, at=at, reason=reason),
+        ]
+        changed.append(attempt)
+    Attempt.objects.bulk_update(changed, ["superseded_runs"], batch_size=500)
 
 
 def campaign_finish_if_complete(*, campaign_id: int) -> bool:
@@ -562,7 +588,7 @@ def attempt_record(*, attempt: Attempt, worker: str, outcome: AttemptOutcome | N
         # The common case in one round trip (PostgreSQL); anything unusual takes the path below,
         # and so does inline (eager) Celery, where campaign_dispatch stays the one dispatch point.
         fast = attempt_sql.record_in_one_query(
-            attempt=attempt, worker=worker, values=_outcome_fields(outcome), now=timezone.now()
+            attempt=attempt, worker=worker, values=_outcome_fields(outcome, attempt), now=timezone.now()
         )
         if fast is not None and fast.recorded:
             if not fast.summary_found:
@@ -594,8 +620,15 @@ def _retries_infra_error(attempt: Attempt, outcome: AttemptOutcome) -> bool:
     return outcome.status == Attempt.Status.INFRA_ERROR and attempt.retries < settings.ATTEMPT_MAX_RETRIES
 
 
-def _outcome_fields(outcome: AttemptOutcome) -> dict:
+def _outcome_fields(outcome: AttemptOutcome, attempt: Attempt) -> dict:
+    """The row's columns for ``outcome``; usage and cost billed with the attempt's superseded runs.
+
+    The superseded runs were loaded with the claim: only the owning worker changes them (a
+    re-queue after an infra error), so they cannot change between claim and record.
+    """
     fields = outcome.as_fields()
+    if attempt.superseded_runs:
+        fields.update(billed_fields(fields, attempt.superseded_runs))
     fields.update(finished_at=timezone.now(), lease_expires_at=None)
     return fields
 
@@ -605,8 +638,8 @@ def _record(*, attempt: Attempt, worker: str, outcome: AttemptOutcome | None) ->
     if outcome is None:
         return "cancelled", _record_cancelled(attempt_id=attempt.id, worker=worker)
     if _retries_infra_error(attempt, outcome):
-        return "retry", _requeue_after_infra_error(attempt=attempt, worker=worker, error=outcome.error_detail)
-    if _record_outcome(attempt_id=attempt.id, worker=worker, outcome=outcome):
+        return "retry", _requeue_after_infra_error(attempt=attempt, worker=worker, outcome=outcome)
+    if _record_outcome(attempt=attempt, worker=worker, outcome=outcome):
         return outcome.status, True
     # Not recorded: the campaign was cancelled meanwhile (the attempt ends cancelled) or the
     # lease passed to another worker (its result wins).
@@ -619,10 +652,13 @@ def _campaign_cancelled(campaign_id: int) -> bool:
     return Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.CANCELLED).exists()
 
 
-def _record_outcome(*, attempt_id: int, worker: str, outcome: AttemptOutcome) -> bool:
+def _record_outcome(*, attempt: Attempt, worker: str, outcome: AttemptOutcome) -> bool:
     """Only the owning worker of a still-running campaign may record a result."""
     return attempt_sql.update_owned(
-        attempt_id=attempt_id, worker=worker, values=_outcome_fields(outcome), require_running_campaign=True
+        attempt_id=attempt.id,
+        worker=worker,
+        values=_outcome_fields(outcome, attempt),
+        require_running_campaign=True,
     )
 
 
@@ -635,16 +671,28 @@ def _record_cancelled(*, attempt_id: int, worker: str) -> bool:
     )
 
 
-def _requeue_after_infra_error(*, attempt: Attempt, worker: str, error: str) -> bool:
-    """Back to queued with capped exponential backoff; the retry is a new message."""
+def _requeue_after_infra_error(*, attempt: Attempt, worker: str, outcome: AttemptOutcome) -> bool:
+    """Back to queued with capped exponential backoff; the retry is a new message.
+
+    The failed run's usage stays billed: it becomes one of the attempt's superseded runs and its
+    usage columns hold what all of them cost until the retry records its own run on top.
+    """
     retries = attempt.retries + 1
+    now = timezone.now()
+    fields = outcome.as_fields()
+    runs = [
+        *attempt.superseded_runs,
+        superseded_run(fields, error=fields["error_detail"], at=now.isoformat(), reason="retry"),
+    ]
     updated = Attempt.objects.filter(id=attempt.id, status=Attempt.Status.RUNNING, worker=worker).update(
         status=Attempt.Status.QUEUED,
         retries=retries,
-        error_detail=error,
+        superseded_runs=runs,
+        **billed_fields(None, runs),
+        error_detail=fields["error_detail"],
         worker="",
         lease_expires_at=None,
-        dispatched_at=timezone.now(),
+        dispatched_at=now,
     )
     if updated:
         base = settings.ATTEMPT_RETRY_BACKOFF_SECONDS

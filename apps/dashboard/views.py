@@ -179,7 +179,7 @@ def external_score_add(request):
 @require_GET
 @require_role(Role.VIEWER)
 def gap(request):
-    """pass@N against all-N per campaign, and pass^k curves for k = 1..N overall and per domain."""
+    """pass@N against all-N per campaign, and pass^k curves for k = 1..N (as far as attempts ran) overall and per domain."""
     campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request))
     health = task_health_scope(request.GET, campaigns)
     tables = figures.per_task_tables(campaigns, exclude=health.exclude)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -160,6 +161,31 @@ def empty_diff_note(result: dict, imported: dict | None) -> str:
     return f"The end state matches the golden end state (our diff); the attempt failed on {where}."
 
 
+def superseded_note(runs: list[dict]) -> dict | None:
+    """The attempt's superseded runs (infra errors re-run) summed for its page; None when it had none.
+
+    Tokens and cost cover the agent and the evaluation overhead: everything those runs billed.
+    The cost is None (unpriced) when a run with tokens was unpriced.
+    """
+    if not runs:
+        return None
+    shown = []
+    for run in runs:
+        tokens = sum(int(run.get(name) or 0) for name in ("input_tokens", "output_tokens", "eval_tokens"))
+        costs = [run.get(name) for name in ("agent_cost", "eval_cost")]
+        agent_tokens = int(run.get("input_tokens") or 0) + int(run.get("output_tokens") or 0)
+        unpriced = (costs[0] is None and agent_tokens) or (costs[1] is None and run.get("eval_tokens"))
+        cost = None if unpriced else sum((Decimal(c) for c in costs if c is not None), Decimal(0))
+        shown.append({**run, "tokens": tokens, "cost": cost})
+    unpriced_total = any(run["cost"] is None for run in shown)
+    return {
+        "count": len(shown),
+        "tokens": sum(run["tokens"] for run in shown),
+        "cost": None if unpriced_total else sum((run["cost"] for run in shown), Decimal(0)),
+        "runs": shown,
+    }
+
+
 @require_GET
 @require_role(Role.VIEWER)
 def attempt_detail(request, pk: int):
@@ -186,6 +212,7 @@ def attempt_detail(request, pk: int):
         "empty_diff_note": empty_diff_note(result, imported),
         "previous_id": previous_id,
         "next_id": next_id,
+        "superseded": superseded_note(attempt.superseded_runs),
     }
     return render(request, "dashboard/attempt.html", context)
 

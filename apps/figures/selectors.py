@@ -268,16 +268,22 @@ def sort_rows(rows: list[LeaderboardRow], *, key: str, descending: bool) -> list
 
 
 def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list[float | None]]:
-    """Unbiased pass^k for k = 1..N: "all" tasks, then each domain by name; mean over tasks with n >= k."""
+    """Unbiased pass^k for k = 1..K: "all" tasks, then each domain by name; mean over tasks with n >= k.
+
+    K = min(N, the most done attempts of any task): pass^k is undefined beyond a task's attempts
+    (None in a curve), so larger k are not listed. A stored N may far exceed what ran (an import
+    once set N = 100,000 for two attempts a task); the work follows the attempts, not N.
+    """
     frame = tables.frame(campaign)
 
     def compute() -> dict[str, list[float | None]]:
         curves = {}
+        longest = min(campaign.n_attempts, int(frame["n"].max()) if len(frame) else 0)
         groups = [("all", frame)] + [(str(name), group) for name, group in frame.groupby("domain", sort=True)]
         for name, group in groups:
             n, c = group["n"].to_numpy(), group["c"].to_numpy()
             values = []
-            for k in range(1, campaign.n_attempts + 1):
+            for k in range(1, longest + 1):
                 per_task = pass_hat_k(n, c, k) if len(group) else np.zeros(0)
                 kept = per_task[~np.isnan(per_task)]
                 values.append(float(kept.mean()) if kept.size else None)

@@ -38,12 +38,26 @@ def _ratio_comb(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
     return np.prod(factors, axis=-1)
 
 
+def _where_defined(n_arr: np.ndarray, k: int, estimate) -> np.ndarray:
+    """``estimate(mask)`` on the tasks with n >= k, NaN elsewhere.
+
+    The running products cost k steps per task, so only tasks that have k attempts pay them: a
+    k far beyond every task's attempts (a stored N of 100,000 with two attempts run) costs nothing.
+    """
+    flat = np.atleast_1d(n_arr)
+    value = np.full(flat.shape, np.nan)
+    defined = flat >= k
+    if defined.any():
+        value[defined] = estimate(defined)
+    return value.reshape(n_arr.shape)
+
+
 def pass_at_k(n, c, k: int):
     """Unbiased pass@k per task: 1 - C(n-c, k)/C(n, k); NaN where n < k."""
     k = _check_k(k)
     n_arr, c_arr = _as_counts(n, c)
-    value = 1.0 - _ratio_comb(n_arr - c_arr, n_arr, k)
-    value = np.where(n_arr >= k, value, np.nan)
+    n1, c1 = np.atleast_1d(n_arr), np.atleast_1d(c_arr)
+    value = _where_defined(n_arr, k, lambda m: 1.0 - _ratio_comb(n1[m] - c1[m], n1[m], k))
     return float(value) if value.ndim == 0 else value
 
 
@@ -51,8 +65,8 @@ def pass_hat_k(n, c, k: int):
     """Unbiased pass^k per task (tau-bench): C(c, k)/C(n, k); NaN where n < k."""
     k = _check_k(k)
     n_arr, c_arr = _as_counts(n, c)
-    value = _ratio_comb(c_arr, n_arr, k)
-    value = np.where(n_arr >= k, value, np.nan)
+    n1, c1 = np.atleast_1d(n_arr), np.atleast_1d(c_arr)
+    value = _where_defined(n_arr, k, lambda m: _ratio_comb(c1[m], n1[m], k))
     return float(value) if value.ndim == 0 else value
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 CONVERSATION_HEADER = "X-Script-Conversation"
 READ_PREFIXES = ("get_", "list_", "find_", "search_", "lookup_", "read_", "check_", "view_", "describe_")
+_BILLED_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
 _AZURE_PATH = re.compile(r"/openai/deployments/([^/]+)/chat/completions$")
 
 
@@ -89,6 +90,8 @@ class ScriptedOpenAIServer:
         self.response_headers: dict[str, str] = {}
         self.record = record  # False (standalone benchmarks): count requests, keep no bodies
         self.requests: list[RecordedRequest] = []
+        # The endpoint's own bill: (route, usage) of every completion it answered, in order.
+        self.billed: list[tuple[str, dict[str, int]]] = []
         self.served = 0
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -122,6 +125,12 @@ class ScriptedOpenAIServer:
     def requests_for(self, route: str) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.route == route]
+
+    def billed_for(self, route: str) -> dict[str, int]:
+        """The usage the endpoint reported for ``route``, summed over every answered completion."""
+        with self._lock:
+            usages = [usage for billed_route, usage in self.billed if billed_route == route]
+        return {key: sum(usage[key] for usage in usages) for key in _BILLED_KEYS}
 
     def reset_peak(self) -> None:
         with self._lock:
@@ -214,6 +223,14 @@ class ScriptedOpenAIServer:
         usage = step.get("usage") or {}
         prompt_tokens = usage.get("prompt_tokens", max(1, len(json.dumps(body.get("messages", []))) // 4))
         completion_tokens = usage.get("completion_tokens", max(1, len((text or "") + json.dumps(calls)) // 4))
+        billed = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "cached_tokens": usage.get("cached_tokens", 0),
+            "reasoning_tokens": usage.get("reasoning_tokens", 0),
+        }
+        with self._lock:
+            self.billed.append((route, billed))
         answer = {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",

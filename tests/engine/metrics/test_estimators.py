@@ -100,3 +100,26 @@ def test_pass_hat_k_matches_exact_binomial_ratio(nc, k):
     assert pass_at_k(n, c, k) == pytest.approx(
         float(1 - Fraction(math.comb(n - c, k), math.comb(n, k))), abs=1e-12
     )
+
+
+def _peak_bytes(compute) -> tuple[object, int]:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        value = compute()
+        return value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("estimator", [pass_at_k, pass_hat_k])
+def test_k_beyond_every_tasks_attempts_is_undefined_without_k_sized_work(estimator):
+    # A stored N of 100,000 with two attempts a task (pass@N, pass^N): nothing to estimate, so the
+    # running product over k steps is never built (it was a tasks x k array).
+    n, c = np.array([2, 2, 2]), np.array([2, 1, 0])
+
+    values, peak = _peak_bytes(lambda: estimator(n, c, 100_000))
+
+    assert np.isnan(values).tolist() == [True, True, True]
+    assert peak < 100_000  # bytes; tasks x k float64 would be 2,400,000
