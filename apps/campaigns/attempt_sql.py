@@ -436,5 +436,6 @@ def record_in_one_query(
         cursor.nextset()  # the summary recount
         for _ in signature_counts:
             cursor.nextset()
+        cursor.nextset()  # the dispatch
         dispatched = _sorted_ids(cursor.fetchall())
     return OneQueryRecord(recorded=recorded, summary_found=summary_found, dispatched=dispatched)
