@@ -347,11 +347,13 @@ def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
     for chunk in [firsts] if connection.vendor == "postgresql" else _chunks(firsts):
         items.update(
             Attempt.objects.filter(pk__in=chunk)
+            .order_by()  # the model's default order joins campaigns and tasks to sort: not needed here
             .annotate(items_text=Cast("signature_items", TextField()))
             .values_list("pk", "items_text")
         )
+    # Plain tuples: an Element is a NamedTuple, equal to and hashed like the tuple of its fields.
     elements = {
-        signature: frozenset(Element(*item[:4]) for item in json.loads(items.get(int(first)) or "[]"))
+        signature: frozenset(tuple(item[:4]) for item in json.loads(items.get(int(first)) or "[]"))
         for signature, *_, first, _last in found
         if signature
     }
@@ -380,7 +382,7 @@ def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
     )
 
 
-def _related(elements: dict[str, frozenset[Element]]) -> dict[str, set[str]]:
+def _related(elements: dict[str, frozenset[tuple]]) -> dict[str, set[str]]:
     """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours.
 
     A digest names its set of elements (tb_engine.signatures.digest_of), so the neighbours are
