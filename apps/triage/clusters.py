@@ -3,7 +3,9 @@
 A cluster is the set of attempts (of the queue's scope: the user's visible campaigns and filters)
 that share one signature; two clusters whose signatures differ by exactly one element are
 *related* and shown side by side, never merged. Signatures are stored on the attempt rows when
-they are recorded (apps.campaigns), so grouping is one aggregate over indexed columns.
+they are recorded, and counted per (campaign, task, signature, termination) in apps.campaigns'
+SignatureCount, kept with the task summaries: grouping reads that narrow table whenever the
+filters allow (campaign, domain, task, scope), and aggregates the attempts otherwise.
 
 The expensive part — one GROUP BY over every failure in scope and the elements of one example per
 cluster — is cached under a stamp of the scope's task summaries (which change whenever an attempt
