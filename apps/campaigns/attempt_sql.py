@@ -46,7 +46,7 @@ from django.db.models import Field, Model
 
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.summaries import lock_pair_sql, recount_sql
+from apps.campaigns.summaries import lock_pair_sql, recount_sql, signature_recount_sql
 from apps.suites.models import Domain, Suite, Task
 
 # Attempt columns the worker needs (everything else, e.g. the result JSON, stays deferred).
@@ -426,13 +426,17 @@ def record_in_one_query(
     dispatch_sql, dispatch_params = _dispatch_sql(connection, attempt.campaign_id, 1, now, guard)
     finished_at = Attempt._meta.get_field("finished_at").get_db_prep_save(values["finished_at"], connection)
     dispatch_params += [attempt.id, worker, values["status"], finished_at]
-    sql = ";\n".join([record_sql, lock_sql, recount, dispatch_sql])
+    signature_counts = signature_recount_sql(attempt.campaign_id, attempt.task_id)
+    sql = ";\n".join([record_sql, lock_sql, recount, *(s for s, _ in signature_counts), dispatch_sql])
+    signature_params = [p for _, params in signature_counts for p in params]
     with connection.cursor() as cursor:
-        cursor.execute(sql, record_params + lock_params + recount_params + dispatch_params)
+        cursor.execute(sql, record_params + lock_params + recount_params + signature_params + dispatch_params)
         recorded = cursor.rowcount == 1
         cursor.nextset()
         summary_found = cursor.fetchone() is not None
-        cursor.nextset()
-        cursor.nextset()
+        cursor.nextset()  # the summary recount
+        for _ in signature_counts:
+            cursor.nextset()
+        cursor.nextset()  # the dispatch
         dispatched = _sorted_ids(cursor.fetchall())
     return OneQueryRecord(recorded=recorded, summary_found=summary_found, dispatched=dispatched)

@@ -180,3 +180,38 @@ class TaskSummary(models.Model):
 
     def __str__(self) -> str:
         return f"{self.campaign_id}:{self.task_id} {self.n_pass}/{self.n_done}"
+
+
+class SignatureCount(models.Model):
+    """Failed attempts per (campaign, task, failure signature, termination), kept current with TaskSummary.
+
+    SPEC §8's clusters grouped from a table a fraction of the attempt heap's size: the grouped
+    triage view and the cluster page read it instead of aggregating attempts. Recomputed (not
+    incremented) from the pair's attempts wherever the pair's TaskSummary is
+    (apps.campaigns.summaries), so it always equals a recount.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="signature_counts")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="signature_counts")
+    signature = models.CharField(max_length=32, blank=True)
+    termination = models.CharField(max_length=20, blank=True)
+    failures = models.PositiveIntegerField(default=0)  # done, verdict fail
+    clean = models.PositiveIntegerField(default=0)  # of them, clean-looking
+    # Smallest and largest attempt id among the failures (and among the clean-looking ones): examples.
+    first_id = models.BigIntegerField()
+    last_id = models.BigIntegerField()
+    first_clean_id = models.BigIntegerField(null=True)
+    last_clean_id = models.BigIntegerField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "task", "signature", "termination"], name="signature_count_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["signature", "campaign"], name="signature_count_signature")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.campaign_id}:{self.task_id} {self.signature or '-'} {self.termination}: {self.failures}"
+        )

@@ -22,6 +22,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb, JsonbLoader
 
 from apps.campaigns.models import Attempt, TaskSummary
+from apps.campaigns.summaries import signature_counts_refresh
 from apps.suites.models import Task
 from tb_engine.signatures import check_target, signature_from_parts
 
@@ -100,13 +101,16 @@ def _sign(rows: list[tuple], targets: _CheckTargets) -> Iterator[tuple[int, int,
 def backfill_signatures(*, campaign_ids: list[int] | None = None, recompute: bool = False) -> BackfillReport:
     """Compute and store the signature of every failed attempt that lacks one (all of them with ``recompute``).
 
-    Side effects: Attempt.signature and signature_items; the touched campaigns' TaskSummary rows get
-    a new updated_at, so pages cached by summary stamp (clusters, figures) are recomputed.
+    Side effects: Attempt.signature and signature_items; the touched campaigns' SignatureCount rows
+    are recounted and their TaskSummary rows get a new updated_at, so pages cached by summary stamp
+    (clusters, figures) are recomputed.
     """
     run = _backfill_postgres if connection.vendor == "postgresql" else _backfill_orm
-    scanned, changed, campaigns = run(_Selection(campaign_ids, recompute))
-    if campaigns:
-        TaskSummary.objects.filter(campaign_id__in=sorted(campaigns)).update(updated_at=timezone.now())
+    with transaction.atomic():
+        scanned, changed, campaigns = run(_Selection(campaign_ids, recompute))
+        if campaigns:
+            signature_counts_refresh(campaign_ids=sorted(campaigns))
+            TaskSummary.objects.filter(campaign_id__in=sorted(campaigns)).update(updated_at=timezone.now())
     return BackfillReport(scanned=scanned, changed=changed, campaigns=len(campaigns))
 
 

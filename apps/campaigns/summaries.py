@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt, TaskSummary
+from apps.campaigns.models import Attempt, SignatureCount, TaskSummary
 
 # n_t of SPEC §5: done and judged. An unjudged attempt (a rubric the judge could not answer,
 # nothing else failed) is excluded like an infra error and counted apart as coverage (SPEC §2).
@@ -47,6 +47,48 @@ def _recount_sql(where: str) -> str:
     )
 
 
+# SignatureCount column -> SQL aggregate over a pair's failed attempts of one (signature, termination).
+_SIGNATURE_COLUMNS = {
+    "failures": "COUNT(*)",
+    "clean": "COUNT(*) FILTER (WHERE clean_looking)",
+    "first_id": "MIN(id)",
+    "last_id": "MAX(id)",
+    "first_clean_id": "MIN(id) FILTER (WHERE clean_looking)",
+    "last_clean_id": "MAX(id) FILTER (WHERE clean_looking)",
+}
+_SIGNATURE_KEY = ("campaign_id", "task_id", "signature", "termination")
+
+
+def signature_counts_sql(where: str) -> list[str]:
+    """Recount the SignatureCount rows of the attempts matching ``where`` (its params once per statement).
+
+    Two statements: drop the rows, then insert the recount (an upsert, so a concurrent recount of
+    the same pair that committed in between is overwritten by this one's newer reading, never a
+    unique-constraint error). ``where`` names columns both tables have (campaign_id, task_id).
+    """
+    counts, attempt = SignatureCount._meta.db_table, Attempt._meta.db_table
+    key = ", ".join(_SIGNATURE_KEY)
+    columns = ", ".join(_SIGNATURE_COLUMNS)
+    aggregates = ", ".join(_SIGNATURE_COLUMNS.values())
+    updates = ", ".join(f"{name} = excluded.{name}" for name in _SIGNATURE_COLUMNS)
+    return [
+        f"DELETE FROM {counts} WHERE {where}",
+        f"INSERT INTO {counts} ({key}, {columns}) SELECT {key}, {aggregates} FROM {attempt} "
+        f"WHERE status = 'done' AND verdict = 'fail' AND {where} GROUP BY {key} "
+        f"ON CONFLICT ({key}) DO UPDATE SET {updates}",
+    ]
+
+
+def signature_counts_refresh(*, campaign_ids: list[int]) -> None:
+    """Recount the SignatureCount rows of these campaigns from their attempts (after a backfill)."""
+    if not campaign_ids:
+        return
+    where = f"campaign_id IN ({', '.join(['%s'] * len(campaign_ids))})"
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        for sql in signature_counts_sql(where):
+            cursor.execute(sql, list(campaign_ids))
+
+
 def summaries_create(*, campaign_id: int, task_ids: list[int]) -> None:
     """Zero summaries for a campaign's tasks (missing ones only), so refreshes only ever update."""
     TaskSummary.objects.bulk_create(
@@ -75,6 +117,8 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
             where, params = "campaign_id = %s AND task_id = %s", [campaign_id, task_id]
         with connection.cursor() as cursor:
             cursor.execute(_recount_sql(where), [timezone.now(), *params])
+            for sql in signature_counts_sql(where):
+                cursor.execute(sql, params)
 
 
 def lock_pair_sql(campaign_id: int, task_id: int) -> tuple[str, list]:
@@ -89,6 +133,13 @@ def lock_pair_sql(campaign_id: int, task_id: int) -> tuple[str, list]:
 def recount_sql(campaign_id: int, task_id: int, now) -> tuple[str, list]:
     """The recount of one pair; run it after lock_pair_sql, in a later statement of the same transaction."""
     return _recount_sql("campaign_id = %s AND task_id = %s"), [now, campaign_id, task_id]
+
+
+def signature_recount_sql(campaign_id: int, task_id: int) -> list[tuple[str, list]]:
+    """The SignatureCount recount of one pair (statements and params); like recount_sql, after the lock."""
+    return [
+        (sql, [campaign_id, task_id]) for sql in signature_counts_sql("campaign_id = %s AND task_id = %s")
+    ]
 
 
 def _lock_pair(campaign_id: int, task_id: int) -> bool:

@@ -3,7 +3,9 @@
 A cluster is the set of attempts (of the queue's scope: the user's visible campaigns and filters)
 that share one signature; two clusters whose signatures differ by exactly one element are
 *related* and shown side by side, never merged. Signatures are stored on the attempt rows when
-they are recorded (apps.campaigns), so grouping is one aggregate over indexed columns.
+they are recorded, and counted per (campaign, task, signature, termination) in apps.campaigns'
+SignatureCount, kept with the task summaries: grouping reads that narrow table whenever the
+filters allow (campaign, domain, task, scope), and aggregates the attempts otherwise.
 
 The expensive part — one GROUP BY over every failure in scope and the elements of one example per
 cluster — is cached under a stamp of the scope's task summaries (which change whenever an attempt
@@ -28,7 +30,7 @@ from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum, TextField
 from django.db.models.functions import Cast
 
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.campaigns.models import Attempt, Campaign, SignatureCount, TaskSummary
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
@@ -238,7 +240,11 @@ def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
         if found is not None:
             _remember(key, token, found)
             return found
-    found = _build_index(queue_queryset(user=user, filters=filters), stamp)
+    counts = _counts(campaign_ids, filters)
+    if counts is not None:
+        found = _build_index_from_counts(counts, filters, stamp)
+    else:
+        found = _build_index(queue_queryset(user=user, filters=filters), stamp)
     token = uuid.uuid4().hex
     cache.set_many({key: found, key + ":token": token}, CACHE_SECONDS)
     _remember(key, token, found)
@@ -260,6 +266,52 @@ def _remember(key: str, token: str, index: ClusterIndex) -> None:
         _LOCAL.move_to_end(key)
         while len(_LOCAL) > _LOCAL_SIZE:
             _LOCAL.popitem(last=False)
+
+
+def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[SignatureCount] | None:
+    """The scope's SignatureCount rows, when the filters can be answered from them (None: read attempts).
+
+    Campaign, domain, task and scope filters can; category and review filters need the attempts.
+    """
+    if filters.category or any(getattr(filters, name) for name in _REVIEW_FILTERS):
+        return None
+    counts = SignatureCount.objects.filter(campaign_id__in=campaign_ids)
+    if filters.scope == "clean":
+        counts = counts.filter(clean__gt=0)
+    if filters.domain:
+        counts = counts.filter(task__domain__name=filters.domain)
+    if filters.task:
+        counts = counts.filter(task__task_id__icontains=filters.task)  # as queue_queryset
+    return counts.order_by()
+
+
+def _size_columns(filters: QueueFilters) -> tuple[str, str, str]:
+    """The SignatureCount columns holding the scope's attempts: count, first and last id."""
+    if filters.scope == "clean":
+        return "clean", "first_clean_id", "last_clean_id"
+    return "failures", "first_id", "last_id"
+
+
+def _build_index_from_counts(
+    counts: QuerySet[SignatureCount], filters: QueueFilters, stamp: str
+) -> ClusterIndex:
+    """The index from the count table: one aggregate over narrow rows, no read of the attempt heap."""
+    size, first, last = _size_columns(filters)
+    found = [
+        tuple(row)
+        for row in counts.values("signature")
+        .annotate(
+            size=Sum(size),
+            clean_n=Sum("clean"),
+            tasks=Count("task_id", distinct=True),
+            campaigns=Count("campaign_id", distinct=True),
+            models=Count("campaign__agent_id", distinct=True),
+            first=Min(first),
+            last=Max(last),
+        )
+        .values_list("signature", "size", "clean_n", "tasks", "campaigns", "models", "first", "last")
+    ]
+    return _index_from_groups(found, stamp)
 
 
 def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
@@ -286,17 +338,24 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
     with connection.cursor() as cursor:
         cursor.execute(outer, params)
         found = cursor.fetchall()
+    return _index_from_groups(found, stamp)
+
+
+def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
+    """Rows of (signature, size, clean, tasks, campaigns, models, first id, last id) -> the index."""
     firsts = [int(row[6]) for row in found]
     items: dict[int, str] = {}
     # One read on PostgreSQL (an array parameter); IN lists in chunks elsewhere.
     for chunk in [firsts] if connection.vendor == "postgresql" else _chunks(firsts):
         items.update(
             Attempt.objects.filter(pk__in=chunk)
+            .order_by()  # the model's default order joins campaigns and tasks to sort: not needed here
             .annotate(items_text=Cast("signature_items", TextField()))
             .values_list("pk", "items_text")
         )
+    # Plain tuples: an Element is a NamedTuple, equal to and hashed like the tuple of its fields.
     elements = {
-        signature: frozenset(Element(*item[:4]) for item in json.loads(items.get(int(first)) or "[]"))
+        signature: frozenset(tuple(item[:4]) for item in json.loads(items.get(int(first)) or "[]"))
         for signature, *_, first, _last in found
         if signature
     }
@@ -325,7 +384,7 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
     )
 
 
-def _related(elements: dict[str, frozenset[Element]]) -> dict[str, set[str]]:
+def _related(elements: dict[str, frozenset[tuple]]) -> dict[str, set[str]]:
     """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours.
 
     A digest names its set of elements (tb_engine.signatures.digest_of), so the neighbours are
@@ -353,7 +412,7 @@ def cluster_rows(
     details = cache.get(key)
     base = queue_queryset(user=user, filters=filters).order_by()
     if details is None:
-        details = _page_details(base, signatures)
+        details = _page_details(base, signatures, _counts(campaign_ids, filters), filters)
         cache.set(key, details, CACHE_SECONDS)
     reviewed, labelled = _review_progress(base, signatures)
     rows = []
@@ -381,18 +440,31 @@ def cluster_rows(
 TOP = 3
 
 
-def _page_details(base: QuerySet[Attempt], signatures: list[str]) -> dict[str, tuple]:
-    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (two queries)."""
+def _page_details(
+    base: QuerySet[Attempt],
+    signatures: list[str],
+    counts: QuerySet[SignatureCount] | None,
+    filters: QueueFilters,
+) -> dict[str, tuple]:
+    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (two queries).
+
+    The first three come from the count table when the filters allow it (``counts``), else from the attempts.
+    """
     scoped = base.filter(signature__in=signatures)
     terminations: dict[str, Counter] = defaultdict(Counter)
     tasks: dict[str, Counter] = defaultdict(Counter)
     models: dict[str, Counter] = defaultdict(Counter)
-    # One pass over the page's attempts, grouped by everything the three counts need.
-    for signature, termination, task, model, n in (
-        scoped.values("signature", "termination", "task__task_id", "campaign__agent__name")
-        .annotate(n=Count("id"))
-        .values_list("signature", "termination", "task__task_id", "campaign__agent__name", "n")
-    ):
+    grouping = ("signature", "termination", "task__task_id", "campaign__agent__name")
+    if counts is not None:
+        groups = (
+            counts.filter(signature__in=signatures)
+            .values(*grouping)
+            .annotate(n=Sum(_size_columns(filters)[0]))
+        )
+    else:
+        groups = scoped.values(*grouping).annotate(n=Count("id"))
+    # One pass over the page's groups, by everything the three counts need.
+    for signature, termination, task, model, n in groups.values_list(*grouping, "n"):
         terminations[signature][termination] += n
         tasks[signature][task] += n
         models[signature][model] += n
@@ -451,20 +523,21 @@ def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[Ca
     one query over the signature index.
     """
     campaign_ids, filters = _scope(user, filters)
-    base = queue_queryset(user=user, filters=filters).order_by()
+    counts = _counts(campaign_ids, filters)
+    base: QuerySet = queue_queryset(user=user, filters=filters).order_by()
+    n = Count("id")
+    if counts is not None:  # the count table answers both, without reading attempts
+        base, n = counts, Sum(_size_columns(filters)[0])
     key = _key("campaigns", campaign_ids, filters, _stamp(campaign_ids, filters))
     failures = cache.get(key)
     if failures is None:
         failures = {
             row["campaign_id"]: (row["campaign__name"], row["n"])
-            for row in base.values("campaign_id", "campaign__name").annotate(n=Count("id"))
+            for row in base.values("campaign_id", "campaign__name").annotate(n=n)
         }
         cache.set(key, failures, CACHE_SECONDS)
     mine = dict(
-        base.filter(signature=signature)
-        .values("campaign_id")
-        .annotate(n=Count("id"))
-        .values_list("campaign_id", "n")
+        base.filter(signature=signature).values("campaign_id").annotate(n=n).values_list("campaign_id", "n")
     )
     return sorted(
         (CampaignShare(pk, name, mine.get(pk, 0), total) for pk, (name, total) in failures.items()),
