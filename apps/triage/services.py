@@ -535,8 +535,10 @@ def rubric_verdict_set(
             attempt=attempt,
             actor=actor,
             field="rubric_verdict",
-            before={"rubric": position + 1, "human": _yes_no(before)} if before is not None else None,
-            after={"rubric": position + 1, "human": _yes_no(human_answer)}
+            # A plain string, not a dict: PostgreSQL's jsonb does not keep key order, so a dict
+            # would read "human=yes, rubric=1" there and "rubric=1, human=yes" on SQLite.
+            before=f"rubric {position + 1}: human {_yes_no(before)}" if before is not None else None,
+            after=f"rubric {position + 1}: human {_yes_no(human_answer)}"
             if human_answer is not None
             else None,
         )

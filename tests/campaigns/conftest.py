@@ -33,22 +33,39 @@ def make_campaign(starter_suite, alice, team_a):
     return make
 
 
-def drain(campaign, *, worker: str = "test-worker:1") -> list[str]:
-    """Execute every queued attempt of the campaign in this process, as a worker would."""
+def drain(campaign, *, worker: str = "test-worker:1", patience_s: float = 60.0) -> list[str]:
+    """Execute every queued attempt of the campaign in this process, as a worker would.
+
+    In an integration run the session's live Celery worker consumes the same queue, so it may
+    have claimed some of the campaign's attempts: wait until those are recorded too (a live
+    claim holds an unexpired lease; a test's deliberately stale claim does not), so the caller
+    sees the whole campaign finished.
+    """
+    import time
+
+    from django.utils import timezone
+
     from apps.campaigns.models import Attempt
     from apps.worker.attempts import attempt_execute
 
     outcomes = []
+    deadline = time.monotonic() + patience_s
     while True:
         ids = list(
             Attempt.objects.filter(campaign=campaign, status=Attempt.Status.QUEUED).values_list(
                 "id", flat=True
             )
         )
-        if not ids:
-            return outcomes
         for attempt_id in ids:
             outcomes.append(attempt_execute(attempt_id=attempt_id, worker=worker))
+        if ids:
+            continue
+        live_elsewhere = Attempt.objects.filter(
+            campaign=campaign, status=Attempt.Status.RUNNING, lease_expires_at__gt=timezone.now()
+        ).exclude(worker=worker)
+        if not live_elsewhere.exists() or time.monotonic() > deadline:
+            return outcomes
+        time.sleep(0.2)
 
 
 def recount(campaign) -> dict:

@@ -100,9 +100,9 @@ def test_changing_and_clearing_a_human_verdict_is_audited(signed_campaign, trish
 
     entries = list(AuditEntry.objects.filter(attempt=attempt, field="rubric_verdict").order_by("pk"))
     assert [(e.before_text, e.after_text) for e in entries] == [
-        ("—", "rubric=1, human=yes"),
-        ("rubric=1, human=yes", "rubric=1, human=no"),
-        ("rubric=1, human=no", "—"),
+        ("—", "rubric 1: human yes"),
+        ("rubric 1: human yes", "rubric 1: human no"),
+        ("rubric 1: human no", "—"),
     ]
     assert not RubricVerdict.objects.exists()
 
