@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.campaigns.models import Attempt, Campaign, SignatureCount, TaskSummary
 
 
 @admin.register(Campaign)
@@ -29,3 +29,17 @@ class AttemptAdmin(admin.ModelAdmin):
 class TaskSummaryAdmin(admin.ModelAdmin):
     list_display = ("campaign", "task", "n_done", "n_pass", "n_infra_error")
     raw_id_fields = ("campaign", "task")
+
+
+@admin.register(SignatureCount)
+class SignatureCountAdmin(admin.ModelAdmin):
+    """Derived from the attempts (recounted with the task summaries): shown, never edited here."""
+
+    list_display = ("campaign", "task", "signature", "termination", "failures", "clean")
+    raw_id_fields = ("campaign", "task")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

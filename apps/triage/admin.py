@@ -4,7 +4,9 @@ from apps.triage.models import (
     AttemptReview,
     AuditEntry,
     Label,
+    RubricVerdict,
     SuiteValidation,
+    SuspectDecision,
     TaskHealthIssue,
     TaskValidation,
 )
@@ -50,3 +52,17 @@ class TaskValidationAdmin(admin.ModelAdmin):
     list_display = ("task", "status", "disagreements", "validated_at")
     list_filter = ("status",)
     raw_id_fields = ("task", "run")
+
+
+@admin.register(SuspectDecision)
+class SuspectDecisionAdmin(admin.ModelAdmin):
+    list_display = ("task", "decision", "kinds", "decided_by", "decided_at")
+    list_filter = ("decision",)
+    raw_id_fields = ("task", "issue")
+
+
+@admin.register(RubricVerdict)
+class RubricVerdictAdmin(admin.ModelAdmin):
+    list_display = ("attempt", "position", "judge_key", "judge_answer", "human_answer", "labelled_by")
+    list_filter = ("human_answer",)
+    raw_id_fields = ("attempt",)

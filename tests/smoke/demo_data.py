@@ -151,7 +151,25 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     suite_validate(suite=data.suite)  # task health from a real validation run of the starter suite
     _add_noise_drift_and_adaptive(data, make_campaign=make_campaign, team_a=team_a, alice=alice)
     _add_validation(data, alice=alice)
+    _add_judgements(data, trish=trish)
     return data
+
+
+def _add_judgements(data, *, trish) -> None:
+    """A human verdict on a rubric answer and a suspect-task decision (their pages and admin rows)."""
+    from apps.campaigns.models import Attempt
+    from apps.triage import services as triage
+
+    with_rubric = (
+        Attempt.objects.filter(
+            campaign__team=data.failed_attempt.campaign.team, result__rubrics__0__isnull=False
+        )
+        .order_by("pk")
+        .first()
+    )
+    assert with_rubric is not None, "the smoke data needs an attempt with a rubric answer"
+    triage.rubric_verdict_set(attempt=with_rubric, position=0, human_answer=False, actor=trish)
+    triage.suspect_dismiss(task=data.task, actor=trish, kinds=["failed_everywhere"], note="checked by hand")
 
 
 def _add_validation(data, *, alice) -> None:
