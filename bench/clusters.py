@@ -38,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from dashboard_latency import synthetic_transcript  # noqa: E402  (the same stored transcript shape)
 
 CAMPAIGNS, TASKS, N = 20, 507, 20
 DOMAINS = {
@@ -194,31 +197,7 @@ def result_json(
         "status": "done",
         "termination": "agent_done" if rng.random() < 0.85 else "max_turns",
         "verdict": "pass" if passed else "fail",
-        "transcript": {
-            "messages": messages,
-            "tool_calls": calls,
-            "agent_usage": {
-                "input_tokens": 4200,
-                "cached_input_tokens": 1800,
-                "output_tokens": 350,
-                "reasoning_tokens": 120,
-                "calls": 4,
-            },
-            "user_usage": {
-                "input_tokens": 900,
-                "cached_input_tokens": 0,
-                "output_tokens": 60,
-                "reasoning_tokens": 0,
-                "calls": 2,
-            },
-            "judge_usage": {
-                "input_tokens": 0,
-                "cached_input_tokens": 0,
-                "output_tokens": 0,
-                "reasoning_tokens": 0,
-                "calls": 0,
-            },
-        },
+        "transcript": synthetic_transcript(messages, calls),
         "effects": [],
         "diff": diff,
         "checks": checks,

@@ -30,6 +30,35 @@ DOMAINS = ("retail", "neobank", "travel", "insurance", "servicedesk")
 TAGS = ("refund", "escalation", "lookup", "policy", "multi-step", "cancellation")
 
 
+def synthetic_transcript(messages: list, calls: list) -> dict:
+    """A stored transcript with the benches' fixed usage figures (agent, user simulator, judge)."""
+    return {
+        "messages": messages,
+        "tool_calls": calls,
+        "agent_usage": {
+            "input_tokens": 4200,
+            "cached_input_tokens": 1800,
+            "output_tokens": 350,
+            "reasoning_tokens": 120,
+            "calls": 4,
+        },
+        "user_usage": {
+            "input_tokens": 900,
+            "cached_input_tokens": 0,
+            "output_tokens": 60,
+            "reasoning_tokens": 0,
+            "calls": 2,
+        },
+        "judge_usage": {
+            "input_tokens": 0,
+            "cached_input_tokens": 0,
+            "output_tokens": 0,
+            "reasoning_tokens": 0,
+            "calls": 0,
+        },
+    }
+
+
 def start_database() -> tuple[str, object | None]:
     """DATABASE_URL if given (must be PostgreSQL), else a throwaway cluster like run.py's."""
     url = os.environ.get("DATABASE_URL", "")
@@ -94,31 +123,7 @@ def result_json(task_id: str, passed: bool, rng: random.Random) -> tuple[str, in
         "status": "done",
         "termination": "agent_done",
         "verdict": "pass" if passed else "fail",
-        "transcript": {
-            "messages": messages,
-            "tool_calls": calls,
-            "agent_usage": {
-                "input_tokens": 4200,
-                "cached_input_tokens": 1800,
-                "output_tokens": 350,
-                "reasoning_tokens": 120,
-                "calls": 4,
-            },
-            "user_usage": {
-                "input_tokens": 900,
-                "cached_input_tokens": 0,
-                "output_tokens": 60,
-                "reasoning_tokens": 0,
-                "calls": 2,
-            },
-            "judge_usage": {
-                "input_tokens": 0,
-                "cached_input_tokens": 0,
-                "output_tokens": 0,
-                "reasoning_tokens": 0,
-                "calls": 0,
-            },
-        },
+        "transcript": synthetic_transcript(messages, calls),
         "effects": [],
         "diff": diff,
         "checks": [
