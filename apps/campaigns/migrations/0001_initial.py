@@ -7,300 +7,136 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
     dependencies = [
-        ("core", "0002_role_groups"),
-        ("suites", "0001_initial"),
+        ('core', '0002_role_groups'),
+        ('suites', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="AgentConfig",
+            name='AgentConfig',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=200, unique=True)),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[
-                            ("golden", "Golden replay (harness self-check)"),
-                            ("sim", "Simulated persona (not a model)"),
-                            ("openai", "OpenAI-compatible endpoint"),
-                        ],
-                        max_length=20,
-                    ),
-                ),
-                ("persona", models.CharField(blank=True, help_text="For simulated agents.", max_length=50)),
-                ("model", models.CharField(blank=True, max_length=200)),
-                ("base_url", models.URLField(blank=True, max_length=500)),
-                (
-                    "api_key_env",
-                    models.CharField(
-                        blank=True,
-                        help_text="Name of the environment variable holding the key (never the key).",
-                        max_length=100,
-                    ),
-                ),
-                (
-                    "parameters",
-                    models.JSONField(
-                        blank=True, default=dict, help_text="temperature, max_tokens, reasoning, headers…"
-                    ),
-                ),
-                (
-                    "max_concurrency",
-                    models.PositiveIntegerField(default=16, help_text="Concurrent attempts per endpoint."),
-                ),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=200, unique=True)),
+                ('kind', models.CharField(choices=[('golden', 'Golden replay (harness self-check)'), ('sim', 'Simulated persona (not a model)'), ('openai', 'OpenAI-compatible endpoint')], max_length=20)),
+                ('persona', models.CharField(blank=True, help_text='For simulated agents.', max_length=50)),
+                ('model', models.CharField(blank=True, max_length=200)),
+                ('base_url', models.URLField(blank=True, max_length=500)),
+                ('api_key_env', models.CharField(blank=True, help_text='Name of the environment variable holding the key (never the key).', max_length=100)),
+                ('parameters', models.JSONField(blank=True, default=dict, help_text='temperature, max_tokens, reasoning, headers…')),
+                ('max_concurrency', models.PositiveIntegerField(default=16, help_text='Concurrent attempts per endpoint.')),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                "ordering": ["name"],
+                'ordering': ['name'],
             },
         ),
         migrations.CreateModel(
-            name="PriceSheet",
+            name='PriceSheet',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=200, unique=True)),
-                ("source", models.CharField(max_length=500)),
-                ("effective_date", models.DateField()),
-                ("prices", models.JSONField(default=dict)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=200, unique=True)),
+                ('source', models.CharField(max_length=500)),
+                ('effective_date', models.DateField()),
+                ('prices', models.JSONField(default=dict)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                "ordering": ["-effective_date", "name"],
+                'ordering': ['-effective_date', 'name'],
             },
         ),
         migrations.CreateModel(
-            name="Campaign",
+            name='Campaign',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=200)),
-                ("n_attempts", models.PositiveIntegerField(default=20)),
-                ("seed", models.BigIntegerField(default=0)),
-                (
-                    "user_simulator",
-                    models.JSONField(
-                        blank=True, default=dict, help_text='{"kind": "scripted"} or an endpoint config.'
-                    ),
-                ),
-                (
-                    "judge",
-                    models.JSONField(
-                        blank=True, default=dict, help_text='{"kind": "keyword"} or an endpoint config.'
-                    ),
-                ),
-                ("harness_version", models.CharField(max_length=50)),
-                ("suite_version", models.CharField(max_length=50)),
-                ("suite_hash", models.CharField(max_length=64)),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("draft", "Draft"),
-                            ("running", "Running"),
-                            ("done", "Done"),
-                            ("cancelled", "Cancelled"),
-                        ],
-                        default="draft",
-                        max_length=20,
-                    ),
-                ),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("started_at", models.DateTimeField(blank=True, null=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "agent",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="campaigns",
-                        to="campaigns.agentconfig",
-                    ),
-                ),
-                (
-                    "owner",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="campaigns",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "suite",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="campaigns",
-                        to="suites.suite",
-                    ),
-                ),
-                ("tasks", models.ManyToManyField(blank=True, related_name="campaigns", to="suites.task")),
-                (
-                    "team",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT, related_name="campaigns", to="core.team"
-                    ),
-                ),
-                (
-                    "price_sheet",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.PROTECT,
-                        to="campaigns.pricesheet",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=200)),
+                ('n_attempts', models.PositiveIntegerField(default=20)),
+                ('seed', models.BigIntegerField(default=0)),
+                ('user_simulator', models.JSONField(blank=True, default=dict, help_text='{"kind": "scripted"} or an endpoint config.')),
+                ('judge', models.JSONField(blank=True, default=dict, help_text='{"kind": "keyword"} or an endpoint config.')),
+                ('harness_version', models.CharField(max_length=50)),
+                ('suite_version', models.CharField(max_length=50)),
+                ('suite_hash', models.CharField(max_length=64)),
+                ('status', models.CharField(choices=[('draft', 'Draft'), ('running', 'Running'), ('done', 'Done'), ('cancelled', 'Cancelled')], default='draft', max_length=20)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='campaigns.agentconfig')),
+                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to=settings.AUTH_USER_MODEL)),
+                ('suite', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='suites.suite')),
+                ('tasks', models.ManyToManyField(blank=True, related_name='campaigns', to='suites.task')),
+                ('team', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='core.team')),
+                ('price_sheet', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to='campaigns.pricesheet')),
             ],
             options={
-                "ordering": ["-created_at"],
+                'ordering': ['-created_at'],
             },
         ),
         migrations.CreateModel(
-            name="Attempt",
+            name='Attempt',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("index", models.PositiveIntegerField()),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("queued", "Queued"),
-                            ("running", "Running"),
-                            ("done", "Done"),
-                            ("infra_error", "Infrastructure error"),
-                            ("cancelled", "Cancelled"),
-                        ],
-                        default="queued",
-                        max_length=20,
-                    ),
-                ),
-                ("termination", models.CharField(blank=True, max_length=20)),
-                (
-                    "verdict",
-                    models.CharField(blank=True, choices=[("pass", "Pass"), ("fail", "Fail")], max_length=10),
-                ),
-                ("categories", models.JSONField(blank=True, default=list)),
-                ("clean_looking", models.BooleanField(default=False)),
-                ("task_hash", models.CharField(blank=True, max_length=64)),
-                ("input_tokens", models.BigIntegerField(default=0)),
-                ("cached_input_tokens", models.BigIntegerField(default=0)),
-                ("output_tokens", models.BigIntegerField(default=0)),
-                ("reasoning_tokens", models.BigIntegerField(default=0)),
-                ("eval_tokens", models.BigIntegerField(default=0)),
-                ("agent_cost", models.DecimalField(blank=True, decimal_places=8, max_digits=14, null=True)),
-                ("eval_cost", models.DecimalField(blank=True, decimal_places=8, max_digits=14, null=True)),
-                ("tool_calls", models.PositiveIntegerField(default=0)),
-                ("diff_items", models.PositiveIntegerField(default=0)),
-                ("duration_ms", models.FloatField(default=0.0)),
-                (
-                    "result",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        help_text="AttemptResult.to_dict(): transcript, diff, checks…",
-                    ),
-                ),
-                ("error_detail", models.TextField(blank=True)),
-                ("retries", models.PositiveIntegerField(default=0)),
-                ("worker", models.CharField(blank=True, max_length=200)),
-                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
-                ("dispatched_at", models.DateTimeField(blank=True, null=True)),
-                ("started_at", models.DateTimeField(blank=True, null=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "task",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT, related_name="attempts", to="suites.task"
-                    ),
-                ),
-                (
-                    "campaign",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="attempts",
-                        to="campaigns.campaign",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('index', models.PositiveIntegerField()),
+                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('infra_error', 'Infrastructure error'), ('cancelled', 'Cancelled')], default='queued', max_length=20)),
+                ('termination', models.CharField(blank=True, max_length=20)),
+                ('verdict', models.CharField(blank=True, choices=[('pass', 'Pass'), ('fail', 'Fail')], max_length=10)),
+                ('categories', models.JSONField(blank=True, default=list)),
+                ('clean_looking', models.BooleanField(default=False)),
+                ('task_hash', models.CharField(blank=True, max_length=64)),
+                ('input_tokens', models.BigIntegerField(default=0)),
+                ('cached_input_tokens', models.BigIntegerField(default=0)),
+                ('output_tokens', models.BigIntegerField(default=0)),
+                ('reasoning_tokens', models.BigIntegerField(default=0)),
+                ('eval_tokens', models.BigIntegerField(default=0)),
+                ('agent_cost', models.DecimalField(blank=True, decimal_places=8, max_digits=14, null=True)),
+                ('eval_cost', models.DecimalField(blank=True, decimal_places=8, max_digits=14, null=True)),
+                ('tool_calls', models.PositiveIntegerField(default=0)),
+                ('diff_items', models.PositiveIntegerField(default=0)),
+                ('duration_ms', models.FloatField(default=0.0)),
+                ('result', models.JSONField(blank=True, default=dict, help_text='AttemptResult.to_dict(): transcript, diff, checks…')),
+                ('error_detail', models.TextField(blank=True)),
+                ('retries', models.PositiveIntegerField(default=0)),
+                ('worker', models.CharField(blank=True, max_length=200)),
+                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
+                ('dispatched_at', models.DateTimeField(blank=True, null=True)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='attempts', to='suites.task')),
+                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='campaigns.campaign')),
             ],
             options={
-                "ordering": ["campaign", "task", "index"],
-                "indexes": [
-                    models.Index(fields=["campaign", "status"], name="attempt_campaign_status"),
-                    models.Index(fields=["status", "lease_expires_at"], name="attempt_status_lease"),
-                    models.Index(fields=["campaign", "clean_looking"], name="attempt_campaign_clean"),
-                ],
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("campaign", "task", "index"), name="attempt_unique_triple"
-                    )
-                ],
+                'ordering': ['campaign', 'task', 'index'],
+                'indexes': [models.Index(fields=['campaign', 'status'], name='attempt_campaign_status'), models.Index(fields=['status', 'lease_expires_at'], name='attempt_status_lease'), models.Index(fields=['campaign', 'clean_looking'], name='attempt_campaign_clean')],
+                'constraints': [models.UniqueConstraint(fields=('campaign', 'task', 'index'), name='attempt_unique_triple')],
             },
         ),
         migrations.CreateModel(
-            name="TaskSummary",
+            name='TaskSummary',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("n_done", models.PositiveIntegerField(default=0)),
-                ("n_pass", models.PositiveIntegerField(default=0)),
-                ("n_infra_error", models.PositiveIntegerField(default=0)),
-                ("n_cancelled", models.PositiveIntegerField(default=0)),
-                ("n_clean_looking", models.PositiveIntegerField(default=0)),
-                ("input_tokens", models.BigIntegerField(default=0)),
-                ("cached_input_tokens", models.BigIntegerField(default=0)),
-                ("output_tokens", models.BigIntegerField(default=0)),
-                ("reasoning_tokens", models.BigIntegerField(default=0)),
-                ("eval_tokens", models.BigIntegerField(default=0)),
-                ("agent_cost", models.DecimalField(decimal_places=8, default=Decimal("0"), max_digits=16)),
-                ("eval_cost", models.DecimalField(decimal_places=8, default=Decimal("0"), max_digits=16)),
-                ("unpriced_attempts", models.PositiveIntegerField(default=0)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
-                (
-                    "campaign",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="summaries",
-                        to="campaigns.campaign",
-                    ),
-                ),
-                (
-                    "task",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="summaries",
-                        to="suites.task",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('n_done', models.PositiveIntegerField(default=0)),
+                ('n_pass', models.PositiveIntegerField(default=0)),
+                ('n_infra_error', models.PositiveIntegerField(default=0)),
+                ('n_cancelled', models.PositiveIntegerField(default=0)),
+                ('n_clean_looking', models.PositiveIntegerField(default=0)),
+                ('input_tokens', models.BigIntegerField(default=0)),
+                ('cached_input_tokens', models.BigIntegerField(default=0)),
+                ('output_tokens', models.BigIntegerField(default=0)),
+                ('reasoning_tokens', models.BigIntegerField(default=0)),
+                ('eval_tokens', models.BigIntegerField(default=0)),
+                ('agent_cost', models.DecimalField(decimal_places=8, default=Decimal('0'), max_digits=16)),
+                ('eval_cost', models.DecimalField(decimal_places=8, default=Decimal('0'), max_digits=16)),
+                ('unpriced_attempts', models.PositiveIntegerField(default=0)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
+                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='campaigns.campaign')),
+                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='suites.task')),
             ],
             options={
-                "constraints": [
-                    models.UniqueConstraint(fields=("campaign", "task"), name="summary_unique_pair")
-                ],
+                'constraints': [models.UniqueConstraint(fields=('campaign', 'task'), name='summary_unique_pair')],
             },
         ),
     ]

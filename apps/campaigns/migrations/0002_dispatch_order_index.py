@@ -4,14 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0001_initial"),
-        ("suites", "0001_initial"),
+        ('campaigns', '0001_initial'),
+        ('suites', '0001_initial'),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name="attempt",
-            index=models.Index(fields=["campaign", "status", "index", "task"], name="attempt_dispatch_order"),
+            model_name='attempt',
+            index=models.Index(fields=['campaign', 'status', 'index', 'task'], name='attempt_dispatch_order'),
         ),
     ]

@@ -8,6 +8,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
         ("campaigns", "0002_dispatch_order_index"),
         ("agents", "0001_initial"),
@@ -19,21 +20,12 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="campaign",
                     name="agent",
-                    field=models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="campaigns",
-                        to="agents.agentconfig",
-                    ),
+                    field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="campaigns", to="agents.agentconfig"),
                 ),
                 migrations.AlterField(
                     model_name="campaign",
                     name="price_sheet",
-                    field=models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.PROTECT,
-                        to="agents.pricesheet",
-                    ),
+                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to="agents.pricesheet"),
                 ),
                 migrations.DeleteModel(name="AgentConfig"),
                 migrations.DeleteModel(name="PriceSheet"),

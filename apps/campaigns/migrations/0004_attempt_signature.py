@@ -4,24 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0003_agents_own_agent_configs_and_price_sheets"),
-        ("suites", "0001_initial"),
+        ('campaigns', '0003_agents_own_agent_configs_and_price_sheets'),
+        ('suites', '0001_initial'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="attempt",
-            name="signature",
-            field=models.CharField(blank=True, default="", max_length=32),
+            model_name='attempt',
+            name='signature',
+            field=models.CharField(blank=True, default='', max_length=32),
         ),
         migrations.AddField(
-            model_name="attempt",
-            name="signature_items",
+            model_name='attempt',
+            name='signature_items',
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddIndex(
-            model_name="attempt",
-            index=models.Index(fields=["signature", "campaign"], name="attempt_signature_campaign"),
+            model_name='attempt',
+            index=models.Index(fields=['signature', 'campaign'], name='attempt_signature_campaign'),
         ),
     ]

@@ -4,19 +4,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0003_agents_own_agent_configs_and_price_sheets"),
+        ('campaigns', '0003_agents_own_agent_configs_and_price_sheets'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="campaign",
-            name="adaptive",
+            model_name='campaign',
+            name='adaptive',
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name="campaign",
-            name="adaptive_options",
+            model_name='campaign',
+            name='adaptive_options',
             field=models.JSONField(blank=True, default=dict),
         ),
     ]

@@ -5,25 +5,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0003_agents_own_agent_configs_and_price_sheets"),
+        ('campaigns', '0003_agents_own_agent_configs_and_price_sheets'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="attempt",
-            name="provider",
+            model_name='attempt',
+            name='provider',
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name="campaign",
-            name="replicate_of",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.SET_NULL,
-                related_name="replicates",
-                to="campaigns.campaign",
-            ),
+            model_name='campaign',
+            name='replicate_of',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='replicates', to='campaigns.campaign'),
         ),
     ]

@@ -4,9 +4,11 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0004_campaign_adaptive"),
-        ("campaigns", "0004_replicates_and_provider"),
+        ('campaigns', '0004_campaign_adaptive'),
+        ('campaigns', '0004_replicates_and_provider'),
     ]
 
-    operations = []
+    operations = [
+    ]

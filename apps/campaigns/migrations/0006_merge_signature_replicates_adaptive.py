@@ -4,9 +4,11 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0004_attempt_signature"),
-        ("campaigns", "0005_merge_replicates_and_adaptive"),
+        ('campaigns', '0004_attempt_signature'),
+        ('campaigns', '0005_merge_replicates_and_adaptive'),
     ]
 
-    operations = []
+    operations = [
+    ]

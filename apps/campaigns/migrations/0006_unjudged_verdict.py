@@ -4,30 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0005_merge_replicates_and_adaptive"),
+        ('campaigns', '0005_merge_replicates_and_adaptive'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="tasksummary",
-            name="n_unjudged",
+            model_name='tasksummary',
+            name='n_unjudged',
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AlterField(
-            model_name="attempt",
-            name="verdict",
-            field=models.CharField(
-                blank=True,
-                choices=[("pass", "Pass"), ("fail", "Fail"), ("unjudged", "Unjudged")],
-                max_length=10,
-            ),
+            model_name='attempt',
+            name='verdict',
+            field=models.CharField(blank=True, choices=[('pass', 'Pass'), ('fail', 'Fail'), ('unjudged', 'Unjudged')], max_length=10),
         ),
         migrations.AlterField(
-            model_name="tasksummary",
-            name="n_done",
-            field=models.PositiveIntegerField(
-                default=0, help_text="Done and judged (unjudged ones are coverage)."
-            ),
+            model_name='tasksummary',
+            name='n_done',
+            field=models.PositiveIntegerField(default=0, help_text='Done and judged (unjudged ones are coverage).'),
         ),
     ]

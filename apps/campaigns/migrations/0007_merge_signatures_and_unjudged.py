@@ -4,9 +4,11 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0006_merge_signature_replicates_adaptive"),
-        ("campaigns", "0006_unjudged_verdict"),
+        ('campaigns', '0006_merge_signature_replicates_adaptive'),
+        ('campaigns', '0006_unjudged_verdict'),
     ]
 
-    operations = []
+    operations = [
+    ]

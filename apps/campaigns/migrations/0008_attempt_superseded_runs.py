@@ -4,14 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("campaigns", "0007_merge_signatures_and_unjudged"),
+        ('campaigns', '0007_merge_signatures_and_unjudged'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="attempt",
-            name="superseded_runs",
+            model_name='attempt',
+            name='superseded_runs',
             field=models.JSONField(blank=True, default=list),
         ),
     ]

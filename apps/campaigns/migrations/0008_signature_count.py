@@ -23,12 +23,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="SignatureCount",
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("signature", models.CharField(blank=True, max_length=32)),
                 ("termination", models.CharField(blank=True, max_length=20)),
                 ("failures", models.PositiveIntegerField(default=0)),
