@@ -237,6 +237,11 @@ def seed(rng: random.Random):
         "retries",
         "worker",
         "finished_at",
+        # Columns with only a Django-side default, which COPY does not apply.
+        "signature",
+        "signature_items",
+        "provider",
+        "superseded_runs",
     )
     agent_cost = Decimal("0.0079")
     summaries = []
@@ -287,6 +292,10 @@ def seed(rng: random.Random):
                                 0,
                                 "bench:1",
                                 now,
+                                "",
+                                "[]",
+                                "[]",
+                                "[]",
                             )
                         )
                     summaries.append(
