@@ -231,14 +231,10 @@ def _parse_test(
         )
     doc, line = parsed
     query = _require(doc, "query", str, file=path, test=test, line=line)
-    user_context = doc.get("user_context") or ""
-    if not isinstance(user_context, str):
-        raise ThinkingBoxFormatError(
-            f"field 'user_context' must be a str, got {type(user_context).__name__}",
-            file=path,
-            line=line,
-            test=test,
-        )
+    # Optional, but when present it is text: the same check as a required field's.
+    user_context = (
+        _require(doc, "user_context", str, file=path, test=test, line=line) if doc.get("user_context") else ""
+    )
     # Tests of the non-benchmark scenarios have no init: they start from the scenario's state.
     init = doc.get("init") if doc.get("init") is not None else {}
     if not isinstance(init, dict):
