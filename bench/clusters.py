@@ -266,7 +266,7 @@ def seed(rng: random.Random):
     columns = (
         "campaign_id", "task_id", "index", "status", "termination", "verdict", "categories", "clean_looking",
         "task_hash", "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens",
-        "agent_cost", "eval_cost", "tool_calls", "diff_items", "signature", "signature_items", "duration_ms",
+        "agent_cost", "eval_cost", "tool_calls", "diff_items", "duration_ms",
         "result", "error_detail", "retries", "worker", "finished_at", "provider", "superseded_runs",
     )  # fmt: skip
     summaries, failed = [], 0
@@ -291,7 +291,7 @@ def seed(rng: random.Random):
                             (
                                 campaign.pk, task.pk, index, "done", termination, "pass" if ok else "fail",
                                 json.dumps(categories), is_clean, "0" * 64, 4200, 1800, 350, 120, 960,
-                                Decimal("0.0079"), Decimal("0.0029"), len(TOOLS), diff_items, "", "[]", 320.0,
+                                Decimal("0.0079"), Decimal("0.0029"), len(TOOLS), diff_items, 320.0,
                                 body, "", 0, "bench:1", now, "[]", "[]",
                             )
                         )  # fmt: skip

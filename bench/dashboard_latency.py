@@ -238,8 +238,6 @@ def seed(rng: random.Random):
         "worker",
         "finished_at",
         # Columns with only a Django-side default, which COPY does not apply.
-        "signature",
-        "signature_items",
         "provider",
         "superseded_runs",
     )
@@ -292,8 +290,6 @@ def seed(rng: random.Random):
                                 0,
                                 "bench:1",
                                 now,
-                                "",
-                                "[]",
                                 "[]",
                                 "[]",
                             )

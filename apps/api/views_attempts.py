@@ -45,7 +45,16 @@ ATTEMPT_COLUMNS = (
     "started_at",
     "finished_at",
 )
-LIST_FIELDS = ("id", "campaign_id", "task_id", "task__task_id", "task__domain__name", *ATTEMPT_COLUMNS)
+# The signature digest lives in the attempt's AttemptSignature row (select_related by visible_attempts).
+LIST_FIELDS = (
+    "id",
+    "campaign_id",
+    "task_id",
+    "task__task_id",
+    "task__domain__name",
+    "failure_signature__digest",
+    *(name for name in ATTEMPT_COLUMNS if name != "signature"),
+)
 
 
 class AttemptOutput(serializers.ModelSerializer):
@@ -59,6 +68,9 @@ class AttemptOutput(serializers.ModelSerializer):
     )
     eval_cost = serializers.DecimalField(
         max_digits=14, decimal_places=8, coerce_to_string=False, read_only=True, allow_null=True
+    )
+    signature = serializers.CharField(
+        read_only=True, help_text="Failure signature digest (SPEC §8); empty unless the attempt failed."
     )
 
     class Meta:
@@ -199,7 +211,7 @@ class AttemptFilter(serializers.Serializer):
 
 
 def visible_attempts():
-    return Attempt.objects.select_related("task__domain")
+    return Attempt.objects.select_related("task__domain", "failure_signature")
 
 
 def filter_attempts(queryset, query: dict):

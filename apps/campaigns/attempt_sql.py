@@ -46,6 +46,7 @@ from django.db.models import Field, Model
 
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns.models import Attempt, Campaign
+from apps.campaigns.signature_rows import SignatureRow, signature_store_sql
 from apps.campaigns.summaries import lock_pair_sql, recount_sql, signature_recount_sql
 from apps.suites.models import Domain, Suite, Task
 
@@ -400,16 +401,23 @@ class OneQueryRecord:
 
 
 def record_in_one_query(
-    *, attempt: Attempt, worker: str, values: dict[str, Any], now, connection=None
+    *,
+    attempt: Attempt,
+    worker: str,
+    values: dict[str, Any],
+    now,
+    signature: SignatureRow | None = None,
+    connection=None,
 ) -> OneQueryRecord | None:
     """Record an outcome, recount its summary and dispatch the campaign's next attempt: one round trip.
 
     PostgreSQL outside a transaction only (None otherwise: the caller takes the step by step
-    path). The four statements travel as one simple-protocol query, which PostgreSQL runs as one
+    path). The statements (record, the attempt's signature row, summary lock and recount,
+    SignatureCount recount, dispatch) travel as one simple-protocol query, which PostgreSQL runs as one
     transaction — each statement with its own snapshot, so the recount, which follows the
     summary row lock, sees every committed attempt of the pair — and rolls back as a whole on
-    error. The dispatch only happens when this worker's record went through (its guard reads the
-    row the first statement wrote: same transaction, later statement).
+    error. The signature row and the dispatch only change when this worker's record went through
+    (their guard reads the row the first statement wrote: same transaction, later statement).
     """
     connection = connection or default_connection
     if connection.vendor != "postgresql" or _in_transaction(connection):
@@ -425,13 +433,19 @@ def record_in_one_query(
     )
     dispatch_sql, dispatch_params = _dispatch_sql(connection, attempt.campaign_id, 1, now, guard)
     finished_at = Attempt._meta.get_field("finished_at").get_db_prep_save(values["finished_at"], connection)
-    dispatch_params += [attempt.id, worker, values["status"], finished_at]
+    mine = [attempt.id, worker, values["status"], finished_at]
+    dispatch_params += mine
+    # The signature row (SPEC §8) before the recounts that read it; a no-op unless this record went through.
+    stored = signature_store_sql(signature, attempt_id=attempt.id, guard=(guard, mine))
     signature_counts = signature_recount_sql(attempt.campaign_id, attempt.task_id)
-    sql = ";\n".join([record_sql, lock_sql, recount, *(s for s, _ in signature_counts), dispatch_sql])
-    signature_params = [p for _, params in signature_counts for p in params]
+    after_record = [*stored, (lock_sql, lock_params), (recount, recount_params), *signature_counts]
+    sql = ";\n".join([record_sql, *(s for s, _ in after_record), dispatch_sql])
+    params = [*record_params, *(p for _, statement_params in after_record for p in statement_params)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, record_params + lock_params + recount_params + signature_params + dispatch_params)
+        cursor.execute(sql, params + dispatch_params)
         recorded = cursor.rowcount == 1
+        for _ in stored:
+            cursor.nextset()
         cursor.nextset()
         summary_found = cursor.fetchone() is not None
         cursor.nextset()  # the summary recount

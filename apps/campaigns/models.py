@@ -106,11 +106,8 @@ class Attempt(models.Model):
     eval_cost = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
     tool_calls = models.PositiveIntegerField(default=0)
     diff_items = models.PositiveIntegerField(default=0)
-    # SPEC §8: a failed attempt's failure signature (tb_engine.signatures) — its digest, and its
-    # elements with their phrases ([kind, table, target, tool, phrase, generic phrase] each) so
-    # clusters are grouped and described without reading result JSON. Blank for other attempts.
-    signature = models.CharField(max_length=32, blank=True, default="")
-    signature_items = models.JSONField(default=list, blank=True)
+    # A failed attempt's failure signature (SPEC §8) lives in its AttemptSignature row, outside
+    # this wide row: a backfill writes narrow rows instead of a new version of every attempt.
     duration_ms = models.FloatField(default=0.0)
     result = models.JSONField(
         default=dict, blank=True, help_text="AttemptResult.to_dict(): transcript, diff, checks…"
@@ -142,8 +139,6 @@ class Attempt(models.Model):
             models.Index(fields=["campaign", "status", "index", "task"], name="attempt_dispatch_order"),
             models.Index(fields=["status", "lease_expires_at"], name="attempt_status_lease"),
             models.Index(fields=["campaign", "clean_looking"], name="attempt_campaign_clean"),
-            # A cluster's attempts across the visible campaigns (cluster page, "N others failed the same way").
-            models.Index(fields=["signature", "campaign"], name="attempt_signature_campaign"),
         ]
 
     def __str__(self) -> str:
@@ -152,6 +147,24 @@ class Attempt(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def signature(self) -> str:
+        """The failure signature's digest ("" when the attempt has none: not failed, or not signed yet)."""
+        row = self._signature_row()
+        return row.digest if row else ""
+
+    @property
+    def signature_items(self) -> list[list[str]]:
+        """The signature's elements with their phrases ([] without a signature)."""
+        row = self._signature_row()
+        return row.variant.items if row else []
+
+    def _signature_row(self) -> AttemptSignature | None:
+        try:
+            return self.failure_signature
+        except AttemptSignature.DoesNotExist:
+            return None
 
 
 class TaskSummary(models.Model):
@@ -215,3 +228,50 @@ class SignatureCount(models.Model):
         return (
             f"{self.campaign_id}:{self.task_id} {self.signature or '-'} {self.termination}: {self.failures}"
         )
+
+
+class SignatureVariant(models.Model):
+    """One stored form of a failure signature: its elements with the phrases of one set of values.
+
+    Immutable and shared: the ~95k failed attempts of a 200k-attempt comparison have ~15k distinct
+    forms, so an attempt's signature row points here instead of carrying the JSON. ``items`` is
+    tb_engine.signatures.Signature.items(); ``items_hash`` names it (apps.campaigns.signature_rows).
+    """
+
+    digest = models.CharField(max_length=32)
+    items = models.JSONField(default=list)
+    items_hash = models.CharField(max_length=64, unique=True)
+
+    def __str__(self) -> str:
+        return f"{self.digest} #{self.pk}"
+
+
+class AttemptSignature(models.Model):
+    """SPEC §8: the failure signature of one failed attempt (status done, verdict fail).
+
+    A narrow row beside the attempt, written with the attempt's result on every record path and by
+    the backfill. It repeats the attempt's campaign, task, termination and clean-looking flag (all
+    fixed once the attempt is done) so clusters and SignatureCount are counted without reading the
+    attempt heap. Only failed attempts have one; a done attempt is never re-run, so it never goes stale.
+    """
+
+    attempt = models.OneToOneField(
+        Attempt, on_delete=models.CASCADE, primary_key=True, related_name="failure_signature"
+    )
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+", db_index=False)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    digest = models.CharField(max_length=32)
+    variant = models.ForeignKey(SignatureVariant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    termination = models.CharField(max_length=20, blank=True)
+    clean_looking = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [
+            # SignatureCount recounts of a pair or a campaign.
+            models.Index(fields=["campaign", "task"], name="attempt_signature_pair"),
+            # A cluster's attempts across the visible campaigns (cluster page, "N others failed the same way").
+            models.Index(fields=["digest", "campaign"], name="attempt_signature_digest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attempt_id}: {self.digest}"

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from apps.campaigns.models import Attempt
+from apps.campaigns.signature_rows import SignatureRow
 from apps.core.text import without_nul
 from tb_engine.results import AttemptResult
 from tb_engine.signatures import signature_of_result
@@ -47,8 +48,8 @@ class AttemptOutcome:
         transcript = result.transcript
         eval_usage = transcript.user_usage + transcript.judge_usage
         stored = result.to_dict()
-        # SPEC §8: every record path (the ORM one, attempt_sql's one-query one, imports) writes
-        # these fields, so a failed attempt is never stored without its signature.
+        # SPEC §8: every record path (the ORM one, attempt_sql's one-query one, imports) stores
+        # signature_row() with the result, so a failed attempt is never stored without its signature.
         signature = signature_of_result(stored)
         return cls(
             status=result.status,
@@ -89,13 +90,25 @@ class AttemptOutcome:
             "eval_cost": self.eval_cost,
             "tool_calls": self.tool_calls,
             "diff_items": self.diff_items,
-            "signature": self.signature,
-            "signature_items": self.signature_items,
             "duration_ms": self.duration_ms,
             "result": without_nul(self.result),
             "error_detail": without_nul(self.error_detail),
             "provider": without_nul(self.provider),
         }
+
+    def signature_row(self, *, attempt_id: int, campaign_id: int, task_id: int) -> SignatureRow | None:
+        """The attempt's AttemptSignature row (SPEC §8) for this outcome; None when it did not fail."""
+        if not self.signature:
+            return None
+        return SignatureRow(
+            attempt_id=attempt_id,
+            campaign_id=campaign_id,
+            task_id=task_id,
+            digest=self.signature,
+            items=without_nul(self.signature_items),
+            termination=self.termination,
+            clean_looking=self.clean_looking,
+        )
 
 
 # --- Superseded runs: every run the endpoint answered stays billed (SPEC §5) ----------------------

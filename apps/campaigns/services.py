@@ -31,6 +31,7 @@ from apps.campaigns import attempt_sql
 from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.outcomes import USAGE_FIELDS, AttemptOutcome, billed_fields, last_run, superseded_run
+from apps.campaigns.signature_rows import signatures_store
 from apps.campaigns.signatures import BackfillReport, backfill_signatures
 from apps.campaigns.summaries import summaries_create, summary_refresh
 from apps.suites.models import Suite, Task
@@ -255,17 +256,25 @@ def campaign_import(
         finished_at=finished_at,
     )
     campaign.tasks.set(tasks.values())
+    outcomes = [
+        AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None) for _, _, result in attempts
+    ]
     rows = [
-        Attempt(
-            campaign=campaign,
-            task=task,
-            index=index,
-            finished_at=finished_at,
-            **AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None).as_fields(),
-        )
-        for task, index, result in attempts
+        Attempt(campaign=campaign, task=task, index=index, finished_at=finished_at, **outcome.as_fields())
+        for (task, index, _), outcome in zip(attempts, outcomes, strict=True)
     ]
     Attempt.objects.bulk_create(rows, batch_size=500)
+    signatures_store(
+        [
+            found
+            for row, outcome in zip(rows, outcomes, strict=True)
+            if (
+                found := outcome.signature_row(
+                    attempt_id=row.pk, campaign_id=campaign.pk, task_id=row.task_id
+                )
+            )
+        ]
+    )
     summary_refresh(campaign_id=campaign.pk)
     return campaign
 
@@ -588,7 +597,13 @@ def attempt_record(*, attempt: Attempt, worker: str, outcome: AttemptOutcome | N
         # The common case in one round trip (PostgreSQL); anything unusual takes the path below,
         # and so does inline (eager) Celery, where campaign_dispatch stays the one dispatch point.
         fast = attempt_sql.record_in_one_query(
-            attempt=attempt, worker=worker, values=_outcome_fields(outcome, attempt), now=timezone.now()
+            attempt=attempt,
+            worker=worker,
+            values=_outcome_fields(outcome, attempt),
+            now=timezone.now(),
+            signature=outcome.signature_row(
+                attempt_id=attempt.id, campaign_id=attempt.campaign_id, task_id=attempt.task_id
+            ),
         )
         if fast is not None and fast.recorded:
             if not fast.summary_found:
@@ -653,13 +668,19 @@ def _campaign_cancelled(campaign_id: int) -> bool:
 
 
 def _record_outcome(*, attempt: Attempt, worker: str, outcome: AttemptOutcome) -> bool:
-    """Only the owning worker of a still-running campaign may record a result."""
-    return attempt_sql.update_owned(
+    """Only the owning worker of a still-running campaign may record a result (and its signature)."""
+    recorded = attempt_sql.update_owned(
         attempt_id=attempt.id,
         worker=worker,
         values=_outcome_fields(outcome, attempt),
         require_running_campaign=True,
     )
+    if recorded:
+        row = outcome.signature_row(
+            attempt_id=attempt.id, campaign_id=attempt.campaign_id, task_id=attempt.task_id
+        )
+        signatures_store([row] if row else [], attempt_ids=[attempt.id])
+    return recorded
 
 
 def _record_cancelled(*, attempt_id: int, worker: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt, SignatureCount, TaskSummary
+from apps.campaigns.models import Attempt, AttemptSignature, SignatureCount, TaskSummary
 
 # n_t of SPEC §5: done and judged. An unjudged attempt (a rubric the judge could not answer,
 # nothing else failed) is excluded like an infra error and counted apart as coverage (SPEC §2).
@@ -47,46 +47,65 @@ def _recount_sql(where: str) -> str:
     )
 
 
-# SignatureCount column -> SQL aggregate over a pair's failed attempts of one (signature, termination).
+# SignatureCount column -> SQL aggregate over a pair's signature rows (its failed attempts) of one
+# (signature, termination).
 _SIGNATURE_COLUMNS = {
     "failures": "COUNT(*)",
     "clean": "COUNT(*) FILTER (WHERE clean_looking)",
-    "first_id": "MIN(id)",
-    "last_id": "MAX(id)",
-    "first_clean_id": "MIN(id) FILTER (WHERE clean_looking)",
-    "last_clean_id": "MAX(id) FILTER (WHERE clean_looking)",
+    "first_id": "MIN(attempt_id)",
+    "last_id": "MAX(attempt_id)",
+    "first_clean_id": "MIN(attempt_id) FILTER (WHERE clean_looking)",
+    "last_clean_id": "MAX(attempt_id) FILTER (WHERE clean_looking)",
 }
 _SIGNATURE_KEY = ("campaign_id", "task_id", "signature", "termination")
+_SIGNATURE_SOURCE = ("campaign_id", "task_id", "digest", "termination")  # the same, in AttemptSignature
 
 
-def signature_counts_sql(where: str) -> list[str]:
-    """Recount the SignatureCount rows of the attempts matching ``where`` (its params once per statement).
+def signature_counts_sql(where: str, params: list, *, with_unsigned: bool = True) -> list[tuple[str, list]]:
+    """Recount the SignatureCount rows of the pairs matching ``where`` from their signature rows.
 
     Two statements: drop the rows, then insert the recount (an upsert, so a concurrent recount of
     the same pair that committed in between is overwritten by this one's newer reading, never a
-    unique-constraint error). ``where`` names columns both tables have (campaign_id, task_id).
+    unique-constraint error). ``where`` names columns both tables have (campaign_id, task_id) and
+    takes ``params``; returns (statement, its params) pairs.
     """
-    counts, attempt = SignatureCount._meta.db_table, Attempt._meta.db_table
-    key = ", ".join(_SIGNATURE_KEY)
+    counts, signatures = SignatureCount._meta.db_table, AttemptSignature._meta.db_table
+    attempt = Attempt._meta.db_table
+    key, source = ", ".join(_SIGNATURE_KEY), ", ".join(_SIGNATURE_SOURCE)
     columns = ", ".join(_SIGNATURE_COLUMNS)
     aggregates = ", ".join(_SIGNATURE_COLUMNS.values())
     updates = ", ".join(f"{name} = excluded.{name}" for name in _SIGNATURE_COLUMNS)
+    rows = f"SELECT attempt_id, {source}, clean_looking FROM {signatures} WHERE {where}"
+    if with_unsigned:
+        # Failed attempts stored before signatures existed count under the empty signature until
+        # the backfill signs them (the grouped view shows them as "not signed yet").
+        rows += (
+            f" UNION ALL SELECT a.id, a.campaign_id, a.task_id, '', a.termination, a.clean_looking "
+            f"FROM {attempt} a WHERE a.status = 'done' AND a.verdict = 'fail' AND {where} "
+            f"AND NOT EXISTS (SELECT 1 FROM {signatures} s WHERE s.attempt_id = a.id)"
+        )
     return [
-        f"DELETE FROM {counts} WHERE {where}",
-        f"INSERT INTO {counts} ({key}, {columns}) SELECT {key}, {aggregates} FROM {attempt} "
-        f"WHERE status = 'done' AND verdict = 'fail' AND {where} GROUP BY {key} "
-        f"ON CONFLICT ({key}) DO UPDATE SET {updates}",
+        (f"DELETE FROM {counts} WHERE {where}", list(params)),
+        (
+            f"INSERT INTO {counts} ({key}, {columns}) SELECT {source}, {aggregates} FROM ({rows}) r "
+            f"GROUP BY {source} ON CONFLICT ({key}) DO UPDATE SET {updates}",
+            list(params) * (2 if with_unsigned else 1),
+        ),
     ]
 
 
-def signature_counts_refresh(*, campaign_ids: list[int]) -> None:
-    """Recount the SignatureCount rows of these campaigns from their attempts (after a backfill)."""
+def signature_counts_refresh(*, campaign_ids: list[int], with_unsigned: bool = True) -> None:
+    """Recount the SignatureCount rows of these campaigns from their signature rows (after a backfill).
+
+    ``with_unsigned=False`` skips the search for unsigned failed attempts (a backfill that just
+    signed every failed attempt of these campaigns knows there are none).
+    """
     if not campaign_ids:
         return
     where = f"campaign_id IN ({', '.join(['%s'] * len(campaign_ids))})"
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        for sql in signature_counts_sql(where):
-            cursor.execute(sql, list(campaign_ids))
+        for sql, params in signature_counts_sql(where, list(campaign_ids), with_unsigned=with_unsigned):
+            cursor.execute(sql, params)
 
 
 def summaries_create(*, campaign_id: int, task_ids: list[int]) -> None:
@@ -117,8 +136,8 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
             where, params = "campaign_id = %s AND task_id = %s", [campaign_id, task_id]
         with connection.cursor() as cursor:
             cursor.execute(_recount_sql(where), [timezone.now(), *params])
-            for sql in signature_counts_sql(where):
-                cursor.execute(sql, params)
+            for sql, statement_params in signature_counts_sql(where, params):
+                cursor.execute(sql, statement_params)
 
 
 def lock_pair_sql(campaign_id: int, task_id: int) -> tuple[str, list]:
@@ -137,9 +156,7 @@ def recount_sql(campaign_id: int, task_id: int, now) -> tuple[str, list]:
 
 def signature_recount_sql(campaign_id: int, task_id: int) -> list[tuple[str, list]]:
     """The SignatureCount recount of one pair (statements and params); like recount_sql, after the lock."""
-    return [
-        (sql, [campaign_id, task_id]) for sql in signature_counts_sql("campaign_id = %s AND task_id = %s")
-    ]
+    return signature_counts_sql("campaign_id = %s AND task_id = %s", [campaign_id, task_id])
 
 
 def _lock_pair(campaign_id: int, task_id: int) -> bool:

@@ -2,9 +2,10 @@
 
 A cluster is the set of attempts (of the queue's scope: the user's visible campaigns and filters)
 that share one signature; two clusters whose signatures differ by exactly one element are
-*related* and shown side by side, never merged. Signatures are stored on the attempt rows when
-they are recorded, and counted per (campaign, task, signature, termination) in apps.campaigns'
-SignatureCount, kept with the task summaries: grouping reads that narrow table whenever the
+*related* and shown side by side, never merged. Signatures are stored beside the attempts when
+they are recorded (apps.campaigns' AttemptSignature, narrow rows pointing at shared
+SignatureVariant forms) and counted per (campaign, task, signature, termination) in
+SignatureCount, kept with the task summaries: grouping reads those narrow tables whenever the
 filters allow (campaign, domain, task, scope), and aggregates the attempts otherwise.
 
 The expensive part — one GROUP BY over every failure in scope and the elements of one example per
@@ -27,10 +28,10 @@ from functools import cached_property
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet, Sum, TextField
-from django.db.models.functions import Cast
+from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum, TextField, Value
+from django.db.models.functions import Cast, Coalesce
 
-from apps.campaigns.models import Attempt, Campaign, SignatureCount, TaskSummary
+from apps.campaigns.models import Attempt, AttemptSignature, Campaign, SignatureCount, TaskSummary
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
@@ -285,6 +286,18 @@ def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[Signatur
     return counts.order_by()
 
 
+def _signature_rows(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[AttemptSignature]:
+    """The scope's signature rows, for filters _counts can answer (the same conditions, one row per attempt)."""
+    rows = AttemptSignature.objects.filter(campaign_id__in=campaign_ids)
+    if filters.scope == "clean":
+        rows = rows.filter(clean_looking=True)
+    if filters.domain:
+        rows = rows.filter(task__domain__name=filters.domain)
+    if filters.task:
+        rows = rows.filter(task__task_id__icontains=filters.task)
+    return rows
+
+
 def _size_columns(filters: QueueFilters) -> tuple[str, str, str]:
     """The SignatureCount columns holding the scope's attempts: count, first and last id."""
     if filters.scope == "clean":
@@ -322,7 +335,8 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
     """
     groups = (
         queryset.order_by()
-        .values("signature", "campaign_id", "task_id")
+        .annotate(digest=Coalesce("failure_signature__digest", Value("")))  # "": not signed yet
+        .values("digest", "campaign_id", "task_id")
         .annotate(
             n=Count("id"), clean=Count("id", filter=Q(clean_looking=True)), first=Min("id"), last=Max("id")
         )
@@ -330,10 +344,10 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
     sql, params = groups.query.sql_with_params()
     q = connection.ops.quote_name
     outer = (
-        f"SELECT g.{q('signature')}, SUM(g.{q('n')}), SUM(g.{q('clean')}), COUNT(DISTINCT g.{q('task_id')}), "
+        f"SELECT g.{q('digest')}, SUM(g.{q('n')}), SUM(g.{q('clean')}), COUNT(DISTINCT g.{q('task_id')}), "
         f"COUNT(DISTINCT g.{q('campaign_id')}), COUNT(DISTINCT c.{q('agent_id')}), MIN(g.{q('first')}), "
         f"MAX(g.{q('last')}) FROM ({sql}) g JOIN {q(Campaign._meta.db_table)} c ON c.{q('id')} = g.{q('campaign_id')} "
-        f"GROUP BY g.{q('signature')}"
+        f"GROUP BY g.{q('digest')}"
     )
     with connection.cursor() as cursor:
         cursor.execute(outer, params)
@@ -348,10 +362,9 @@ def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
     # One read on PostgreSQL (an array parameter); IN lists in chunks elsewhere.
     for chunk in [firsts] if connection.vendor == "postgresql" else _chunks(firsts):
         items.update(
-            Attempt.objects.filter(pk__in=chunk)
-            .order_by()  # the model's default order joins campaigns and tasks to sort: not needed here
-            .annotate(items_text=Cast("signature_items", TextField()))
-            .values_list("pk", "items_text")
+            AttemptSignature.objects.filter(attempt_id__in=chunk)
+            .annotate(items_text=Cast("variant__items", TextField()))
+            .values_list("attempt_id", "items_text")
         )
     # Plain tuples: an Element is a NamedTuple, equal to and hashed like the tuple of its fields.
     elements = {
@@ -412,7 +425,9 @@ def cluster_rows(
     details = cache.get(key)
     base = queue_queryset(user=user, filters=filters).order_by()
     if details is None:
-        details = _page_details(base, signatures, _counts(campaign_ids, filters), filters)
+        counts = _counts(campaign_ids, filters)
+        rows = _signature_rows(campaign_ids, filters) if counts is not None else None
+        details = _page_details(base, signatures, counts, rows, filters)
         cache.set(key, details, CACHE_SECONDS)
     reviewed, labelled = _review_progress(base, signatures)
     rows = []
@@ -444,13 +459,15 @@ def _page_details(
     base: QuerySet[Attempt],
     signatures: list[str],
     counts: QuerySet[SignatureCount] | None,
+    rows: QuerySet[AttemptSignature] | None,
     filters: QueueFilters,
 ) -> dict[str, tuple]:
     """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (two queries).
 
-    The first three come from the count table when the filters allow it (``counts``), else from the attempts.
+    From the count table and the signature rows when the filters allow it (``counts``, ``rows``),
+    else from the attempts.
     """
-    scoped = base.filter(signature__in=signatures)
+    scoped = base.filter(failure_signature__digest__in=signatures)
     terminations: dict[str, Counter] = defaultdict(Counter)
     tasks: dict[str, Counter] = defaultdict(Counter)
     models: dict[str, Counter] = defaultdict(Counter)
@@ -462,16 +479,25 @@ def _page_details(
             .annotate(n=Sum(_size_columns(filters)[0]))
         )
     else:
-        groups = scoped.values(*grouping).annotate(n=Count("id"))
+        groups = (
+            scoped.annotate(signature_digest=F("failure_signature__digest"))
+            .values("signature_digest", *grouping[1:])
+            .annotate(n=Count("id"))
+        )
+        grouping = ("signature_digest", *grouping[1:])
     # One pass over the page's groups, by everything the three counts need.
     for signature, termination, task, model, n in groups.values_list(*grouping, "n"):
         terminations[signature][termination] += n
         tasks[signature][task] += n
         models[signature][model] += n
+    if rows is None:
+        rows = AttemptSignature.objects.filter(attempt__in=scoped.values("pk"))
     variants = dict(
-        scoped.values("signature")
-        .annotate(v=Count("signature_items", distinct=True))
-        .values_list("signature", "v")
+        rows.filter(digest__in=signatures)
+        .order_by()
+        .values("digest")
+        .annotate(v=Count("variant_id", distinct=True))
+        .values_list("digest", "v")
     )
     details = {}
     for signature in signatures:
@@ -494,17 +520,17 @@ def _top(counts: Counter) -> tuple[tuple[str, int], ...]:
 
 def _review_progress(base: QuerySet[Attempt], signatures: list[str]) -> tuple[Counter, Counter]:
     """Per signature: attempts marked reviewed, and attempts carrying at least one label (one query)."""
-    reviews = AttemptReview.objects.filter(attempt__in=base.filter(signature__in=signatures)).values(
-        "attempt__signature"
-    )
+    reviews = AttemptReview.objects.filter(
+        attempt__in=base.filter(failure_signature__digest__in=signatures)
+    ).values("attempt__failure_signature__digest")
     reviewed: Counter = Counter()
     labelled: Counter = Counter()
     for row in reviews.annotate(
         reviewed=Count("id", filter=Q(status=AttemptReview.Status.REVIEWED), distinct=True),
         labelled=Count("id", filter=Q(labels__isnull=False), distinct=True),
     ):
-        reviewed[row["attempt__signature"]] = row["reviewed"]
-        labelled[row["attempt__signature"]] = row["labelled"]
+        reviewed[row["attempt__failure_signature__digest"]] = row["reviewed"]
+        labelled[row["attempt__failure_signature__digest"]] = row["labelled"]
     return reviewed, labelled
 
 
@@ -525,9 +551,9 @@ def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[Ca
     campaign_ids, filters = _scope(user, filters)
     counts = _counts(campaign_ids, filters)
     base: QuerySet = queue_queryset(user=user, filters=filters).order_by()
-    n = Count("id")
+    n, own = Count("id"), "failure_signature__digest"
     if counts is not None:  # the count table answers both, without reading attempts
-        base, n = counts, Sum(_size_columns(filters)[0])
+        base, n, own = counts, Sum(_size_columns(filters)[0]), "signature"
     key = _key("campaigns", campaign_ids, filters, _stamp(campaign_ids, filters))
     failures = cache.get(key)
     if failures is None:
@@ -537,7 +563,7 @@ def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[Ca
         }
         cache.set(key, failures, CACHE_SECONDS)
     mine = dict(
-        base.filter(signature=signature).values("campaign_id").annotate(n=n).values_list("campaign_id", "n")
+        base.filter(**{own: signature}).values("campaign_id").annotate(n=n).values_list("campaign_id", "n")
     )
     return sorted(
         (CampaignShare(pk, name, mine.get(pk, 0), total) for pk, (name, total) in failures.items()),
@@ -550,12 +576,9 @@ def others_like(*, user, attempt: Attempt) -> int:
     if not attempt.signature:
         return 0
     return (
-        Attempt.objects.filter(
-            signature=attempt.signature,
-            campaign__in=campaigns_visible_to(user).values("pk"),
-            status=Attempt.Status.DONE,
-            verdict=Attempt.Verdict.FAIL,
+        AttemptSignature.objects.filter(
+            digest=attempt.signature, campaign__in=campaigns_visible_to(user).values("pk")
         )
-        .exclude(pk=attempt.pk)
+        .exclude(attempt_id=attempt.pk)
         .count()
     )

@@ -127,7 +127,7 @@ def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
     if filters.scope == "clean":
         queryset = queryset.filter(clean_looking=True)
     if filters.signature:
-        queryset = queryset.filter(signature=filters.signature)
+        queryset = queryset.filter(failure_signature__digest=filters.signature)
     if filters.domain:
         queryset = queryset.filter(task__domain__name=filters.domain)
     if filters.task:

@@ -115,7 +115,7 @@ def cluster_act(request):
     # Only attempts of the user's queue with these filters: forged signatures of other teams match nothing.
     attempts = list(
         selectors.queue_queryset(user=request.user, filters=filters)
-        .filter(signature__in=signatures)
+        .filter(failure_signature__digest__in=signatures)
         .select_related("campaign__team")
         .only("id", "task_id", "campaign_id", "campaign__team_id")
     )

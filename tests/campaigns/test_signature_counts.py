@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from apps.agents.models import AgentConfig
-from apps.campaigns.models import Attempt, Campaign, SignatureCount
+from apps.campaigns.models import Attempt, AttemptSignature, Campaign, SignatureCount
 from apps.campaigns.services import (
     RUN_ATTEMPT_TASK,
     attempts_backfill_signatures,
@@ -100,7 +100,7 @@ def test_counts_follow_records_resumes_retries_backfills_and_labels(make_campaig
 
     # A backfill over attempts stored without signatures recounts their campaign.
     recorded = _stored()
-    Attempt.objects.filter(campaign=careless).update(signature="", signature_items=[])
+    AttemptSignature.objects.filter(campaign=careless).delete()
     summary_refresh(campaign_id=careless.pk)  # as stored before signatures existed (the migration's fill)
     _assert_equal_to_recount()
     assert {key[2] for key in _stored() if key[0] == careless.pk} == {""}
@@ -115,13 +115,13 @@ def test_counts_follow_records_resumes_retries_backfills_and_labels(make_campaig
 
     triager = get_user_model().objects.create_user(username="tess", password="pw")
     assign_role(user=triager, role="triager")
-    signature = Attempt.objects.filter(campaign=careless, verdict="fail").values_list("signature", flat=True)[
-        0
-    ]
+    signature = Attempt.objects.filter(campaign=careless, verdict="fail").values_list(
+        "failure_signature__digest", flat=True
+    )[0]
     labelled = attempts_bulk_label(
-        attempts=Attempt.objects.filter(signature=signature), label=Label.objects.first(), actor=triager
+        attempts=Attempt.objects.filter(failure_signature__digest=signature), label=Label.objects.first(), actor=triager
     )
-    assert labelled == Attempt.objects.filter(signature=signature).count()
+    assert labelled == Attempt.objects.filter(failure_signature__digest=signature).count()
     _assert_equal_to_recount()
     assert _stored() == recorded
 

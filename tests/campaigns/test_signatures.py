@@ -1,5 +1,5 @@
-"""Failure signatures on attempt rows (SPEC §8): written when an attempt is recorded, on every record path,
-and by the backfill for stored attempts (ORM path everywhere, the COPY path on PostgreSQL)."""
+"""Failure signatures (SPEC §8) in AttemptSignature rows: written when an attempt is recorded, on every
+record path, and by the backfill for stored attempts (ORM path everywhere, the COPY path on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from apps.campaigns.models import Attempt, TaskSummary
+from apps.campaigns.models import Attempt, AttemptSignature, TaskSummary
 from apps.campaigns.services import RUN_ATTEMPT_TASK, attempts_backfill_signatures, campaign_start
 from apps.worker.attempts import attempt_execute
 from tb_engine.signatures import signature_of_result
@@ -66,7 +66,7 @@ def test_the_one_query_record_path_writes_the_signature(make_campaign, monkeypat
 
 def _backfill_round_trip(campaign) -> None:
     recorded = _stored(campaign)
-    Attempt.objects.filter(campaign=campaign).update(signature="", signature_items=[])
+    AttemptSignature.objects.filter(campaign=campaign).delete()
     failed = Attempt.objects.filter(campaign=campaign, verdict="fail").count()
     before = {s.pk: s.updated_at for s in TaskSummary.objects.filter(campaign=campaign)}
 
@@ -103,7 +103,8 @@ def test_backfill_names_old_check_results_from_the_task_spec(careless):
     for attempt in Attempt.objects.filter(campaign=careless, verdict="fail"):
         result = attempt.result
         result["checks"] = [{k: v for k, v in c.items() if k != "target"} for c in result["checks"]]
-        Attempt.objects.filter(pk=attempt.pk).update(result=result, signature="")
+        Attempt.objects.filter(pk=attempt.pk).update(result=result)
+    AttemptSignature.objects.all().delete()
     attempts_backfill_signatures()
     assert _stored(careless) == recorded
 
@@ -113,18 +114,18 @@ def test_backfill_only_touches_the_chosen_campaigns(careless, make_campaign):
     other = make_campaign("sim:careless", tasks=2, n=2)
     campaign_start(campaign=other)
     drain(other)
-    Attempt.objects.update(signature="", signature_items=[])
+    AttemptSignature.objects.all().delete()
 
     report = attempts_backfill_signatures(campaign_ids=[other.pk])
 
     assert report.campaigns == 1
-    assert set(Attempt.objects.filter(campaign=careless).values_list("signature", flat=True)) == {""}
+    assert not AttemptSignature.objects.filter(campaign=careless).exists()
     assert _stored(other) == {a.pk: _expected(a) for a in Attempt.objects.filter(campaign=other)}
 
 
 @pytest.mark.django_db
 def test_backfill_command_reports_what_it_did(careless, capsys):
-    Attempt.objects.filter(campaign=careless).update(signature="")
+    AttemptSignature.objects.filter(campaign=careless).delete()
     failed = Attempt.objects.filter(campaign=careless, verdict="fail").count()
     call_command("backfill_signatures", "--campaign", str(careless.pk))
     out = capsys.readouterr().out

@@ -5,12 +5,17 @@ from django.db import migrations, models
 
 
 def fill(apps, schema_editor):
-    # The same recount the app runs (apps.campaigns.summaries), over every stored attempt at once.
-    from apps.campaigns.summaries import signature_counts_sql
-
+    # The recount the app ran when this migration was written (signatures then lived on the
+    # attempt rows; 0010 moved them), over every stored attempt at once.
     with schema_editor.connection.cursor() as cursor:
-        for sql in signature_counts_sql("1 = 1"):
-            cursor.execute(sql)
+        cursor.execute(
+            "INSERT INTO campaigns_signaturecount (campaign_id, task_id, signature, termination, failures, "
+            "clean, first_id, last_id, first_clean_id, last_clean_id) SELECT campaign_id, task_id, signature, "
+            "termination, COUNT(*), COUNT(*) FILTER (WHERE clean_looking), MIN(id), MAX(id), "
+            "MIN(id) FILTER (WHERE clean_looking), MAX(id) FILTER (WHERE clean_looking) "
+            "FROM campaigns_attempt WHERE status = 'done' AND verdict = 'fail' "
+            "GROUP BY campaign_id, task_id, signature, termination"
+        )
 
 
 class Migration(migrations.Migration):

@@ -1,0 +1,146 @@
+"""Writing failure signatures (SPEC §8) beside their attempts: AttemptSignature rows and their variants.
+
+Every record path stores a failed attempt's signature here, in the same transaction as its result:
+the ORM path (``signatures_store``), the worker's one-query path (``signature_store_sql``, statements
+that only take effect when that worker's record went through) and imports. The backfill
+(apps.campaigns.signatures) writes the same rows in bulk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+
+from apps.campaigns.models import AttemptSignature, SignatureVariant
+
+
+@dataclass(frozen=True)
+class SignatureRow:
+    """What an attempt's AttemptSignature row says, before it has a variant id."""
+
+    attempt_id: int
+    campaign_id: int
+    task_id: int
+    digest: str
+    items: list[list[str]]
+    termination: str
+    clean_looking: bool
+
+
+def items_text(items: Iterable[Iterable[str]]) -> str:
+    """The canonical JSON of a signature's items (what items_hash hashes)."""
+    return json.dumps([list(item) for item in items], separators=(",", ":"), ensure_ascii=False)
+
+
+def items_hash(text: str) -> str:
+    """The variant's name: SHA-256 of its canonical items JSON."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def variant_ids(forms: dict[str, tuple[str, str]]) -> dict[str, int]:
+    """Variant id per items hash, creating the missing ones. ``forms``: hash -> (digest, items JSON text)."""
+    found: dict[str, int] = {}
+    hashes = list(forms)
+    for start in range(0, len(hashes), 2000):  # far below SQLite's variable limit
+        chunk = hashes[start : start + 2000]
+        found.update(SignatureVariant.objects.filter(items_hash__in=chunk).values_list("items_hash", "id"))
+    missing = [h for h in hashes if h not in found]
+    if missing:
+        SignatureVariant.objects.bulk_create(
+            [
+                SignatureVariant(digest=forms[h][0], items=json.loads(forms[h][1]), items_hash=h)
+                for h in missing
+            ],
+            batch_size=1000,
+            ignore_conflicts=True,  # a concurrent writer may have created the same variant
+        )
+        for start in range(0, len(missing), 2000):
+            chunk = missing[start : start + 2000]
+            found.update(
+                SignatureVariant.objects.filter(items_hash__in=chunk).values_list("items_hash", "id")
+            )
+    return found
+
+
+def signatures_store(rows: list[SignatureRow], *, attempt_ids: Iterable[int] = ()) -> None:
+    """Replace the signature rows of ``attempt_ids`` and of every row's attempt with ``rows``.
+
+    An attempt listed in ``attempt_ids`` without a row (it did not fail) ends with none.
+    """
+    stale = {*attempt_ids, *(row.attempt_id for row in rows)}
+    with transaction.atomic(savepoint=False):
+        ids = list(stale)
+        for start in range(0, len(ids), 2000):
+            AttemptSignature.objects.filter(attempt_id__in=ids[start : start + 2000]).delete()
+        if not rows:
+            return
+        texts = {row.attempt_id: items_text(row.items) for row in rows}
+        forms = {
+            items_hash(text): (row.digest, text) for row, text in ((r, texts[r.attempt_id]) for r in rows)
+        }
+        variants = variant_ids(forms)
+        AttemptSignature.objects.bulk_create(
+            [
+                AttemptSignature(
+                    attempt_id=row.attempt_id,
+                    campaign_id=row.campaign_id,
+                    task_id=row.task_id,
+                    digest=row.digest,
+                    variant_id=variants[items_hash(texts[row.attempt_id])],
+                    termination=row.termination,
+                    clean_looking=row.clean_looking,
+                )
+                for row in rows
+            ],
+            batch_size=1000,
+        )
+
+
+def signature_store_sql(
+    row: SignatureRow | None, *, attempt_id: int, guard: tuple[str, list[Any]]
+) -> list[tuple[str, list[Any]]]:
+    """PostgreSQL statements (with params) that store ``row`` as the attempt's signature (None: none).
+
+    ``guard`` is a condition (`` AND EXISTS …``) and its params that hold only when the caller's
+    record of the attempt went through: the delete and insert are no-ops otherwise. Run them after
+    the record statement and before the SignatureCount recount.
+    """
+    condition, condition_params = guard
+    q = connection.ops.quote_name
+    table, variants = q(AttemptSignature._meta.db_table), q(SignatureVariant._meta.db_table)
+    statements: list[tuple[str, list[Any]]] = [
+        (f"DELETE FROM {table} WHERE attempt_id = %s{condition}", [attempt_id, *condition_params])
+    ]
+    if row is None:
+        return statements
+    text = items_text(row.items)
+    name = items_hash(text)
+    statements.append(
+        (
+            f"INSERT INTO {variants} (digest, items, items_hash) VALUES (%s, %s::jsonb, %s) "
+            "ON CONFLICT (items_hash) DO NOTHING",
+            [row.digest, text, name],
+        )
+    )
+    statements.append(
+        (
+            f"INSERT INTO {table} (attempt_id, campaign_id, task_id, digest, variant_id, termination, clean_looking) "
+            f"SELECT %s, %s, %s, %s, v.id, %s, %s FROM {variants} v WHERE v.items_hash = %s{condition}",
+            [
+                row.attempt_id,
+                row.campaign_id,
+                row.task_id,
+                row.digest,
+                row.termination,
+                row.clean_looking,
+                name,
+                *condition_params,
+            ],
+        )
+    )
+    return statements
