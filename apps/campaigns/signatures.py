@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import psycopg
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt, AttemptSignature, TaskSummary
-from apps.campaigns.signature_rows import SignatureRow, items_hash, items_text, signatures_store, variant_ids
+from apps.campaigns.models import Attempt, AttemptSignature, SignatureVariant, TaskSummary
+from apps.campaigns.signature_rows import SignatureRow, items_hash, items_text, signatures_store
 from apps.campaigns.summaries import signature_counts_refresh
 from apps.suites.models import Task
 from tb_engine.signatures import Signature, check_target, signature_from_parts
@@ -106,10 +108,15 @@ def backfill_signatures(*, campaign_ids: list[int] | None = None, recompute: boo
     SignatureCount rows are recounted and their TaskSummary rows get a new updated_at, so pages
     cached by summary stamp (clusters, figures) are recomputed.
     """
-    run = _backfill_postgres if connection.vendor == "postgresql" else _backfill_orm
     selection = _Selection(campaign_ids, recompute)
+    # Called outside a transaction, every connection sees what this one sees: the PostgreSQL
+    # read may then be split over two connections (two server processes).
+    outside_transaction = not connection.in_atomic_block
     with transaction.atomic():
-        scanned, changed, campaigns = run(selection)
+        if connection.vendor == "postgresql":
+            scanned, changed, campaigns = _backfill_postgres(selection, outside_transaction)
+        else:
+            scanned, changed, campaigns = _backfill_orm(selection)
         if campaigns:
             # Every failed attempt of a touched campaign was just signed, unless the selection
             # skipped signed ones (they have rows) — none is left unsigned either way.
@@ -172,7 +179,7 @@ def _backfill_orm(selection: _Selection) -> tuple[int, int, set[int]]:
     return scanned, changed, campaigns
 
 
-def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
+def _backfill_postgres(selection: _Selection, outside_transaction: bool) -> tuple[int, int, set[int]]:
     q = connection.ops.quote_name
     attempts, signatures = q(Attempt._meta.db_table), q(AttemptSignature._meta.db_table)
     where, params = selection.sql(signatures)
@@ -181,13 +188,15 @@ def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
     # each result->'…' would decompress it again). A task's checks join the key only when a
     # stored check result lacks its target (the signature then names it from the task's spec).
     parts = (
-        "jsonb_build_array("
-        "(SELECT COALESCE(jsonb_agg(item ORDER BY item), '[]'::jsonb) FROM (SELECT CASE WHEN jsonb_typeof(item) = "
-        "'object' THEN item - 'key' ELSE item END AS item "
-        "FROM jsonb_array_elements(CASE WHEN jsonb_typeof(r.diff) = 'array' THEN r.diff ELSE '[]'::jsonb END) item) "
-        "items), "
-        "r.checks, r.rubrics, r.categories, "
+        "jsonb_build_array(d.items, r.checks, r.rubrics, r.categories, "
         "jsonb_path_query_array(r.transcript->'tool_calls', '$[*].name'))::text"
+    )
+    # Diff items without their key, in a stable order (a LATERAL join, not a subquery in the
+    # select list, so parallel workers compute it).
+    keyless = (
+        "LEFT JOIN LATERAL (SELECT COALESCE(jsonb_agg(item ORDER BY item), '[]'::jsonb) AS items FROM ("
+        "SELECT CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'key' ELSE e END AS item FROM jsonb_array_elements("
+        "CASE WHEN jsonb_typeof(r.diff) = 'array' THEN r.diff ELSE '[]'::jsonb END) e) x) d ON true"
     )
     needs_task = "r.checks @? '$[*] ? (!exists(@.target) || @.target == null || @.target == \"\")'"
     select = (
@@ -195,13 +204,12 @@ def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
         f"array_agg(termination), array_agg(clean_looking), array_agg(variant_id) FROM ("
         f"SELECT a.id, a.campaign_id, a.task_id, a.termination, a.clean_looking, s.variant_id, "
         f"{parts} AS parts, CASE WHEN {needs_task} THEN a.task_id END AS task_key "
-        f"FROM {attempts} a LEFT JOIN {signatures} s ON s.attempt_id = a.id, "
-        f"jsonb_to_record(a.result) AS r(diff jsonb, checks jsonb, rubrics jsonb, categories jsonb, transcript jsonb) "
+        f"FROM {attempts} a LEFT JOIN {signatures} s ON s.attempt_id = a.id "
+        f"CROSS JOIN LATERAL jsonb_to_record(a.result) AS r(diff jsonb, checks jsonb, rubrics jsonb, "
+        f"categories jsonb, transcript jsonb) {keyless} "
         f"WHERE {where}) p GROUP BY parts, task_key"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(select, params)
-        groups = cursor.fetchall()
+    groups = _read_groups(select, params, parallel=outside_transaction)
     targets = _CheckTargets()
     targets.load(task_key for _, task_key, *_ in groups if task_key is not None)
     # Sign each group once; name its form (the variant).
@@ -213,7 +221,7 @@ def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
         name = items_hash(form)
         forms.setdefault(name, (signature.digest, form))
         signed.append((signature.digest, name))
-    variants = variant_ids(forms)
+    variants = _variant_ids(forms)
     scanned, campaigns = 0, set()
     rows: list[tuple] = []
     for (digest, name), (_, _, ids, campaign_ids, task_ids, terminations, cleans, old) in zip(
@@ -235,3 +243,70 @@ def _backfill_postgres(selection: _Selection) -> tuple[int, int, set[int]]:
             for row in rows:
                 copy.write_row(row)
     return scanned, len(rows), campaigns
+
+
+_SPLIT = 2  # connections reading at once (one server process each: the machine has two cores)
+
+
+def _read_groups(select: str, params: list, *, parallel: bool) -> list[tuple]:
+    """The grouped read, merged; with ``parallel``, its halves (by attempt id parity) on two connections.
+
+    PostgreSQL computes the parts in its leader process whatever the plan (they feed the grouping),
+    so one statement keeps one core busy; two statements over disjoint halves keep two. Groups of
+    the two halves with the same key are merged. Each reading connection gets enough work_mem to
+    group in memory.
+    """
+    if not parallel:
+        with connection.cursor() as cursor:
+            cursor.execute(select, params)
+            return cursor.fetchall()
+    # Halves of the heap by physical block (a TID range scan reads only its own pages).
+    halved = select.replace(" WHERE ", " WHERE a.ctid >= %s::tid AND a.ctid < %s::tid AND ", 1)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_relation_size(%s) / current_setting('block_size')::int", [Attempt._meta.db_table]
+        )
+        blocks = int(cursor.fetchone()[0])
+    edges = [blocks * part // _SPLIT for part in range(_SPLIT)] + [2**32 - 1]  # the last range is open
+    settings = connection.get_connection_params()
+
+    def read(part: int) -> list[tuple]:
+        with psycopg.connect(**settings) as own, own.cursor() as cursor:
+            cursor.execute("SET work_mem = '128MB'")
+            cursor.execute(halved, [f"({edges[part]},0)", f"({edges[part + 1]},0)", *params])
+            return cursor.fetchall()
+
+    with ThreadPoolExecutor(max_workers=_SPLIT) as pool:
+        halves = list(pool.map(read, range(_SPLIT)))
+    merged: dict[tuple, tuple] = {}
+    for rows in halves:
+        for row in rows:
+            key = (row[0], row[1])
+            found = merged.get(key)
+            merged[key] = (
+                row if found is None else (*key, *(a + b for a, b in zip(found[2:], row[2:], strict=True)))
+            )
+    return list(merged.values())
+
+
+def _variant_ids(forms: dict[str, tuple[str, str]]) -> dict[str, int]:
+    """variant_ids through COPY: the missing forms inserted from a temporary table, then every id read."""
+    q = connection.ops.quote_name
+    table = q(SignatureVariant._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMPORARY TABLE tb_signature_forms (items_hash text PRIMARY KEY, digest text, items text) "
+            "ON COMMIT DROP"
+        )
+        with cursor.cursor.copy("COPY tb_signature_forms (items_hash, digest, items) FROM STDIN") as copy:
+            for name, (digest, items) in forms.items():
+                copy.write_row((name, digest, items))
+        cursor.execute(
+            f"INSERT INTO {table} (items_hash, digest, items) SELECT items_hash, digest, items::jsonb "
+            "FROM tb_signature_forms ON CONFLICT (items_hash) DO NOTHING"
+        )
+        cursor.execute(f"SELECT v.items_hash, v.id FROM {table} v JOIN tb_signature_forms f USING (items_hash)")
+        found = dict(cursor.fetchall())
+        # ON COMMIT DROP alone leaves it to a later backfill in the same (outer) transaction.
+        cursor.execute("DROP TABLE tb_signature_forms")
+    return found

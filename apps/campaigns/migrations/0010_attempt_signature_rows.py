@@ -88,6 +88,7 @@ class Migration(migrations.Migration):
                         primary_key=True,
                         related_name="failure_signature",
                         serialize=False,
+                        db_constraint=False,
                         to="campaigns.attempt",
                     ),
                 ),
@@ -98,6 +99,7 @@ class Migration(migrations.Migration):
                     "campaign",
                     models.ForeignKey(
                         db_index=False,
+                        db_constraint=False,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="+",
                         to="campaigns.campaign",
@@ -106,13 +108,18 @@ class Migration(migrations.Migration):
                 (
                     "task",
                     models.ForeignKey(
-                        db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="suites.task"
+                        db_index=False,
+                        db_constraint=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="suites.task",
                     ),
                 ),
                 (
                     "variant",
                     models.ForeignKey(
                         db_index=False,
+                        db_constraint=False,
                         on_delete=django.db.models.deletion.PROTECT,
                         related_name="+",
                         to="campaigns.signaturevariant",
@@ -130,4 +137,25 @@ class Migration(migrations.Migration):
         migrations.RemoveIndex(model_name="attempt", name="attempt_signature_campaign"),
         migrations.RemoveField(model_name="attempt", name="signature"),
         migrations.RemoveField(model_name="attempt", name="signature_items"),
+        # Derived rows: no database constraint (see AttemptSignature's docstring).
+        migrations.AlterField(
+            model_name="signaturecount",
+            name="campaign",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="signature_counts",
+                to="campaigns.campaign",
+            ),
+        ),
+        migrations.AlterField(
+            model_name="signaturecount",
+            name="task",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="signature_counts",
+                to="suites.task",
+            ),
+        ),
     ]
