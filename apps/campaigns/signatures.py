@@ -29,6 +29,7 @@ from django.utils import timezone
 from apps.campaigns.models import Attempt, AttemptSignature, SignatureVariant, TaskSummary
 from apps.campaigns.signature_rows import SignatureRow, items_hash, items_text, signatures_store
 from apps.campaigns.summaries import signature_counts_refresh
+from apps.core.memory import collector_paused
 from apps.suites.models import Task
 from tb_engine.signatures import Signature, check_target, signature_from_parts
 
@@ -112,7 +113,7 @@ def backfill_signatures(*, campaign_ids: list[int] | None = None, recompute: boo
     # Called outside a transaction, every connection sees what this one sees: the PostgreSQL
     # read may then be split over two connections (two server processes).
     outside_transaction = not connection.in_atomic_block
-    with transaction.atomic():
+    with transaction.atomic(), collector_paused():  # ~100k short-lived rows, no cycles
         if connection.vendor == "postgresql":
             scanned, changed, campaigns = _backfill_postgres(selection, outside_transaction)
         else:
@@ -305,7 +306,9 @@ def _variant_ids(forms: dict[str, tuple[str, str]]) -> dict[str, int]:
             f"INSERT INTO {table} (items_hash, digest, items) SELECT items_hash, digest, items::jsonb "
             "FROM tb_signature_forms ON CONFLICT (items_hash) DO NOTHING"
         )
-        cursor.execute(f"SELECT v.items_hash, v.id FROM {table} v JOIN tb_signature_forms f USING (items_hash)")
+        cursor.execute(
+            f"SELECT v.items_hash, v.id FROM {table} v JOIN tb_signature_forms f USING (items_hash)"
+        )
         found = dict(cursor.fetchall())
         # ON COMMIT DROP alone leaves it to a later backfill in the same (outer) transaction.
         cursor.execute("DROP TABLE tb_signature_forms")

@@ -31,8 +31,16 @@ from django.db import connection
 from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
-from apps.campaigns.models import Attempt, AttemptSignature, Campaign, SignatureCount, TaskSummary
+from apps.campaigns.models import (
+    Attempt,
+    AttemptSignature,
+    Campaign,
+    SignatureCount,
+    SignatureVariant,
+    TaskSummary,
+)
 from apps.campaigns.selectors import campaigns_visible_to
+from apps.core.memory import collector_paused
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
 from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
@@ -242,10 +250,11 @@ def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
             _remember(key, token, found)
             return found
     counts = _counts(campaign_ids, filters)
-    if counts is not None:
-        found = _build_index_from_counts(counts, filters, stamp)
-    else:
-        found = _build_index(queue_queryset(user=user, filters=filters), stamp)
+    with collector_paused():  # thousands of rows of tuples: no collection pauses while they are built
+        if counts is not None:
+            found = _build_index_from_counts(counts, filters, stamp)
+        else:
+            found = _build_index(queue_queryset(user=user, filters=filters), stamp)
     token = uuid.uuid4().hex
     cache.set_many({key: found, key + ":token": token}, CACHE_SECONDS)
     _remember(key, token, found)
@@ -357,18 +366,15 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
 
 def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
     """Rows of (signature, size, clean, tasks, campaigns, models, first id, last id) -> the index."""
-    firsts = [int(row[6]) for row in found]
-    items: dict[int, str] = {}
-    # One read on PostgreSQL (an array parameter); IN lists in chunks elsewhere.
-    for chunk in [firsts] if connection.vendor == "postgresql" else _chunks(firsts):
-        items.update(
-            AttemptSignature.objects.filter(attempt_id__in=chunk)
-            .annotate(items_text=Cast("variant__items", TextField()))
-            .values_list("attempt_id", "items_text")
-        )
-    # Plain tuples: an Element is a NamedTuple, equal to and hashed like the tuple of its fields.
+    items = _example_items([int(row[6]) for row in found])
+    # Each distinct element as a small int (an Element is a NamedTuple, equal to the tuple of its
+    # fields): sets of ints hash and subtract faster than sets of tuples, for thousands of clusters.
+    numbers: dict[tuple, int] = {}
     elements = {
-        signature: frozenset(tuple(item[:4]) for item in json.loads(items.get(int(first)) or "[]"))
+        signature: frozenset(
+            numbers.setdefault(tuple(item[:4]), len(numbers))
+            for item in json.loads(items.get(int(first)) or "[]")
+        )
         for signature, *_, first, _last in found
         if signature
     }
@@ -397,15 +403,46 @@ def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
     )
 
 
-def _related(elements: dict[str, frozenset[tuple]]) -> dict[str, set[str]]:
+def _example_items(attempt_ids: list[int]) -> dict[int, str]:
+    """The stored signature items (JSON text) of these attempts, by attempt id.
+
+    On PostgreSQL one statement joining the ids as an array (a hash join over the narrow tables,
+    not thousands of index probes, and no per-id parameter for Django to resolve); IN lists in
+    chunks elsewhere.
+    """
+    if connection.vendor == "postgresql":
+        q = connection.ops.quote_name
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT s.attempt_id, v.items::text FROM unnest(%s::bigint[]) AS f(id) "
+                f"JOIN {q(AttemptSignature._meta.db_table)} s ON s.attempt_id = f.id "
+                f"JOIN {q(SignatureVariant._meta.db_table)} v ON v.id = s.variant_id",
+                [attempt_ids],
+            )
+            return dict(cursor.fetchall())
+    items: dict[int, str] = {}
+    for chunk in _chunks(attempt_ids):
+        items.update(
+            AttemptSignature.objects.filter(attempt_id__in=chunk)
+            .annotate(items_text=Cast("variant__items", TextField()))
+            .values_list("attempt_id", "items_text")
+        )
+    return items
+
+
+def _related(elements: dict[str, frozenset[int]]) -> dict[str, set[str]]:
     """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours.
 
     A digest names its set of elements (tb_engine.signatures.digest_of), so the neighbours are
-    looked up by the element sets themselves: no digest is recomputed.
+    looked up by the element sets themselves: no digest is recomputed. Only sets with a set one
+    element smaller in the index can have such a neighbour.
     """
     by_elements = {own: signature for signature, own in elements.items()}
+    sizes = {len(own) for own in by_elements}
     links: dict[str, set[str]] = defaultdict(set)
     for signature, own in elements.items():
+        if len(own) - 1 not in sizes:
+            continue
         for element in own:
             smaller = by_elements.get(own - {element})
             if smaller is not None:
