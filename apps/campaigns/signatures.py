@@ -17,7 +17,7 @@ per attempt through the ORM in batches.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -192,24 +192,27 @@ def _backfill_postgres(selection: _Selection, outside_transaction: bool) -> tupl
         "jsonb_build_array(d.items, r.checks, r.rubrics, r.categories, "
         "jsonb_path_query_array(r.transcript->'tool_calls', '$[*].name'))::text"
     )
-    # Diff items without their key, in a stable order (a LATERAL join, not a subquery in the
-    # select list, so parallel workers compute it).
+    # Diff items without their key (signatures never read it), in a stable order: attempts that
+    # made the same mistakes on other rows, or listed them in another order, share one group.
     keyless = (
         "LEFT JOIN LATERAL (SELECT COALESCE(jsonb_agg(item ORDER BY item), '[]'::jsonb) AS items FROM ("
         "SELECT CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'key' ELSE e END AS item FROM jsonb_array_elements("
         "CASE WHEN jsonb_typeof(r.diff) = 'array' THEN r.diff ELSE '[]'::jsonb END) e) x) d ON true"
     )
     needs_task = "r.checks @? '$[*] ? (!exists(@.target) || @.target == null || @.target == \"\")'"
-    select = (
-        f"SELECT parts, task_key, array_agg(id), array_agg(campaign_id), array_agg(task_id), "
-        f"array_agg(termination), array_agg(clean_looking), array_agg(variant_id) FROM ("
-        f"SELECT a.id, a.campaign_id, a.task_id, a.termination, a.clean_looking, s.variant_id, "
-        f"{parts} AS parts, CASE WHEN {needs_task} THEN a.task_id END AS task_key "
-        f"FROM {attempts} a LEFT JOIN {signatures} s ON s.attempt_id = a.id "
-        f"CROSS JOIN LATERAL jsonb_to_record(a.result) AS r(diff jsonb, checks jsonb, rubrics jsonb, "
-        f"categories jsonb, transcript jsonb) {keyless} "
-        f"WHERE {where}) p GROUP BY parts, task_key"
-    )
+
+    def select(extra: str = "") -> str:
+        return (
+            f"SELECT parts, task_key, array_agg(id), array_agg(campaign_id), array_agg(task_id), "
+            f"array_agg(termination), array_agg(clean_looking), array_agg(variant_id) FROM ("
+            f"SELECT a.id, a.campaign_id, a.task_id, a.termination, a.clean_looking, s.variant_id, "
+            f"{parts} AS parts, CASE WHEN {needs_task} THEN a.task_id END AS task_key "
+            f"FROM {attempts} a LEFT JOIN {signatures} s ON s.attempt_id = a.id "
+            f"CROSS JOIN LATERAL jsonb_to_record(a.result) AS r(diff jsonb, checks jsonb, rubrics jsonb, "
+            f"categories jsonb, transcript jsonb) {keyless} "
+            f"WHERE {extra}{where}) p GROUP BY parts, task_key"
+        )
+
     groups = _read_groups(select, params, parallel=outside_transaction)
     targets = _CheckTargets()
     targets.load(task_key for _, task_key, *_ in groups if task_key is not None)
@@ -249,20 +252,22 @@ def _backfill_postgres(selection: _Selection, outside_transaction: bool) -> tupl
 _SPLIT = 2  # connections reading at once (one server process each: the machine has two cores)
 
 
-def _read_groups(select: str, params: list, *, parallel: bool) -> list[tuple]:
-    """The grouped read, merged; with ``parallel``, its halves (by attempt id parity) on two connections.
+def _read_groups(select: Callable[[str], str], params: list, *, parallel: bool) -> list[tuple]:
+    """The grouped read (``select(extra condition)``), merged; with ``parallel``, its halves (by heap
+    block range) on two connections.
 
-    PostgreSQL computes the parts in its leader process whatever the plan (they feed the grouping),
-    so one statement keeps one core busy; two statements over disjoint halves keep two. Groups of
-    the two halves with the same key are merged. Each reading connection gets enough work_mem to
-    group in memory.
+    PostgreSQL computes the parts in its leader process whatever the plan (they feed the grouping;
+    forcing a parallel plan left them above the Gather), so one statement keeps one core busy; two
+    statements over disjoint block ranges (TID range scans) keep two: 1.85 s -> ~1.2 s for 95k
+    attempts. Groups of the two halves with the same key are merged. Each reading connection gets
+    enough work_mem to group in memory.
     """
     if not parallel:
         with connection.cursor() as cursor:
-            cursor.execute(select, params)
+            cursor.execute(select(""), params)
             return cursor.fetchall()
     # Halves of the heap by physical block (a TID range scan reads only its own pages).
-    halved = select.replace(" WHERE ", " WHERE a.ctid >= %s::tid AND a.ctid < %s::tid AND ", 1)
+    halved = select("a.ctid >= %s::tid AND a.ctid < %s::tid AND ")
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_relation_size(%s) / current_setting('block_size')::int", [Attempt._meta.db_table]
