@@ -119,7 +119,9 @@ def test_counts_follow_records_resumes_retries_backfills_and_labels(make_campaig
         "failure_signature__digest", flat=True
     )[0]
     labelled = attempts_bulk_label(
-        attempts=Attempt.objects.filter(failure_signature__digest=signature), label=Label.objects.first(), actor=triager
+        attempts=Attempt.objects.filter(failure_signature__digest=signature),
+        label=Label.objects.first(),
+        actor=triager,
     )
     assert labelled == Attempt.objects.filter(failure_signature__digest=signature).count()
     _assert_equal_to_recount()

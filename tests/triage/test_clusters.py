@@ -87,7 +87,11 @@ def test_clusters_are_exactly_the_attempts_sharing_a_signature(known, bob):
     # Each cluster's attempts really share the stored signature, and no other attempt has it.
     for signature, ids in everything.items():
         assert (
-            set(Attempt.objects.filter(failure_signature__digest=signature, campaign__in=[a, b]).values_list("pk", flat=True))
+            set(
+                Attempt.objects.filter(failure_signature__digest=signature, campaign__in=[a, b]).values_list(
+                    "pk", flat=True
+                )
+            )
             == ids
         )
 
