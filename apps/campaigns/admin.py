@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from apps.campaigns.models import Attempt, Campaign, SignatureCount, TaskSummary
+from apps.campaigns.models import (
+    Attempt,
+    AttemptSignature,
+    Campaign,
+    SignatureCount,
+    SignatureVariant,
+    TaskSummary,
+)
 
 
 @admin.register(Campaign)
@@ -43,3 +50,27 @@ class SignatureCountAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+class _DerivedAdmin(admin.ModelAdmin):
+    """Rows derived from the attempts (written with their results and by the backfill): shown, never edited."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AttemptSignature)
+class AttemptSignatureAdmin(_DerivedAdmin):
+    list_display = ("attempt", "campaign", "task", "digest", "termination", "clean_looking")
+    list_select_related = ("campaign", "task")
+    raw_id_fields = ("attempt", "campaign", "task", "variant")
+    search_fields = ("digest",)
+
+
+@admin.register(SignatureVariant)
+class SignatureVariantAdmin(_DerivedAdmin):
+    list_display = ("digest", "items_hash")
+    search_fields = ("digest",)
