@@ -288,11 +288,16 @@ def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[Signatur
     counts = SignatureCount.objects.filter(campaign_id__in=campaign_ids)
     if filters.scope == "clean":
         counts = counts.filter(clean__gt=0)
+    return _task_filtered(counts, filters).order_by()
+
+
+def _task_filtered(queryset: QuerySet, filters: QueueFilters) -> QuerySet:
+    """The domain and task filters on a table with a task, as queue_queryset applies them to attempts."""
     if filters.domain:
-        counts = counts.filter(task__domain__name=filters.domain)
+        queryset = queryset.filter(task__domain__name=filters.domain)
     if filters.task:
-        counts = counts.filter(task__task_id__icontains=filters.task)  # as queue_queryset
-    return counts.order_by()
+        queryset = queryset.filter(task__task_id__icontains=filters.task)
+    return queryset
 
 
 def _signature_rows(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[AttemptSignature]:
@@ -300,11 +305,7 @@ def _signature_rows(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[
     rows = AttemptSignature.objects.filter(campaign_id__in=campaign_ids)
     if filters.scope == "clean":
         rows = rows.filter(clean_looking=True)
-    if filters.domain:
-        rows = rows.filter(task__domain__name=filters.domain)
-    if filters.task:
-        rows = rows.filter(task__task_id__icontains=filters.task)
-    return rows
+    return _task_filtered(rows, filters)
 
 
 def _size_columns(filters: QueueFilters) -> tuple[str, str, str]:

@@ -88,10 +88,8 @@ def test_backfill_signs_stored_failures_like_the_record_path(careless):
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_backfill_on_postgresql_signs_like_the_record_path(make_campaign):
-    campaign = make_campaign("sim:careless", tasks=6, n=4)
-    campaign_start(campaign=campaign)
-    drain(campaign)
+def test_backfill_on_postgresql_signs_like_the_record_path(careless):
+    campaign = careless
     assert connection.vendor == "postgresql"
     _backfill_round_trip(campaign)
 
@@ -161,21 +159,17 @@ def test_recompute_rewrites_exactly_the_rows_that_differ(careless):
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_recompute_on_postgresql_rewrites_exactly_the_rows_that_differ(make_campaign):
-    campaign = make_campaign("sim:careless", tasks=6, n=4)
-    campaign_start(campaign=campaign)
-    drain(campaign)
+def test_recompute_on_postgresql_rewrites_exactly_the_rows_that_differ(careless):
+    campaign = careless
     _recompute_rewrites_exactly_what_differs(campaign)
 
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_backfill_inside_a_transaction_on_postgresql_reads_what_the_transaction_sees(make_campaign):
+def test_backfill_inside_a_transaction_on_postgresql_reads_what_the_transaction_sees(careless):
     # Outside a transaction the read is split over two fresh connections; inside one, those would not
     # see its uncommitted changes (here: the deleted signature rows), so it reads on its own connection.
-    campaign = make_campaign("sim:careless", tasks=6, n=4)
-    campaign_start(campaign=campaign)
-    drain(campaign)
+    campaign = careless
     recorded = _stored(campaign)
     failed = Attempt.objects.filter(campaign=campaign, verdict="fail").count()
     with transaction.atomic():
@@ -187,11 +181,9 @@ def test_backfill_inside_a_transaction_on_postgresql_reads_what_the_transaction_
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_backfill_on_postgresql_groups_attempts_that_differ_only_in_row_keys(make_campaign):
+def test_backfill_on_postgresql_groups_attempts_that_differ_only_in_row_keys(careless):
     """Two attempts whose diffs differ only in row keys (and item order) are signed once, identically."""
-    campaign = make_campaign("sim:careless", tasks=6, n=4)
-    campaign_start(campaign=campaign)
-    drain(campaign)
+    campaign = careless
     first, second = Attempt.objects.filter(campaign=campaign, verdict="fail").exclude(diff_items=0)[:2]
     result = dict(first.result)
     result["diff"] = [
