@@ -90,3 +90,15 @@ def summaries(campaign) -> dict:
     from apps.campaigns.models import TaskSummary
 
     return {s.task_id: (s.n_done, s.n_pass) for s in TaskSummary.objects.filter(campaign=campaign)}
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Messages the campaign would send, captured (no broker traffic, no live worker needed)."""
+    from apps.campaigns.services import RUN_ATTEMPT_TASK
+    from thinkingbox_web.celery import app
+
+    captured: list[int] = []
+    task = app.tasks[RUN_ATTEMPT_TASK]
+    monkeypatch.setattr(task, "apply_async", lambda args, kwargs=None, **options: captured.append(args[0]))
+    return captured

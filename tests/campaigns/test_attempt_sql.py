@@ -17,7 +17,7 @@ from django.utils import timezone
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.campaigns import attempt_sql
 from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.services import RUN_ATTEMPT_TASK, campaign_cancel, campaign_start
+from apps.campaigns.services import campaign_cancel, campaign_start
 from apps.worker import attempts
 from apps.worker.attempts import attempt_execute
 from tests.campaigns.conftest import recount, summaries
@@ -165,17 +165,6 @@ def test_update_owned_needs_the_owner_and_a_running_campaign(make_campaign):
 
 
 # --- PostgreSQL: the one-round-trip record and the prepared claim ---------------------------------
-
-
-@pytest.fixture
-def sent(monkeypatch):
-    """Messages the campaign would send, captured (no broker traffic, no live worker needed)."""
-    from thinkingbox_web.celery import app
-
-    captured: list[int] = []
-    task = app.tasks[RUN_ATTEMPT_TASK]
-    monkeypatch.setattr(task, "apply_async", lambda args, kwargs=None, **options: captured.append(args[0]))
-    return captured
 
 
 @pytest.fixture

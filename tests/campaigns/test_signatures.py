@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from apps.campaigns.models import Attempt, AttemptSignature, SignatureCount, SignatureVariant, TaskSummary
-from apps.campaigns.services import RUN_ATTEMPT_TASK, attempts_backfill_signatures, campaign_start
+from apps.campaigns.services import attempts_backfill_signatures, campaign_start
 from apps.worker.attempts import attempt_execute
 from tb_engine.signatures import signature_of_result
 from tests.campaigns.conftest import drain
@@ -53,10 +53,7 @@ def test_recorded_failures_carry_their_signature(careless):
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_the_one_query_record_path_writes_the_signature(make_campaign, monkeypatch):
-    from thinkingbox_web.celery import app
-
-    monkeypatch.setattr(app.tasks[RUN_ATTEMPT_TASK], "apply_async", lambda *args, **kwargs: None)
+def test_the_one_query_record_path_writes_the_signature(make_campaign, sent):
     campaign = make_campaign("sim:careless", tasks=6, n=4)
     campaign_start(campaign=campaign)
     for attempt_id in Attempt.objects.filter(campaign=campaign).values_list("id", flat=True):
@@ -201,14 +198,12 @@ def test_backfill_on_postgresql_groups_attempts_that_differ_only_in_row_keys(car
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_a_record_that_lost_its_lease_writes_no_signature_row(make_campaign, monkeypatch):
+def test_a_record_that_lost_its_lease_writes_no_signature_row(make_campaign, sent):
     from django.utils import timezone
 
     from apps.campaigns import attempt_sql
     from apps.campaigns.signature_rows import SignatureRow
-    from thinkingbox_web.celery import app
 
-    monkeypatch.setattr(app.tasks[RUN_ATTEMPT_TASK], "apply_async", lambda *args, **kwargs: None)
     campaign = make_campaign("sim:careless", tasks=2, n=1)
     campaign_start(campaign=campaign)
     mine, stolen = Attempt.objects.filter(campaign=campaign).order_by("pk")
