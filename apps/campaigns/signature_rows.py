@@ -107,8 +107,9 @@ def signature_store_sql(
     """PostgreSQL statements (with params) that store ``row`` as the attempt's signature (None: none).
 
     ``guard`` is a condition (`` AND EXISTS …``) and its params that hold only when the caller's
-    record of the attempt went through: the delete and insert are no-ops otherwise. Run them after
-    the record statement and before the SignatureCount recount.
+    record of the attempt went through: the delete and insert are no-ops otherwise (the variant,
+    an immutable form any attempt may share, is inserted either way). Run them after the record
+    statement and before the SignatureCount recount.
     """
     condition, condition_params = guard
     q = connection.ops.quote_name
