@@ -17,6 +17,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from apps.campaigns.models import AttemptSignature, SignatureVariant
+from apps.core.batches import in_slices
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,9 @@ def items_hash(text: str) -> str:
 def variant_ids(forms: dict[str, tuple[str, str]]) -> dict[str, int]:
     """Variant id per items hash, creating the missing ones. ``forms``: hash -> (digest, items JSON text)."""
     found: dict[str, int] = {}
-    hashes = list(forms)
-    for start in range(0, len(hashes), 2000):  # far below SQLite's variable limit
-        chunk = hashes[start : start + 2000]
+    for chunk in in_slices(list(forms)):
         found.update(SignatureVariant.objects.filter(items_hash__in=chunk).values_list("items_hash", "id"))
-    missing = [h for h in hashes if h not in found]
+    missing = [h for h in forms if h not in found]
     if missing:
         SignatureVariant.objects.bulk_create(
             [
@@ -59,8 +58,7 @@ def variant_ids(forms: dict[str, tuple[str, str]]) -> dict[str, int]:
             batch_size=1000,
             ignore_conflicts=True,  # a concurrent writer may have created the same variant
         )
-        for start in range(0, len(missing), 2000):
-            chunk = missing[start : start + 2000]
+        for chunk in in_slices(missing):
             found.update(
                 SignatureVariant.objects.filter(items_hash__in=chunk).values_list("items_hash", "id")
             )
@@ -72,18 +70,17 @@ def signatures_store(rows: list[SignatureRow], *, attempt_ids: Iterable[int] = (
 
     An attempt listed in ``attempt_ids`` without a row (it did not fail) ends with none.
     """
-    stale = {*attempt_ids, *(row.attempt_id for row in rows)}
+    stale = list({*attempt_ids, *(row.attempt_id for row in rows)})
     with transaction.atomic(savepoint=False):
-        ids = list(stale)
-        for start in range(0, len(ids), 2000):
-            AttemptSignature.objects.filter(attempt_id__in=ids[start : start + 2000]).delete()
+        for chunk in in_slices(stale):
+            AttemptSignature.objects.filter(attempt_id__in=chunk).delete()
         if not rows:
             return
-        texts = {row.attempt_id: items_text(row.items) for row in rows}
-        forms = {
-            items_hash(text): (row.digest, text) for row, text in ((r, texts[r.attempt_id]) for r in rows)
-        }
-        variants = variant_ids(forms)
+        texts = [items_text(row.items) for row in rows]
+        names = [items_hash(text) for text in texts]
+        variants = variant_ids(
+            {name: (row.digest, text) for row, text, name in zip(rows, texts, names, strict=True)}
+        )
         AttemptSignature.objects.bulk_create(
             [
                 AttemptSignature(
@@ -91,11 +88,11 @@ def signatures_store(rows: list[SignatureRow], *, attempt_ids: Iterable[int] = (
                     campaign_id=row.campaign_id,
                     task_id=row.task_id,
                     digest=row.digest,
-                    variant_id=variants[items_hash(texts[row.attempt_id])],
+                    variant_id=variants[name],
                     termination=row.termination,
                     clean_looking=row.clean_looking,
                 )
-                for row in rows
+                for row, name in zip(rows, names, strict=True)
             ],
             batch_size=1000,
         )

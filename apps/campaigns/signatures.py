@@ -29,6 +29,7 @@ from django.utils import timezone
 from apps.campaigns.models import Attempt, AttemptSignature, SignatureVariant, TaskSummary
 from apps.campaigns.signature_rows import SignatureRow, items_hash, items_text, signatures_store
 from apps.campaigns.summaries import signature_counts_refresh
+from apps.core.batches import in_slices
 from apps.core.memory import collector_paused
 from apps.suites.models import Task
 from tb_engine.signatures import Signature, check_target, signature_from_parts
@@ -51,8 +52,7 @@ class _CheckTargets:
 
     def load(self, task_ids: Iterable[int]) -> None:
         missing = sorted(set(task_ids) - self._by_task.keys())
-        for start in range(0, len(missing), 2000):
-            chunk = missing[start : start + 2000]
+        for chunk in in_slices(missing):
             for pk, checks in Task.objects.filter(pk__in=chunk).values_list("pk", "spec__checks"):
                 self._by_task[pk] = [
                     check_target(c.get("kind", ""), c.get("params") or {}, c.get("description", ""))

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.http import QueryDict
 
+from apps.core.batches import in_slices
 from apps.drift import selectors as drift
 from apps.figures import selectors as figures
 from apps.figures.selectors import figure_campaigns
@@ -352,9 +353,10 @@ def clusters_table(user, query: QueryDict) -> Table:
     filters = QueueFilters.from_query(query).without_signature()
     index = cluster_index(user=user, filters=filters)
     rows = []
-    chunks = [index[at : at + 500] for at in range(0, len(index), 500)]
     for row in (
-        r for chunk in chunks for r in cluster_rows(user=user, filters=filters, index=index, page=chunk)
+        r
+        for chunk in in_slices(index, 500)
+        for r in cluster_rows(user=user, filters=filters, index=index, page=chunk)
     ):
         c = row.cluster
         rows.append(

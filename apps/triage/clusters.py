@@ -40,6 +40,7 @@ from apps.campaigns.models import (
     TaskSummary,
 )
 from apps.campaigns.selectors import campaigns_visible_to
+from apps.core.batches import in_slices
 from apps.core.memory import collector_paused
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
@@ -48,7 +49,6 @@ from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 PER_PAGE = 50
 CACHE_SECONDS = 6 * 3600
 CACHE_VERSION = 2
-_CHUNK = 2000  # ids per IN (...) list: far below SQLite's variable limit
 _REVIEW_FILTERS = ("label", "assignee", "status")
 
 
@@ -227,11 +227,6 @@ def _scope(user, filters: QueueFilters) -> tuple[list[int], QueueFilters]:
     if filters.campaigns:
         visible = visible.filter(pk__in=filters.campaigns)
     return sorted(visible.values_list("pk", flat=True)), filters.without_signature()
-
-
-def _chunks(values: list, size: int = _CHUNK) -> Iterable[list]:
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
 
 
 def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
@@ -422,7 +417,7 @@ def _example_items(attempt_ids: list[int]) -> dict[int, str]:
             )
             return dict(cursor.fetchall())
     items: dict[int, str] = {}
-    for chunk in _chunks(attempt_ids):
+    for chunk in in_slices(attempt_ids):
         items.update(
             AttemptSignature.objects.filter(attempt_id__in=chunk)
             .annotate(items_text=Cast("variant__items", TextField()))

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from apps.campaigns.models import Attempt
 from apps.core.access import user_has_role
+from apps.core.batches import in_slices
 from apps.core.roles import Role
 from apps.suites.models import Suite, Task
 from apps.triage.models import (
@@ -103,11 +104,6 @@ def attempt_toggle_label(*, attempt: Attempt, label: Label, actor) -> AttemptRev
 _BATCH = 1000
 
 
-def _batches(attempts: list[Attempt]) -> Iterable[list[Attempt]]:
-    for start in range(0, len(attempts), _BATCH):
-        yield attempts[start : start + _BATCH]
-
-
 def _reviews_for(attempts: list[Attempt]) -> dict[int, AttemptReview]:
     """Each attempt's review, creating the missing ones in one statement."""
     ids = [a.pk for a in attempts]
@@ -135,7 +131,7 @@ def attempts_bulk_label(*, attempts: Iterable[Attempt], label: Label, actor, add
     through = AttemptReview.labels.through
     changed_tasks: dict[int, Attempt] = {}
     changed = 0
-    for batch in _batches(list(attempts)):
+    for batch in in_slices(list(attempts), _BATCH):
         reviews = _reviews_for(batch)
         current: dict[int, set[int]] = {review.pk: set() for review in reviews.values()}
         for review_id, label_id in through.objects.filter(attemptreview_id__in=list(current)).values_list(
@@ -188,7 +184,7 @@ def attempts_bulk_assign(*, attempts: Iterable[Attempt], assignee, actor) -> int
     usernames = {}
     target_id = assignee.pk if assignee else None
     changed = 0
-    for batch in _batches(list(attempts)):
+    for batch in in_slices(list(attempts), _BATCH):
         reviews = _reviews_for(batch)
         targets = [a for a in batch if reviews[a.pk].assignee_id != target_id]
         if not targets:
@@ -231,7 +227,7 @@ def attempts_bulk_status(*, attempts: Iterable[Attempt], status: str, actor) -> 
             {"status": f"unknown status {status!r}: expected one of {', '.join(AttemptReview.Status.values)}"}
         )
     changed = 0
-    for batch in _batches(list(attempts)):
+    for batch in in_slices(list(attempts), _BATCH):
         reviews = _reviews_for(batch)
         targets = [a for a in batch if reviews[a.pk].status != status]
         if not targets:
