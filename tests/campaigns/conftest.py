@@ -102,3 +102,20 @@ def sent(monkeypatch):
     task = app.tasks[RUN_ATTEMPT_TASK]
     monkeypatch.setattr(task, "apply_async", lambda args, kwargs=None, **options: captured.append(args[0]))
     return captured
+
+
+@pytest.fixture
+def careless_in_one_query(make_campaign, sent):
+    """A sim:careless campaign (6 tasks x 4) whose every attempt was recorded by attempt_sql's one-query path.
+
+    PostgreSQL only (integration tests): elsewhere records take the ORM path.
+    """
+    from apps.campaigns.models import Attempt
+    from apps.campaigns.services import campaign_start
+    from apps.worker.attempts import attempt_execute
+
+    campaign = make_campaign("sim:careless", tasks=6, n=4)
+    campaign_start(campaign=campaign)
+    for attempt_id in Attempt.objects.filter(campaign=campaign).values_list("id", flat=True):
+        assert attempt_execute(attempt_id=attempt_id, worker="w:1") == "done"
+    return campaign

@@ -136,9 +136,5 @@ def test_counts_follow_records_resumes_retries_backfills_and_labels(make_campaig
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_the_one_query_record_path_keeps_the_counts(make_campaign, sent):
-    campaign = make_campaign("sim:careless", tasks=6, n=4)
-    campaign_start(campaign=campaign)
-    for attempt_id in Attempt.objects.filter(campaign=campaign).values_list("id", flat=True):
-        assert attempt_execute(attempt_id=attempt_id, worker="w:1") == "done"
+def test_the_one_query_record_path_keeps_the_counts(careless_in_one_query):
     _assert_equal_to_recount()

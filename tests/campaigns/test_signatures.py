@@ -9,7 +9,6 @@ from django.db import connection, transaction
 
 from apps.campaigns.models import Attempt, AttemptSignature, SignatureCount, SignatureVariant, TaskSummary
 from apps.campaigns.services import attempts_backfill_signatures, campaign_start
-from apps.worker.attempts import attempt_execute
 from tb_engine.signatures import signature_of_result
 from tests.campaigns.conftest import drain
 
@@ -53,12 +52,8 @@ def test_recorded_failures_carry_their_signature(careless):
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_the_one_query_record_path_writes_the_signature(make_campaign, sent):
-    campaign = make_campaign("sim:careless", tasks=6, n=4)
-    campaign_start(campaign=campaign)
-    for attempt_id in Attempt.objects.filter(campaign=campaign).values_list("id", flat=True):
-        assert attempt_execute(attempt_id=attempt_id, worker="w:1") == "done"
-    _assert_recorded_signatures(campaign)
+def test_the_one_query_record_path_writes_the_signature(careless_in_one_query):
+    _assert_recorded_signatures(careless_in_one_query)
 
 
 def _backfill_round_trip(campaign) -> None:
