@@ -28,7 +28,7 @@ from functools import cached_property
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum, TextField, Value
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
 from apps.campaigns.models import (
@@ -504,20 +504,17 @@ def _page_details(
     terminations: dict[str, Counter] = defaultdict(Counter)
     tasks: dict[str, Counter] = defaultdict(Counter)
     models: dict[str, Counter] = defaultdict(Counter)
-    grouping = ("signature", "termination", "task__task_id", "campaign__agent__name")
+    spread = ("termination", "task__task_id", "campaign__agent__name")
     if counts is not None:
+        grouping = ("signature", *spread)
         groups = (
             counts.filter(signature__in=signatures)
             .values(*grouping)
             .annotate(n=Sum(_size_columns(filters)[0]))
         )
     else:
-        groups = (
-            scoped.annotate(signature_digest=F("failure_signature__digest"))
-            .values("signature_digest", *grouping[1:])
-            .annotate(n=Count("id"))
-        )
-        grouping = ("signature_digest", *grouping[1:])
+        grouping = ("failure_signature__digest", *spread)
+        groups = scoped.values(*grouping).annotate(n=Count("id"))
     # One pass over the page's groups, by everything the three counts need.
     for signature, termination, task, model, n in groups.values_list(*grouping, "n"):
         terminations[signature][termination] += n
