@@ -126,6 +126,26 @@ def test_cluster_counts_spread_description_and_relatives(known, bob):
     }
 
 
+@pytest.mark.parametrize("scope", ["clean", "failed"])
+def test_page_details_from_the_narrow_tables_equal_those_from_the_attempts(known, bob, scope):
+    """Campaign/domain/task/scope filters read the count and signature tables; others read the
+    attempts (category and review filters): both give the same termination, spread and variants."""
+    from apps.triage import clusters
+    from apps.triage.selectors import queue_queryset
+
+    filters = QueueFilters(scope=scope)
+    signatures = [c.signature for c in cluster_index(user=bob, filters=filters).clusters]
+    campaign_ids, scoped = clusters._scope(bob, filters)
+    base = queue_queryset(user=bob, filters=scoped).order_by()
+    counts = clusters._counts(campaign_ids, scoped)
+    assert counts is not None
+    narrow = clusters._page_details(
+        base, signatures, counts, clusters._signature_rows(campaign_ids, scoped), scoped
+    )
+    assert len(narrow) == len(signatures) == 3
+    assert narrow == clusters._page_details(base, signatures, None, None, scoped)
+
+
 def test_attempts_that_differ_in_values_get_the_description_without_values(signed_campaign, bob):
     signed_campaign([(T1, 0, {"diff": [LEFT_OPEN]}), (T3, 0, {"diff": [LEFT_NEW]})])
     index = cluster_index(user=bob, filters=QueueFilters())
