@@ -1,6 +1,6 @@
 """Suite pages: every stored suite, one suite's tasks with their validation, and the operators' validate button.
 
-Validation itself runs in a worker (apps.worker.validation, queued by apps.triage.services); the page
+Validation itself runs in a worker (apps.triage.validation, queued by apps.triage.services); the page
 shows the latest request's progress and each task's latest result, linking to the task-health page
 for the runs and both diffs.
 """

@@ -30,7 +30,8 @@ from apps.triage.models import (
 from tb_engine.judges import judge_identity
 from thinkingbox_web.celery import app as celery_app
 
-# Celery task that runs a requested suite validation (registered by apps.worker.tasks).
+# Celery task that runs a requested suite validation (registered by apps.triage.tasks; the name
+# keeps the prefix it had when the worker app held it, so messages already queued still run).
 VALIDATE_SUITE_TASK = "worker.validate_suite"
 # Health labels validation opens itself (never from a triager's label on an attempt).
 INVALID_TASK = "invalid task"

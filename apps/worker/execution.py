@@ -1,16 +1,14 @@
 """Bridge from stored rows to the engine: rows -> engine configurations -> ``AttemptSetup``; run; price.
 
 Everything the worker needs is rebuilt from ids, so any worker on any machine can run any
-attempt. Engine objects that are immutable (built-in suite specs) are cached per process.
+attempt. A stored task's engine objects come from apps.worker.selectors (parsed once per process).
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -19,14 +17,14 @@ from apps.agents.models import AgentConfig
 from apps.agents.services import api_key_env_refusal
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
-from apps.suites.models import Suite, Task
-from apps.suites.selectors import builtin_suite_sources, task_spec_data
+from apps.suites.models import Suite
+from apps.suites.selectors import builtin_suite_sources
 from apps.thinkingbox.selectors import runnable_mcp_domain
+from apps.worker.selectors import builtin_suite, task_domain, task_spec_of
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.pricing import PriceList
 from tb_engine.spec import DomainSpec, TaskSpec
-from tb_engine.spec_json import task_from_dict
 
 
 class AttemptCancelled(BaseException):
@@ -83,30 +81,13 @@ def attempt_seed(campaign: Campaign, task_id: str, index: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-_SUITE_LOAD_LOCK = threading.Lock()
-
-
-@lru_cache(maxsize=16)
-def _load_builtin_suite(name: str, content_hash: str):
-    from tb_engine.loader import load_builtin_suite
-
-    return load_builtin_suite(name)
-
-
-def _builtin_suite(name: str, content_hash: str):
-    # One loader at a time: without the lock, every thread of a fresh worker parses the suite at
-    # once (seconds of duplicated work under the GIL before the first attempts can start).
-    with _SUITE_LOAD_LOCK:
-        return _load_builtin_suite(name, content_hash)
-
-
 def warm_builtin_suites() -> int:
     """Load every built-in suite the database uses, and prepare its domains' sandbox templates,
     so a worker's first attempts start at once."""
     count = 0
     for name, content_hash in builtin_suite_sources():
         try:
-            suite = _builtin_suite(name, content_hash)
+            suite = builtin_suite(name, content_hash)
             _warm_sandboxes(suite)
             count += 1
         except Exception:  # a suite that no longer loads fails its attempts with a clear error later
@@ -163,37 +144,14 @@ def warm_mcp_servers() -> int:
     return len(started)
 
 
-@lru_cache(maxsize=4096)
-def _task_spec(task_pk: int, content_hash: str) -> TaskSpec:
-    # Keyed by content hash: a re-imported task gets a new entry, never a stale spec.
-    return task_from_dict(task_spec_data(task_pk=task_pk))
-
-
 def task_spec(attempt: Attempt) -> TaskSpec:
     """The attempt's task spec, parsed once per worker process and task version."""
-    return _task_spec(attempt.task_id, attempt.task.content_hash)
-
-
-def task_spec_of(task: Task) -> TaskSpec:
-    """A stored task's spec, parsed once per worker process and task version."""
-    return _task_spec(task.pk, task.content_hash)
+    return task_spec_of(attempt.task)
 
 
 def runnable_domain(attempt: Attempt) -> DomainSpec:
     """The domain with tool implementations (built-in) or its MCP launch config (imported)."""
     return task_domain(attempt.task)
-
-
-def task_domain(task: Task) -> DomainSpec:
-    """The runnable domain of a stored task (built-in tools, or the imported suite's MCP launch config)."""
-    suite = task.suite
-    domain_row = task.domain
-    spec = domain_row.spec  # small, and may change without the suite hash changing (MCP launch config)
-    if suite.source == Suite.Source.BUILTIN:
-        # A suite assembled from built-in domains (e.g. the throughput benchmark's) names its source.
-        builtin = spec.get("builtin_suite", suite.name)
-        return _builtin_suite(builtin, suite.content_hash).domains[domain_row.name]
-    return runnable_mcp_domain(suite_id=suite.pk, spec=spec)
 
 
 def agent_config(config: AgentConfig) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Celery tasks: take ids, claim rows conditionally, call a service. Safe to run twice.
 
 Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK,
-RESEND_LOST_TASK) and
-apps.triage.services sends (VALIDATE_SUITE_TASK).
+RESEND_LOST_TASK). A requested suite validation is triage's task (apps.triage.tasks); it runs in the
+same worker processes.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from apps.campaigns.services import (
     attempts_resend_lost,
     attempts_sweep,
 )
-from apps.triage.services import VALIDATE_SUITE_TASK
-from apps.worker import attempts, broker, validation
+from apps.worker import attempts, broker
 from apps.worker.connections import connection_distrusted, connection_served, drop_stale_connections
 
 
@@ -52,9 +51,3 @@ def resend_lost() -> int:
         return 0
     drop_stale_connections()
     return attempts_resend_lost(sent_before=started_at)
-
-
-@shared_task(name=VALIDATE_SUITE_TASK, acks_late=True, ignore_result=True)
-def validate_suite(run_id: int) -> str:
-    drop_stale_connections()
-    return validation.suite_validation_run(run_id=run_id)

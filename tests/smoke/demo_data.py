@@ -146,7 +146,7 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     from apps.thinkingbox.search import search_service_set
 
     search_service_set(suite=data.campaigns["tb"].suite, url="http://127.0.0.1:8108")
-    from apps.worker.validation import suite_validate
+    from apps.triage.validation import suite_validate
 
     suite_validate(suite=data.suite)  # task health from a real validation run of the starter suite
     _add_noise_drift_and_adaptive(data, make_campaign=make_campaign, team_a=team_a, alice=alice)

@@ -2,8 +2,11 @@
 
 Each task runs golden twice and do-nothing on a fresh backend per run — a SQLite sandbox or the
 imported suite's real MCP server (tb_engine.validation.validate_task) — and the outcome is kept in
-the triage app's task-health tables (TaskValidation, with every run's verdicts and both diffs)
-and on the task row campaigns select by (invalid and non-discriminating tasks are not selected).
+triage's task-health tables (TaskValidation, with every run's verdicts and both diffs) and on
+the task row campaigns select by (invalid and non-discriminating tasks are not selected). A stored
+task's engine objects come from the worker's front door (apps.worker.selectors), so a validation
+runs the task exactly as an attempt would; the suite page's button runs it as a Celery task
+(apps.triage.tasks) in a worker.
 Rubrics are judged by the offline keyword judge; those it cannot answer leave the task validated
 on its state part only, and the stored result says so.
 """
@@ -21,7 +24,7 @@ from apps.triage.services import (
     suite_validation_start,
     task_validation_record,
 )
-from apps.worker.execution import task_domain, task_spec_of
+from apps.worker.selectors import task_domain, task_spec_of
 from tb_engine.validation import validate_task
 
 

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.suites.models import Suite
 from apps.suites.services import suite_load_builtin
-from apps.worker.validation import suite_validate
+from apps.triage.validation import suite_validate
 from tb_engine.loader import SpecError
 
 
