@@ -157,7 +157,8 @@ def choice(
     for option in options:
         if value == option:
             return option
-    _wrong(key, "one of " + ", ".join(options), value)
+    shown = repr(value) if isinstance(value, str) else json_type(value)
+    raise ResultFormatError(f"must be one of {', '.join(options)}, got {shown}", path=key)
 
 
 def optional_choice(data: JsonObject, key: str, options: tuple[Choice, ...]) -> Choice | None:
@@ -198,7 +199,12 @@ def numbers_by_name(data: JsonObject, key: str) -> dict[str, float]:
     value = data.get(key, {})
     if not isinstance(value, Mapping):
         _wrong(key, "an object", value)
-    return {str(name): number(value, name) for name in value} if value else {}
+    numbers = {}
+    for name, item in value.items():
+        if not isinstance(item, int | float) or isinstance(item, bool):
+            _wrong(f"{key}.{name}", "a number", item)
+        numbers[str(name)] = float(item)
+    return numbers
 
 
 def nested(data: JsonObject, key: str, read: Callable[[Any], T], default: Callable[[], T] | None = None) -> T:
