@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from tb_engine.results import DiffItem, DiffKind, Effect
@@ -82,7 +82,9 @@ def _signature(table: TableState, key: str) -> str:
     return _canonical_json(table.stable[key])
 
 
-def _match_generated(result: TableState, golden: TableState, new_r: list[str], new_g: list[str]):
+def _match_generated(
+    result: TableState, golden: TableState, new_r: list[str], new_g: list[str]
+) -> list[tuple[str | None, str | None]]:
     """Pair rows both runs inserted by stable content; leftovers pair by closest content, else stand alone."""
     by_signature: dict[str, list[str]] = defaultdict(list)
     for key in new_g:
@@ -114,7 +116,9 @@ def _match_generated(result: TableState, golden: TableState, new_r: list[str], n
     return pairs
 
 
-def _table_identities(initial: TableState, result: TableState, golden: TableState):
+def _table_identities(
+    initial: TableState, result: TableState, golden: TableState
+) -> Iterator[tuple[str | None, str | None, str | None]]:
     """Row identities (key in S0, key in SR, key in SG) whose stable values differ between SR and SG."""
     if result.stable == golden.stable:
         return

@@ -10,7 +10,9 @@ import functools
 import importlib.util
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -107,7 +109,7 @@ def _type_ok(column_type: str, value: Any) -> bool:
 
 def _check_row(
     problems: _Problems, spec: TableSpec, row: Any, field: str, task_id: str | None, *, full_key: bool
-):
+) -> None:
     if not isinstance(row, dict):
         problems.add(field, "must be a mapping of column -> value", task_id)
         return
@@ -122,7 +124,9 @@ def _check_row(
                 problems.add(f"{field}.{column}", "primary key column is required", task_id)
 
 
-def _check_rows(problems, tables, data, field, task_id=None) -> dict[str, list[dict[str, Any]]]:
+def _check_rows(
+    problems: _Problems, tables: dict[str, TableSpec], data: Any, field: str, task_id: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -203,7 +207,7 @@ def _load_tables(problems: _Problems, raw: Any) -> dict[str, TableSpec]:
     return tables
 
 
-def _import_tools(problems: _Problems, path: Path, domain_name: str):
+def _import_tools(problems: _Problems, path: Path, domain_name: str) -> ModuleType | None:
     if not path.is_file():
         return None
     module_name = f"tb_engine_suite_tools_{abs(hash(str(path)))}"
@@ -223,7 +227,9 @@ def _import_tools(problems: _Problems, path: Path, domain_name: str):
     return module
 
 
-def _load_tools(problems: _Problems, raw: Any, module, tools_path: Path) -> dict[str, ToolSpec]:
+def _load_tools(
+    problems: _Problems, raw: Any, module: ModuleType | None, tools_path: Path
+) -> dict[str, ToolSpec]:
     tools: dict[str, ToolSpec] = {}
     if not isinstance(raw, list) or not raw:
         problems.add("tools", "must be a non-empty list of tool definitions")
@@ -263,7 +269,9 @@ def _load_tools(problems: _Problems, raw: Any, module, tools_path: Path) -> dict
     return tools
 
 
-def _check_signature(problems: _Problems, impl, parameters: dict[str, Any], field: str) -> None:
+def _check_signature(
+    problems: _Problems, impl: Callable[..., Any], parameters: dict[str, Any], field: str
+) -> None:
     params = list(inspect.signature(impl).parameters.values())
     accepted = {p.name for p in params[1:]}
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
@@ -313,7 +321,7 @@ def _validator(tool: ToolSpec) -> Draft202012Validator:
     return Draft202012Validator(tool.parameters)
 
 
-def _load_golden(problems, domain: DomainSpec, raw, task_id) -> tuple[GoldenCall, ...]:
+def _load_golden(problems: _Problems, domain: DomainSpec, raw: Any, task_id: str) -> tuple[GoldenCall, ...]:
     calls = []
     if not isinstance(raw, list):
         problems.add("golden", "must be a list of {tool, arguments}", task_id)
@@ -340,14 +348,14 @@ def _load_golden(problems, domain: DomainSpec, raw, task_id) -> tuple[GoldenCall
     return tuple(calls)
 
 
-def _check_columns(problems, spec: TableSpec, mapping, field, task_id) -> None:
+def _check_columns(problems: _Problems, spec: TableSpec, mapping: Any, field: str, task_id: str) -> None:
     if not isinstance(mapping, dict) or not mapping:
         problems.add(field, "must be a non-empty mapping of column -> value", task_id)
         return
     _check_row(problems, spec, mapping, field, task_id, full_key=False)
 
 
-def _load_checks(problems, domain: DomainSpec, raw, task_id) -> tuple[CheckSpec, ...]:
+def _load_checks(problems: _Problems, domain: DomainSpec, raw: Any, task_id: str) -> tuple[CheckSpec, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -383,7 +391,9 @@ def _load_checks(problems, domain: DomainSpec, raw, task_id) -> tuple[CheckSpec,
     return tuple(checks)
 
 
-def _load_rubrics(problems, raw, task_id) -> tuple[tuple[str, ...], dict[str, list[str]]]:
+def _load_rubrics(
+    problems: _Problems, raw: Any, task_id: str
+) -> tuple[tuple[str, ...], dict[str, list[str]]]:
     """Rubrics are strings or {question, keywords}; keywords feed the offline KeywordJudge only."""
     if raw is None:
         return (), {}

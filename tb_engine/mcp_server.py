@@ -22,13 +22,18 @@ import argparse
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tb_engine.diff import diff_states
 from tb_engine.golden import replay_golden
 from tb_engine.sandbox import Sandbox, domain_runtime
 from tb_engine.snapshot import Snapshot, stable_columns
 from tb_engine.spec import DomainSpec, GoldenCall, SuiteSpec, TaskSpec
+
+if TYPE_CHECKING:  # mcp is imported where a server is built: the engine runs without it
+    import mcp.types as types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
 
 RESERVED_INIT = "__reserved__init"
 RESERVED_GETEFFECTS = "__reserved__geteffects"
@@ -229,7 +234,7 @@ def session_key(ctx: Any) -> str:
     return f"http:{session_id}" if session_id else "stdio"
 
 
-def build_server(domain_server: DomainServer):
+def build_server(domain_server: DomainServer) -> Server[Any]:
     """The low-level MCP server exposing the domain tools (with their JSON schemas) and reserved tools."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -266,10 +271,14 @@ def build_server(domain_server: DomainServer):
         for tool in domain.tools.values()
     ]
 
-    async def list_tools(ctx, params) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
 
-    async def call_tool(ctx, params) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         session = session_key(ctx)
         if params.name == RESERVED_INIT:
@@ -287,7 +296,7 @@ def build_server(domain_server: DomainServer):
     return Server(f"tb_{domain.name}", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def _serve_stdio(server) -> None:
+async def _serve_stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read_stream, write_stream):

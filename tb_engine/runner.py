@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tb_engine.backend import Backend
 from tb_engine.diff import diff_states, effects
@@ -50,6 +50,12 @@ class Limits:
     max_tool_calls: int = 60
     timeout_s: float = 600.0  # wall time, checked between steps
     max_repairs: int = 2  # AgentOutputErrors fed back before the attempt ends with agent_error
+
+
+class Clock(Protocol):
+    """Milliseconds since the attempt started (message times, the attempt's duration)."""
+
+    def ms(self) -> float: ...
 
 
 class _Clock:
@@ -147,7 +153,7 @@ def run_dialogue(
     agent: Agent,
     user: UserSimulator,
     limits: Limits,
-    clock=None,
+    clock: Clock | None = None,
 ) -> Dialogue:
     """Phase 2: alternate user, agent and tool calls until a termination condition (SPEC §2)."""
     return drive(dialogue_steps(task, backend, prepared, user=user, limits=limits, clock=clock), agent)
@@ -160,7 +166,7 @@ def dialogue_steps(
     *,
     user: UserSimulator,
     limits: Limits,
-    clock=None,
+    clock: Clock | None = None,
     transcript: Transcript | None = None,
 ) -> Steps[Dialogue]:
     """Phase 2 as a step generator (see module docstring): the agent's step is whatever is sent in.
@@ -318,7 +324,12 @@ def grade_attempt(
 
 
 def record(
-    task: TaskSpec, task_hash: str, dialogue: Dialogue, graded: Graded, phase_ms: dict[str, float], clock
+    task: TaskSpec,
+    task_hash: str,
+    dialogue: Dialogue,
+    graded: Graded,
+    phase_ms: dict[str, float],
+    clock: Clock,
 ) -> AttemptResult:
     """Phase 7: the AttemptResult the Django shell stores."""
     return AttemptResult(
@@ -443,12 +454,12 @@ def _backend_evidence(backend: Backend) -> dict[str, Any]:
 
 
 def _infra_result(
-    task,
-    task_hash,
-    transcript,
-    error,
-    phase_ms,
-    clock,
+    task: TaskSpec,
+    task_hash: str,
+    transcript: Transcript,
+    error: str,
+    phase_ms: dict[str, float],
+    clock: Clock,
     *,
     invalid_task: bool = False,
     evidence: dict[str, Any] | None = None,

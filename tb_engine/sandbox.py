@@ -214,7 +214,13 @@ class ToolOutcome:
 class Sandbox:
     """One attempt's private database plus the domain's tools over it."""
 
-    def __init__(self, db: sqlite3.Connection, runtime: DomainRuntime, initial: Snapshot, release=None):
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        runtime: DomainRuntime,
+        initial: Snapshot,
+        release: Callable[[sqlite3.Connection, bool], None] | None = None,
+    ) -> None:
         self.db: sqlite3.Connection | None = db  # None once closed (the copy went back to the pool)
         self.runtime = runtime
         self.initial = initial

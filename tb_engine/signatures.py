@@ -6,8 +6,9 @@ mistake on ticket 20 and on ticket 31 is one signature — plus its failed expli
 Attempts sharing a signature form a *cluster*; two signatures differing by exactly one element are
 *related*.
 
-Everything here reads the stored result (``AttemptResult.to_dict()``), not the live objects, so the
-recording path and a backfill over stored attempts compute the same thing. Beside the elements a
+Everything here reads the stored result (``AttemptResult.to_dict()``, read back through
+``AttemptResult.from_dict``, or the stored parts a backfill selects), so the recording path and a
+backfill over stored attempts compute the same thing. Beside the elements a
 signature carries two phrases per element for people: one with this attempt's values ("left ticket
 status open where golden has hold") and one without ("left ticket status unchanged where golden
 changes it"), so a cluster whose attempts disagree on the values is still described truthfully.
@@ -22,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from typing import Any, NamedTuple
+
+from tb_engine.results import AttemptResult
 
 ROW = "(row)"  # field-or-row for a whole-row item (a row present in one state and absent in another)
 NO_TOOL = "-"  # no tool call of the attempt wrote the cell or row
@@ -127,22 +130,25 @@ def neighbour_digests(elements: Iterable[Element]) -> list[str]:
 # --- From a stored result --------------------------------------------------------------------
 
 
-def tool_names(tool_calls: Iterable[Mapping[str, Any]] | None) -> dict[int, str]:
-    """Tool name by call index, from the stored transcript's tool calls."""
-    return {int(call.get("index", i)): str(call.get("name") or "") for i, call in enumerate(tool_calls or ())}
-
-
 def signature_of_result(result: Mapping[str, Any]) -> Signature | None:
-    """The signature of a stored failed attempt (``AttemptResult.to_dict()``); None when it did not fail."""
-    if result.get("status") != "done" or result.get("verdict") != "fail":
+    """The signature of a stored failed attempt (``AttemptResult.to_dict()``); None when it did not fail.
+
+    The result is read through ``AttemptResult.from_dict``: one of a format this engine does not
+    read raises ResultFormatError instead of yielding a wrong signature.
+    """
+    return signature_of_attempt(AttemptResult.from_dict(result))
+
+
+def signature_of_attempt(result: AttemptResult) -> Signature | None:
+    """The signature of a failed attempt; None when it did not fail (same as its stored result's)."""
+    if result.status != "done" or result.verdict != "fail":
         return None
-    transcript = result.get("transcript") or {}
     return signature_from_parts(
-        diff=result.get("diff") or (),
-        checks=result.get("checks") or (),
-        rubrics=result.get("rubrics") or (),
-        categories=result.get("categories") or (),
-        tools=tool_names(transcript.get("tool_calls")),
+        diff=[item.to_dict() for item in result.diff],
+        checks=[check.to_dict() for check in result.checks],
+        rubrics=[rubric.to_dict() for rubric in result.rubrics],
+        categories=result.categories,
+        tools={call.index: call.name for call in result.transcript.tool_calls},
     )
 
 

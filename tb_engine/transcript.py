@@ -8,12 +8,15 @@ with ``to_dict`` / ``from_dict`` so a stored attempt can be regraded later.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+from tb_engine import result_format as read
 
 Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = get_args(Role)
 
 
-def shallow_fields(obj) -> dict[str, Any]:
+def shallow_fields(obj: Any) -> dict[str, Any]:
     """A dataclass's fields as a dict without dataclasses.asdict's deep copy.
 
     The values here are JSON data that is serialised right away; asdict's recursive copying was
@@ -49,9 +52,10 @@ class Usage:
         return shallow_fields(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
-        data = data or {}
-        return cls(**{k: int(data.get(k, 0) or 0) for k in cls.__dataclass_fields__})
+    def from_dict(cls, data: Any) -> Usage:
+        """Read a stored usage; raises ResultFormatError naming the field when it is not one."""
+        data = read.json_object(data, known=cls.__dataclass_fields__)
+        return cls(**{name: read.integer(data, name, 0) for name in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -64,6 +68,14 @@ class ToolCallRequest:
 
     def to_dict(self) -> dict[str, Any]:
         return shallow_fields(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ToolCallRequest:
+        """Read a stored tool call request; raises ResultFormatError naming the field when it is not one."""
+        data = read.json_object(data, known=cls.__dataclass_fields__)
+        return cls(
+            id=read.text(data, "id"), name=read.text(data, "name"), arguments=read.anything(data, "arguments")
+        )
 
 
 @dataclass
@@ -86,8 +98,22 @@ class ToolCall:
         return shallow_fields(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+    def from_dict(cls, data: Any) -> ToolCall:
+        """Read a stored tool call; raises ResultFormatError naming the field when it is not one."""
+        data = read.json_object(data, known=cls.__dataclass_fields__)
+        return cls(
+            index=read.integer(data, "index"),
+            id=read.text(data, "id"),
+            name=read.text(data, "name"),
+            arguments=read.anything(data, "arguments"),
+            result=read.anything(data, "result", None),
+            error=read.optional_text(data, "error"),
+            read_only=read.boolean(data, "read_only", False),
+            changed_state=read.boolean(data, "changed_state", False),
+            turn=read.integer(data, "turn", 0),
+            started_ms=read.number(data, "started_ms", 0.0),
+            duration_ms=read.number(data, "duration_ms", 0.0),
+        )
 
 
 @dataclass
@@ -111,17 +137,19 @@ class Message:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Message:
+    def from_dict(cls, data: Any) -> Message:
+        """Read a stored message; raises ResultFormatError naming the field when it is not one."""
+        data = read.json_object(data, known=cls.__dataclass_fields__)
         return cls(
-            role=data["role"],
-            content=data.get("content") or "",
-            tool_calls=[ToolCallRequest(**tc) for tc in data.get("tool_calls") or []],
-            tool_call_id=data.get("tool_call_id"),
-            name=data.get("name"),
-            turn=int(data.get("turn", 0)),
-            at_ms=float(data.get("at_ms", 0.0)),
-            usage=Usage.from_dict(data["usage"]) if data.get("usage") else None,
-            is_error=bool(data.get("is_error", False)),
+            role=read.choice(data, "role", ROLES),
+            content=read.text(data, "content", ""),
+            tool_calls=read.nested_list(data, "tool_calls", ToolCallRequest.from_dict),
+            tool_call_id=read.optional_text(data, "tool_call_id"),
+            name=read.optional_text(data, "name"),
+            turn=read.integer(data, "turn", 0),
+            at_ms=read.number(data, "at_ms", 0.0),
+            usage=None if data.get("usage") is None else read.nested(data, "usage", Usage.from_dict),
+            is_error=read.boolean(data, "is_error", False),
         )
 
 
@@ -152,11 +180,13 @@ class Transcript:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Transcript:
+    def from_dict(cls, data: Any) -> Transcript:
+        """Read a stored transcript; raises ResultFormatError naming the field when it is not one."""
+        data = read.json_object(data, known=cls.__dataclass_fields__)
         return cls(
-            messages=[Message.from_dict(m) for m in data.get("messages", [])],
-            tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls", [])],
-            agent_usage=Usage.from_dict(data.get("agent_usage")),
-            user_usage=Usage.from_dict(data.get("user_usage")),
-            judge_usage=Usage.from_dict(data.get("judge_usage")),
+            messages=read.nested_list(data, "messages", Message.from_dict),
+            tool_calls=read.nested_list(data, "tool_calls", ToolCall.from_dict),
+            agent_usage=read.nested(data, "agent_usage", Usage.from_dict, Usage),
+            user_usage=read.nested(data, "user_usage", Usage.from_dict, Usage),
+            judge_usage=read.nested(data, "judge_usage", Usage.from_dict, Usage),
         )

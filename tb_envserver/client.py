@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -185,7 +186,12 @@ class Rollout:
 
 
 def rollout(
-    client: EnvClient, make_agent, *, task_id: str | None = None, seed: int | None = None, max_steps: int = 64
+    client: EnvClient,
+    make_agent: Callable[[str], Agent],
+    *,
+    task_id: str | None = None,
+    seed: int | None = None,
+    max_steps: int = 64,
 ) -> Rollout:
     """Run one episode to the end; ``make_agent(task_id)`` returns the Agent to drive (e.g. the golden agent)."""
     began = time.perf_counter()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tb_engine.training.environment import Environment
@@ -143,7 +143,7 @@ def _supervise(children: list[int]) -> int:
     return code
 
 
-def _signal_all(pids, sig: int) -> None:
+def _signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in list(pids):
         try:
             os.kill(pid, sig)

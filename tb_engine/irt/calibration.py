@@ -229,7 +229,8 @@ class _Layout:
     def size(self) -> int:
         return self.J * self.D + 2 * self.T + 2 * self.J + self.T * self.K + self.J * self.K
 
-    def unpack(self, x: np.ndarray):
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, ...]:
+        """x split into theta, a, b, log_k, log_s, loadings (T x K) and factors (J x K)."""
         J, T, D, K = self.J, self.T, self.D, self.K
         at = 0
         blocks = []
@@ -262,7 +263,10 @@ def _initial(cells: _Cells, layout: _Layout) -> np.ndarray:
     return np.concatenate([theta.ravel(), a, b, np.zeros(J), np.full(J, LOG_S_MEAN), loadings, factors])
 
 
-def _linear(cells: _Cells, layout: _Layout, task_dimension: np.ndarray, x: np.ndarray):
+def _linear(
+    cells: _Cells, layout: _Layout, task_dimension: np.ndarray, x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per cell: the linear predictor, the campaign's k, centred ability, ability slot and s."""
     theta, a, b, log_k, log_s, loadings, factors = layout.unpack(x)
     slot = cells.campaign * layout.D + task_dimension[cells.task]
     k_cell = np.exp(log_k)[cells.campaign]

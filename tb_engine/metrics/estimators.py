@@ -8,10 +8,17 @@ exact to float precision and never overflows.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TypeAlias, overload
+
 import numpy as np
+from numpy.typing import ArrayLike
+
+# Scalar counts give a float; arrays (one entry per task) give an array of the same shape.
+Counts: TypeAlias = np.ndarray | Sequence[int]
 
 
-def _as_counts(n, c) -> tuple[np.ndarray, np.ndarray]:
+def _as_counts(n: ArrayLike, c: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     n_arr = np.asarray(n, dtype=np.int64)
     c_arr = np.asarray(c, dtype=np.int64)
     if np.any(n_arr < 0) or np.any(c_arr < 0):
@@ -38,7 +45,7 @@ def _ratio_comb(top: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
     return np.prod(factors, axis=-1)
 
 
-def _where_defined(n_arr: np.ndarray, k: int, estimate) -> np.ndarray:
+def _where_defined(n_arr: np.ndarray, k: int, estimate: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """``estimate(mask)`` on the tasks with n >= k, NaN elsewhere.
 
     The running products cost k steps per task, so only tasks that have k attempts pay them: a
@@ -52,7 +59,15 @@ def _where_defined(n_arr: np.ndarray, k: int, estimate) -> np.ndarray:
     return value.reshape(n_arr.shape)
 
 
-def pass_at_k(n, c, k: int):
+@overload
+def pass_at_k(n: int, c: int, k: int) -> float: ...
+
+
+@overload
+def pass_at_k(n: Counts, c: Counts, k: int) -> np.ndarray: ...
+
+
+def pass_at_k(n: ArrayLike, c: ArrayLike, k: int) -> float | np.ndarray:
     """Unbiased pass@k per task: 1 - C(n-c, k)/C(n, k); NaN where n < k."""
     k = _check_k(k)
     n_arr, c_arr = _as_counts(n, c)
@@ -61,7 +76,15 @@ def pass_at_k(n, c, k: int):
     return float(value) if value.ndim == 0 else value
 
 
-def pass_hat_k(n, c, k: int):
+@overload
+def pass_hat_k(n: int, c: int, k: int) -> float: ...
+
+
+@overload
+def pass_hat_k(n: Counts, c: Counts, k: int) -> np.ndarray: ...
+
+
+def pass_hat_k(n: ArrayLike, c: ArrayLike, k: int) -> float | np.ndarray:
     """Unbiased pass^k per task (tau-bench): C(c, k)/C(n, k); NaN where n < k."""
     k = _check_k(k)
     n_arr, c_arr = _as_counts(n, c)
@@ -70,7 +93,15 @@ def pass_hat_k(n, c, k: int):
     return float(value) if value.ndim == 0 else value
 
 
-def pass_hat_k_plugin(n, c, k: int):
+@overload
+def pass_hat_k_plugin(n: int, c: int, k: int) -> float: ...
+
+
+@overload
+def pass_hat_k_plugin(n: Counts, c: Counts, k: int) -> np.ndarray: ...
+
+
+def pass_hat_k_plugin(n: ArrayLike, c: ArrayLike, k: int) -> float | np.ndarray:
     """Plug-in pass^k per task, (c/n)^k, as ThinkingBox's ``tb agg`` prints it; NaN where n == 0."""
     k = _check_k(k)
     n_arr, c_arr = _as_counts(n, c)
@@ -79,7 +110,15 @@ def pass_hat_k_plugin(n, c, k: int):
     return float(value) if value.ndim == 0 else value
 
 
-def success_rate(n, c):
+@overload
+def success_rate(n: int, c: int) -> float: ...
+
+
+@overload
+def success_rate(n: Counts, c: Counts) -> np.ndarray: ...
+
+
+def success_rate(n: ArrayLike, c: ArrayLike) -> float | np.ndarray:
     """Per-task c/n; NaN where n == 0 (no usable attempt)."""
     n_arr, c_arr = _as_counts(n, c)
     value = np.where(n_arr > 0, c_arr / np.where(n_arr > 0, n_arr, 1), np.nan)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy.special import betaln, gammaln
 
 from tb_engine.metrics.bootstrap import DEFAULT_REPLICATES, replicate_means, replicate_sd, resample_counts
@@ -302,7 +303,7 @@ def comparable_pairs(n_attempts: Sequence[int], *, metric: str) -> np.ndarray:
 
 
 def noise_report(
-    per_task,
+    per_task: pd.DataFrame,
     *,
     n_attempts: int,
     by: str | None = "domain",

@@ -22,9 +22,9 @@ from tb_engine.snapshot import Snapshot
 from tb_engine.spec import CheckSpec, TableSpec
 
 CALLS = [
-    {"index": 0, "name": "find_ticket"},
-    {"index": 1, "name": "update_ticket"},
-    {"index": 2, "name": "create_refund"},
+    {"index": 0, "id": "c0", "name": "find_ticket", "arguments": {}},
+    {"index": 1, "id": "c1", "name": "update_ticket", "arguments": {}},
+    {"index": 2, "id": "c2", "name": "create_refund", "arguments": {}},
 ]
 
 
@@ -45,6 +45,8 @@ def stored(diff=(), checks=(), rubrics=(), categories=None, verdict="fail", call
     if categories is None:
         categories = sorted({d["kind"] for d in diff})
     return {
+        "task_id": "helpdesk/refund",
+        "task_hash": "h",
         "status": "done",
         "verdict": verdict,
         "diff": list(diff),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tb_engine.results import AttemptResult
 from tb_engine.thinkingbox.agg import format_tb_agg_summary, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tb_engine.thinkingbox.results import parse_tb_results, parse_tb_row
@@ -298,3 +299,24 @@ def test_parse_tb_results_yaml_alias_bomb_is_refused_naming_file_and_line(tmp_pa
     assert caught.value.message == (
         "malformed YAML: aliases expand to more than 10000 nodes (alias bomb?); anchor here"
     )
+
+
+def test_imported_attempts_round_trip_through_the_stored_result_format():
+    effects = json.loads(
+        (
+            THINKINGBOX_DIR / "effects/effects_sandbox_external_retail_test_case_ST002_001_change_arg.json"
+        ).read_text()
+    )
+    with_effects = _real_rows()[2]
+    with_effects["test_context"] = {"effects": {"sandbox_external_retail": effects["geteffects"]}}
+    records = [
+        *parse_tb_results(JSONL),
+        *parse_tb_results(REF / "single_append_full.yaml"),
+        parse_tb_row(with_effects),
+    ]
+    attempts = [record.to_attempt_result(task_hash="abc") for record in records]
+    assert any(a.diff for a in attempts) and {a.verdict for a in attempts} == {"pass", "fail"}
+    for attempt in attempts:
+        stored = json.loads(json.dumps(attempt.to_dict()))
+        assert AttemptResult.from_dict(stored).to_dict() == stored
+        assert AttemptResult.from_dict(attempt.to_dict()) == attempt

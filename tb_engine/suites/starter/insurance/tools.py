@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
 from tb_engine.tooling import ToolError, next_id, now, row_by_id
 
 # Monthly premium = base premium x deductible factor + optional covers (pricing sheet 2025-Q3).
@@ -9,7 +12,7 @@ DEDUCTIBLE_FACTORS = {250: 1.12, 500: 1.0, 1000: 0.9}
 COVER_PRICES = {"rental": 4.5, "glass": 3.0}
 
 
-def _premium(policy):
+def _premium(policy: dict[str, Any]) -> float:
     """Monthly premium of a policy row from its base price, deductible and covers."""
     price = policy["base_premium_monthly"] * DEDUCTIBLE_FACTORS[policy["deductible"]]
     if policy["rental_cover"]:
@@ -19,13 +22,13 @@ def _premium(policy):
     return round(price, 2)
 
 
-def _as_bool_flags(policy):
+def _as_bool_flags(policy: dict[str, Any]) -> dict[str, Any]:
     policy["rental_cover"] = bool(policy["rental_cover"])
     policy["glass_cover"] = bool(policy["glass_cover"])
     return policy
 
 
-def find_policyholder(db, email):
+def find_policyholder(db: sqlite3.Connection, email: str) -> dict[str, Any]:
     """Look up a policyholder by email, with the ids of their policies."""
     row = db.execute("SELECT * FROM policyholders WHERE lower(email) = lower(?)", (email,)).fetchone()
     if row is None:
@@ -38,7 +41,7 @@ def find_policyholder(db, email):
     return holder
 
 
-def get_policy(db, policy_id):
+def get_policy(db: sqlite3.Connection, policy_id: str) -> dict[str, Any]:
     """A policy with its covers, vehicles and the ids and statuses of its claims."""
     policy = _as_bool_flags(row_by_id(db, "policies", policy_id, "policy"))
     policy["vehicles"] = [
@@ -54,7 +57,7 @@ def get_policy(db, policy_id):
     return policy
 
 
-def get_claim(db, claim_id):
+def get_claim(db: sqlite3.Connection, claim_id: str) -> dict[str, Any]:
     """A claim with its repair shop, payouts and adjuster notes."""
     claim = row_by_id(db, "claims", claim_id, "claim")
     claim["repair_shop"] = (
@@ -72,7 +75,7 @@ def get_claim(db, claim_id):
     return claim
 
 
-def update_claim_status(db, claim_id, status):
+def update_claim_status(db: sqlite3.Connection, claim_id: str, status: str) -> dict[str, Any]:
     """Move a claim to a new status."""
     claim = row_by_id(db, "claims", claim_id, "claim")
     if claim["status"] in ("denied", "closed"):
@@ -81,7 +84,7 @@ def update_claim_status(db, claim_id, status):
     return {"claim_id": claim_id, "previous_status": claim["status"], "status": status}
 
 
-def issue_payout(db, claim_id, payee, amount):
+def issue_payout(db: sqlite3.Connection, claim_id: str, payee: str, amount: float) -> dict[str, Any]:
     """Pay an amount (GBP) on a claim to the policyholder, the repair shop or a rental company."""
     claim = row_by_id(db, "claims", claim_id, "claim")
     if claim["status"] in ("denied", "closed"):
@@ -104,7 +107,7 @@ def issue_payout(db, claim_id, payee, amount):
     return payout
 
 
-def add_adjuster_note(db, claim_id, category, text):
+def add_adjuster_note(db: sqlite3.Connection, claim_id: str, category: str, text: str) -> dict[str, Any]:
     """Add a categorised adjuster note to a claim's file."""
     row_by_id(db, "claims", claim_id, "claim")
     note = {
@@ -122,7 +125,7 @@ def add_adjuster_note(db, claim_id, category, text):
     return note
 
 
-def change_deductible(db, policy_id, deductible):
+def change_deductible(db: sqlite3.Connection, policy_id: str, deductible: int) -> dict[str, Any]:
     """Set a policy's deductible (GBP) and reprice its monthly premium."""
     policy = row_by_id(db, "policies", policy_id, "policy")
     if policy["status"] != "active":
@@ -138,7 +141,7 @@ def change_deductible(db, policy_id, deductible):
     return {"policy_id": policy_id, "deductible": deductible, "premium_monthly": premium}
 
 
-def add_cover(db, policy_id, cover):
+def add_cover(db: sqlite3.Connection, policy_id: str, cover: str) -> dict[str, Any]:
     """Add an optional cover (rental car or glass) to a comprehensive policy and reprice it."""
     policy = row_by_id(db, "policies", policy_id, "policy")
     if policy["status"] != "active":

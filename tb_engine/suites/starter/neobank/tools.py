@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
 from tb_engine.tooling import ToolError, next_id, now, row_by_id
 
 # Express card delivery is free on paid plans (price list 2025).
@@ -10,17 +13,17 @@ EXPRESS_DELIVERY_FEE = {"standard": 6.9, "plus": 0.0, "metal": 0.0}
 REVERSING_STATUSES = {"resolved_merchant_refund", "withdrawn", "rejected"}
 
 
-def _card(db, card_id):
+def _card(db: sqlite3.Connection, card_id: str) -> dict[str, Any]:
     card = row_by_id(db, "cards", card_id, "card")
     card["online_enabled"] = bool(card["online_enabled"])
     return card
 
 
-def _move_balance(db, account_id, delta):
+def _move_balance(db: sqlite3.Connection, account_id: str, delta: float) -> None:
     db.execute("UPDATE accounts SET balance = round(balance + ?, 2) WHERE id = ?", (delta, account_id))
 
 
-def find_customer(db, email):
+def find_customer(db: sqlite3.Connection, email: str) -> dict[str, Any]:
     """Look up a customer by email, with their account and card ids."""
     row = db.execute("SELECT * FROM customers WHERE lower(email) = lower(?)", (email,)).fetchone()
     if row is None:
@@ -37,7 +40,7 @@ def find_customer(db, email):
     return customer
 
 
-def get_account(db, account_id):
+def get_account(db: sqlite3.Connection, account_id: str) -> dict[str, Any]:
     """An account with its balance, cards and disputes."""
     account = row_by_id(db, "accounts", account_id, "account")
     account["cards"] = [
@@ -50,7 +53,7 @@ def get_account(db, account_id):
     return account
 
 
-def list_transactions(db, account_id):
+def list_transactions(db: sqlite3.Connection, account_id: str) -> dict[str, Any]:
     """The account's transactions, newest first (debits are negative)."""
     row_by_id(db, "accounts", account_id, "account")
     rows = db.execute(
@@ -59,7 +62,7 @@ def list_transactions(db, account_id):
     return {"account_id": account_id, "transactions": [dict(r) for r in rows]}
 
 
-def set_card_status(db, card_id, status):
+def set_card_status(db: sqlite3.Connection, card_id: str, status: str) -> dict[str, Any]:
     """Freeze (temporary), block (permanent) or reactivate a card."""
     card = _card(db, card_id)
     if card["status"] == "blocked":
@@ -68,7 +71,12 @@ def set_card_status(db, card_id, status):
     return {"card_id": card_id, "previous_status": card["status"], "status": status}
 
 
-def set_card_controls(db, card_id, online_enabled=None, atm_daily_limit=None):
+def set_card_controls(
+    db: sqlite3.Connection,
+    card_id: str,
+    online_enabled: bool | None = None,
+    atm_daily_limit: int | None = None,
+) -> dict[str, Any]:
     """Switch online payments on or off and/or set the daily ATM limit (EUR) of a card."""
     card = _card(db, card_id)
     if online_enabled is None and atm_daily_limit is None:
@@ -88,7 +96,7 @@ def set_card_controls(db, card_id, online_enabled=None, atm_daily_limit=None):
     }
 
 
-def order_replacement_card(db, card_id, delivery):
+def order_replacement_card(db: sqlite3.Connection, card_id: str, delivery: str) -> dict[str, Any]:
     """Order a replacement for a blocked card; any express fee is taken from the account."""
     card = _card(db, card_id)
     if card["status"] != "blocked":
@@ -113,7 +121,9 @@ def order_replacement_card(db, card_id, delivery):
     return order
 
 
-def open_dispute(db, transaction_id, reason, amount, provisional_credit):
+def open_dispute(
+    db: sqlite3.Connection, transaction_id: str, reason: str, amount: float, provisional_credit: bool
+) -> dict[str, Any]:
     """Open a dispute on a posted card transaction, optionally crediting the amount provisionally."""
     tx = row_by_id(db, "transactions", transaction_id, "transaction")
     if tx["status"] != "posted":
@@ -148,7 +158,7 @@ def open_dispute(db, transaction_id, reason, amount, provisional_credit):
     return dispute
 
 
-def update_dispute(db, dispute_id, status):
+def update_dispute(db: sqlite3.Connection, dispute_id: str, status: str) -> dict[str, Any]:
     """Move a dispute to a new status; closing it without a win takes back any provisional credit."""
     dispute = row_by_id(db, "disputes", dispute_id, "dispute")
     if dispute["status"] in REVERSING_STATUSES | {"won"}:
@@ -161,7 +171,9 @@ def update_dispute(db, dispute_id, status):
     return {"dispute_id": dispute_id, "status": status, "provisional_credit_reversed": reversed_credit}
 
 
-def internal_transfer(db, from_account_id, to_account_id, amount):
+def internal_transfer(
+    db: sqlite3.Connection, from_account_id: str, to_account_id: str, amount: float
+) -> dict[str, Any]:
     """Move money (EUR) instantly between two Fernway accounts."""
     source = row_by_id(db, "accounts", from_account_id, "account")
     target = row_by_id(db, "accounts", to_account_id, "account")
@@ -172,7 +184,7 @@ def internal_transfer(db, from_account_id, to_account_id, amount):
             raise ToolError(f"account {account['id']} is {account['status']}")
     if amount > source["balance"]:
         raise ToolError(f"insufficient funds: account {from_account_id} holds {source['balance']}")
-    transfer = {
+    transfer: dict[str, Any] = {
         "id": next_id(db, "transfers", "TRF-"),
         "from_account_id": from_account_id,
         "to_account_id": to_account_id,

@@ -3,23 +3,26 @@ possible, so the state diff (not the tool) catches it as an extra effect."""
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
 from tb_engine.tooling import ToolError, load_json, next_id, now, row_or_error
 
 
-def _order(db, order_id):
+def _order(db: sqlite3.Connection, order_id: str) -> dict[str, Any]:
     order = row_or_error(db, "SELECT * FROM orders WHERE id = ?", (order_id,), f"order {order_id}")
     order["items"] = load_json(order["items"])
     return order
 
 
-def _refunded(db, order_id) -> float:
+def _refunded(db: sqlite3.Connection, order_id: str) -> float:
     (total,) = db.execute(
         "SELECT COALESCE(SUM(amount), 0) FROM refunds WHERE order_id = ?", (order_id,)
     ).fetchone()
     return round(float(total), 2)
 
 
-def find_customer_by_email(db, email):
+def find_customer_by_email(db: sqlite3.Connection, email: str) -> dict[str, Any]:
     return row_or_error(
         db,
         "SELECT * FROM customers WHERE lower(email) = lower(?)",
@@ -28,11 +31,11 @@ def find_customer_by_email(db, email):
     )
 
 
-def get_customer(db, customer_id):
+def get_customer(db: sqlite3.Connection, customer_id: str) -> dict[str, Any]:
     return row_or_error(db, "SELECT * FROM customers WHERE id = ?", (customer_id,), f"customer {customer_id}")
 
 
-def list_customer_orders(db, customer_id):
+def list_customer_orders(db: sqlite3.Connection, customer_id: str) -> list[dict[str, Any]]:
     get_customer(db, customer_id)
     rows = db.execute(
         "SELECT id, status, total FROM orders WHERE customer_id = ? ORDER BY id", (customer_id,)
@@ -40,7 +43,7 @@ def list_customer_orders(db, customer_id):
     return [dict(r) for r in rows]
 
 
-def get_order(db, order_id):
+def get_order(db: sqlite3.Connection, order_id: str) -> dict[str, Any]:
     order = _order(db, order_id)
     order["refunded_total"] = _refunded(db, order_id)
     order["replacements"] = [
@@ -54,7 +57,7 @@ def get_order(db, order_id):
     return order
 
 
-def get_shipments(db, order_id):
+def get_shipments(db: sqlite3.Connection, order_id: str) -> list[dict[str, Any]]:
     _order(db, order_id)
     rows = db.execute(
         "SELECT id, carrier, tracking_number, status FROM shipments WHERE order_id = ? ORDER BY id",
@@ -63,7 +66,7 @@ def get_shipments(db, order_id):
     return [dict(r) for r in rows]
 
 
-def track_shipment(db, tracking_number):
+def track_shipment(db: sqlite3.Connection, tracking_number: str) -> dict[str, Any]:
     row = row_or_error(
         db,
         "SELECT * FROM shipments WHERE tracking_number = ?",
@@ -75,11 +78,11 @@ def track_shipment(db, tracking_number):
     return row
 
 
-def get_ticket(db, ticket_id):
+def get_ticket(db: sqlite3.Connection, ticket_id: str) -> dict[str, Any]:
     return row_or_error(db, "SELECT * FROM tickets WHERE id = ?", (ticket_id,), f"ticket {ticket_id}")
 
 
-def list_customer_tickets(db, customer_id):
+def list_customer_tickets(db: sqlite3.Connection, customer_id: str) -> list[dict[str, Any]]:
     get_customer(db, customer_id)
     rows = db.execute(
         "SELECT id, order_id, subject, status FROM tickets WHERE customer_id = ? ORDER BY id", (customer_id,)
@@ -87,7 +90,7 @@ def list_customer_tickets(db, customer_id):
     return [dict(r) for r in rows]
 
 
-def update_ticket(db, ticket_id, status, note=""):
+def update_ticket(db: sqlite3.Connection, ticket_id: str, status: str, note: str = "") -> dict[str, Any]:
     get_ticket(db, ticket_id)
     db.execute(
         "UPDATE tickets SET status = ?, resolution_note = ?, updated_at = ? WHERE id = ?",
@@ -96,7 +99,9 @@ def update_ticket(db, ticket_id, status, note=""):
     return get_ticket(db, ticket_id)
 
 
-def issue_refund(db, order_id, amount, method, reason):
+def issue_refund(
+    db: sqlite3.Connection, order_id: str, amount: float, method: str, reason: str
+) -> dict[str, Any]:
     order = _order(db, order_id)
     if order["status"] not in ("placed", "shipped", "delivered", "cancelled"):
         raise ToolError(f"order {order_id} cannot be refunded in status {order['status']}")
@@ -114,12 +119,12 @@ def issue_refund(db, order_id, amount, method, reason):
     return {"refund_id": refund_id, "order_id": order_id, "amount": amount, "method": method}
 
 
-def _sku_in_order(order, sku):
+def _sku_in_order(order: dict[str, Any], sku: str) -> None:
     if sku not in [item["sku"] for item in order["items"]]:
         raise ToolError(f"sku {sku} is not part of order {order['id']}")
 
 
-def create_replacement(db, order_id, sku):
+def create_replacement(db: sqlite3.Connection, order_id: str, sku: str) -> dict[str, Any]:
     order = _order(db, order_id)
     _sku_in_order(order, sku)
     replacement_id = next_id(db, "replacements", "RP-")
@@ -130,7 +135,7 @@ def create_replacement(db, order_id, sku):
     return {"replacement_id": replacement_id, "order_id": order_id, "sku": sku, "status": "created"}
 
 
-def create_return(db, order_id, sku, reason):
+def create_return(db: sqlite3.Connection, order_id: str, sku: str, reason: str) -> dict[str, Any]:
     order = _order(db, order_id)
     if order["status"] != "delivered":
         raise ToolError(f"order {order_id} has not been delivered; only delivered orders can be returned")
@@ -143,7 +148,7 @@ def create_return(db, order_id, sku, reason):
     return {"return_id": return_id, "order_id": order_id, "sku": sku, "status": "label_sent"}
 
 
-def update_shipping_address(db, order_id, address):
+def update_shipping_address(db: sqlite3.Connection, order_id: str, address: str) -> dict[str, Any]:
     order = _order(db, order_id)
     if order["status"] != "placed":
         raise ToolError(f"order {order_id} is {order['status']}; the address can only change before shipment")
@@ -153,7 +158,7 @@ def update_shipping_address(db, order_id, address):
     return {"order_id": order_id, "shipping_address": address}
 
 
-def cancel_order(db, order_id):
+def cancel_order(db: sqlite3.Connection, order_id: str) -> dict[str, Any]:
     order = _order(db, order_id)
     if order["status"] != "placed":
         raise ToolError(
@@ -163,7 +168,7 @@ def cancel_order(db, order_id):
     return {"order_id": order_id, "status": "cancelled"}
 
 
-def file_carrier_claim(db, shipment_id):
+def file_carrier_claim(db: sqlite3.Connection, shipment_id: str) -> dict[str, Any]:
     shipment = row_or_error(
         db, "SELECT * FROM shipments WHERE id = ?", (shipment_id,), f"shipment {shipment_id}"
     )

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
 from tb_engine.tooling import ToolError, now, row_by_id
 
 # A returned asset's new status by the condition it came back in.
 RETURN_STATUS = {"working": "in_stock", "damaged": "in_repair", "lost": "lost"}
 
 
-def _employee(db, employee_id):
+def _employee(db: sqlite3.Connection, employee_id: str) -> dict[str, Any]:
     employee = row_by_id(db, "employees", employee_id, "employee")
     employee["photo_on_file"] = bool(employee["photo_on_file"])
     return employee
 
 
-def _rows(db, sql, params):
+def _rows(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
     return [dict(r) for r in db.execute(sql, params)]
 
 
-def find_employee(db, email):
+def find_employee(db: sqlite3.Connection, email: str) -> dict[str, Any]:
     """Look up an employee by work email, with the ids of their direct reports."""
     row = db.execute("SELECT id FROM employees WHERE lower(email) = lower(?)", (email,)).fetchone()
     if row is None:
@@ -31,7 +34,7 @@ def find_employee(db, email):
     return employee
 
 
-def get_employee(db, employee_id):
+def get_employee(db: sqlite3.Connection, employee_id: str) -> dict[str, Any]:
     """An employee's record with access grants, access requests, assets, onboarding tasks and tickets."""
     employee = _employee(db, employee_id)
     employee["access"] = _rows(
@@ -51,7 +54,7 @@ def get_employee(db, employee_id):
     return employee
 
 
-def list_stock(db, kind):
+def list_stock(db: sqlite3.Connection, kind: str) -> dict[str, Any]:
     """Assets of a kind that are in stock and can be handed out, lowest asset id first."""
     return {
         "kind": kind,
@@ -61,7 +64,9 @@ def list_stock(db, kind):
     }
 
 
-def decide_access_request(db, request_id, decision, approver_id):
+def decide_access_request(
+    db: sqlite3.Connection, request_id: str, decision: str, approver_id: str
+) -> dict[str, Any]:
     """Record a manager's approval or rejection of a pending access request (does not grant access)."""
     request = row_by_id(db, "access_requests", request_id, "access request")
     if request["status"] != "pending":
@@ -74,7 +79,7 @@ def decide_access_request(db, request_id, decision, approver_id):
     return {"request_id": request_id, "status": decision, "approver_id": approver_id}
 
 
-def grant_access(db, employee_id, system_id, role):
+def grant_access(db: sqlite3.Connection, employee_id: str, system_id: str, role: str) -> dict[str, Any]:
     """Give an employee a role on a system (or change the role of an existing grant)."""
     employee = _employee(db, employee_id)
     if employee["status"] == "left":
@@ -98,7 +103,7 @@ def grant_access(db, employee_id, system_id, role):
     return {"employee_id": employee_id, "system_id": system_id, "role": role, "status": "active"}
 
 
-def revoke_access(db, employee_id, system_id):
+def revoke_access(db: sqlite3.Connection, employee_id: str, system_id: str) -> dict[str, Any]:
     """Remove an employee's access to a system."""
     existing = db.execute(
         "SELECT * FROM access_grants WHERE employee_id = ? AND system_id = ?", (employee_id, system_id)
@@ -112,7 +117,7 @@ def revoke_access(db, employee_id, system_id):
     return {"employee_id": employee_id, "system_id": system_id, "status": "revoked"}
 
 
-def assign_asset(db, asset_id, employee_id):
+def assign_asset(db: sqlite3.Connection, asset_id: str, employee_id: str) -> dict[str, Any]:
     """Hand an in-stock asset to an employee."""
     asset = row_by_id(db, "assets", asset_id, "asset")
     _employee(db, employee_id)
@@ -122,7 +127,7 @@ def assign_asset(db, asset_id, employee_id):
     return {"asset_id": asset_id, "assigned_to": employee_id, "model": asset["model"]}
 
 
-def return_asset(db, asset_id, condition):
+def return_asset(db: sqlite3.Connection, asset_id: str, condition: str) -> dict[str, Any]:
     """Take an asset back from its holder: working -> in stock, damaged -> in repair, lost -> lost."""
     asset = row_by_id(db, "assets", asset_id, "asset")
     if asset["status"] != "assigned":
@@ -132,7 +137,7 @@ def return_asset(db, asset_id, condition):
     return {"asset_id": asset_id, "previous_holder": asset["assigned_to"], "status": status}
 
 
-def update_onboarding_task(db, task_id, status):
+def update_onboarding_task(db: sqlite3.Connection, task_id: str, status: str) -> dict[str, Any]:
     """Set the status of an onboarding checklist task."""
     row_by_id(db, "onboarding_tasks", task_id, "onboarding task")
     db.execute(
@@ -141,7 +146,7 @@ def update_onboarding_task(db, task_id, status):
     return {"task_id": task_id, "status": status}
 
 
-def update_ticket(db, ticket_id, status, note):
+def update_ticket(db: sqlite3.Connection, ticket_id: str, status: str, note: str) -> dict[str, Any]:
     """Set a ticket's status and record a working note."""
     ticket = row_by_id(db, "tickets", ticket_id, "ticket")
     if ticket["status"] == "resolved" and status != "resolved":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import date
+from typing import Any
 
 from tb_engine.tooling import ToolError, next_id, now, row_by_id
 
@@ -12,15 +14,15 @@ DUTY_MANAGER_LIMIT = 300.0
 DUTY_MANAGER_ID = "MGR-DUTY-07"
 
 
-def _booking(db, booking_id):
+def _booking(db: sqlite3.Connection, booking_id: str) -> dict[str, Any]:
     return row_by_id(db, "bookings", booking_id, "booking")
 
 
-def _room_type(db, room_type_id):
+def _room_type(db: sqlite3.Connection, room_type_id: str) -> dict[str, Any]:
     return row_by_id(db, "room_types", room_type_id, "room type")
 
 
-def _nights(check_in, check_out):
+def _nights(check_in: str, check_out: str) -> int:
     try:
         nights = (date.fromisoformat(check_out) - date.fromisoformat(check_in)).days
     except ValueError as exc:
@@ -30,14 +32,14 @@ def _nights(check_in, check_out):
     return nights
 
 
-def _require_active(booking):
+def _require_active(booking: dict[str, Any]) -> None:
     if booking["status"] != "confirmed":
         raise ToolError(
             f"booking {booking['id']} is {booking['status']}; only confirmed bookings can be changed"
         )
 
 
-def _refunded_so_far(db, booking_id):
+def _refunded_so_far(db: sqlite3.Connection, booking_id: str) -> float:
     row = db.execute(
         "SELECT COALESCE(SUM(amount), 0) AS total FROM payments WHERE booking_id = ? AND kind = 'refund'",
         (booking_id,),
@@ -45,7 +47,7 @@ def _refunded_so_far(db, booking_id):
     return float(row["total"])
 
 
-def find_traveller(db, email):
+def find_traveller(db: sqlite3.Connection, email: str) -> dict[str, Any]:
     """Look up a traveller by email, with the ids of their bookings."""
     row = db.execute("SELECT * FROM travellers WHERE lower(email) = lower(?)", (email,)).fetchone()
     if row is None:
@@ -58,7 +60,7 @@ def find_traveller(db, email):
     return traveller
 
 
-def get_booking(db, booking_id):
+def get_booking(db: sqlite3.Connection, booking_id: str) -> dict[str, Any]:
     """A booking with its hotel, room type, payments and open support cases."""
     booking = _booking(db, booking_id)
     booking["hotel"] = row_by_id(db, "hotels", booking["hotel_id"], "hotel")
@@ -76,7 +78,7 @@ def get_booking(db, booking_id):
     return booking
 
 
-def list_room_types(db, hotel_id):
+def list_room_types(db: sqlite3.Connection, hotel_id: str) -> dict[str, Any]:
     """All room types of a hotel, best category first."""
     row_by_id(db, "hotels", hotel_id, "hotel")
     rows = db.execute(
@@ -85,7 +87,9 @@ def list_room_types(db, hotel_id):
     return {"hotel_id": hotel_id, "room_types": [dict(r) for r in rows]}
 
 
-def request_manager_approval(db, booking_id, kind, amount, reason):
+def request_manager_approval(
+    db: sqlite3.Connection, booking_id: str, kind: str, amount: float, reason: str
+) -> dict[str, Any]:
     """Record an approval request; the duty manager decides small amounts at once."""
     booking = _booking(db, booking_id)
     _require_active(booking)
@@ -110,7 +114,7 @@ def request_manager_approval(db, booking_id, kind, amount, reason):
     return approval
 
 
-def change_room_type(db, booking_id, room_type_id):
+def change_room_type(db: sqlite3.Connection, booking_id: str, room_type_id: str) -> dict[str, Any]:
     """Move a booking to another room type of the same hotel; the total is repriced."""
     booking = _booking(db, booking_id)
     _require_active(booking)
@@ -135,7 +139,7 @@ def change_room_type(db, booking_id, room_type_id):
     }
 
 
-def change_dates(db, booking_id, check_in, check_out):
+def change_dates(db: sqlite3.Connection, booking_id: str, check_in: str, check_out: str) -> dict[str, Any]:
     """Move a booking to new dates in the same room type; the total is repriced."""
     booking = _booking(db, booking_id)
     _require_active(booking)
@@ -158,7 +162,7 @@ def change_dates(db, booking_id, check_in, check_out):
     }
 
 
-def update_guests(db, booking_id, guests):
+def update_guests(db: sqlite3.Connection, booking_id: str, guests: int) -> dict[str, Any]:
     """Change the number of guests on a booking (must fit the room type)."""
     booking = _booking(db, booking_id)
     _require_active(booking)
@@ -169,7 +173,7 @@ def update_guests(db, booking_id, guests):
     return {"booking_id": booking_id, "guests": guests}
 
 
-def cancel_booking(db, booking_id, reason):
+def cancel_booking(db: sqlite3.Connection, booking_id: str, reason: str) -> dict[str, Any]:
     """Cancel a confirmed booking (refunds are issued separately)."""
     booking = _booking(db, booking_id)
     _require_active(booking)
@@ -180,7 +184,7 @@ def cancel_booking(db, booking_id, reason):
     return {"booking_id": booking_id, "status": "cancelled", "amount_paid": booking["amount_paid"]}
 
 
-def issue_refund(db, booking_id, amount, reason):
+def issue_refund(db: sqlite3.Connection, booking_id: str, amount: float, reason: str) -> dict[str, Any]:
     """Refund part or all of what was paid for a booking to the original payment method."""
     booking = _booking(db, booking_id)
     refundable = round(booking["amount_paid"] - _refunded_so_far(db, booking_id), 2)
@@ -204,7 +208,7 @@ def issue_refund(db, booking_id, amount, reason):
     return payment
 
 
-def update_case(db, case_id, status, note):
+def update_case(db: sqlite3.Connection, case_id: str, status: str, note: str) -> dict[str, Any]:
     """Set the status of a support case and add a working note."""
     row_by_id(db, "support_cases", case_id, "support case")
     db.execute(
