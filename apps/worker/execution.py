@@ -17,8 +17,9 @@ from django.conf import settings
 
 from apps.agents.models import AgentConfig
 from apps.agents.services import api_key_env_refusal
-from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.services import AttemptOutcome
+from apps.attempts.models import Attempt
+from apps.attempts.services import AttemptOutcome
+from apps.campaigns.models import Campaign
 from apps.suites.models import Suite, Task
 from apps.suites.selectors import builtin_suite_sources, task_spec_data
 from apps.thinkingbox.selectors import runnable_mcp_domain

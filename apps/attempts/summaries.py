@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt, AttemptSignature, SignatureCount, TaskSummary
+from apps.attempts.models import Attempt, AttemptSignature, SignatureCount, TaskSummary
 
 # n_t of SPEC §5: done and judged. An unjudged attempt (a rubric the judge could not answer,
 # nothing else failed) is excluded like an infra error and counted apart as coverage (SPEC §2).

@@ -15,8 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.agents.models import AgentConfig, PriceSheet
-from apps.campaigns import attempt_sql
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts import attempt_sql
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_cancel, campaign_start
 from apps.worker import attempts
 from apps.worker.attempts import attempt_execute
