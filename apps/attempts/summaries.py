@@ -122,7 +122,7 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
     serialises concurrent refreshes of a pair, and the recount statement that follows reads
     after the lock is held, so the last refresh always sees every committed attempt.
     """
-    # No savepoint when nested in attempt_execute's record transaction (two round trips saved).
+    # No savepoint when nested in attempt_record's transaction (two round trips saved).
     with transaction.atomic(savepoint=False):
         if task_id is None:
             task_ids = list(

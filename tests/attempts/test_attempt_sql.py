@@ -1,4 +1,4 @@
-"""The attempts' hand-written SQL (apps/campaigns/attempt_sql.py): same conditions as the ORM, fewer round trips.
+"""The attempts' hand-written SQL (apps/attempts/attempt_sql.py): same conditions as the ORM, fewer round trips.
 
 The claim tests run on any database. The one-round-trip record, the prepared claim and the
 two-statements-per-attempt budget are PostgreSQL only: they run in the integration subset
