@@ -183,7 +183,7 @@ def attempts_import(
 @dataclass(frozen=True)
 class SweepReport:
     requeued: int  # running attempts of dead workers sent back to the queue
-    exhausted: int  # of them, attempts past their retry budget: now infra_error (worker lost)
+    exhausted: int  # running attempts of dead workers past their retry budget: now infra_error (worker lost)
 
 
 def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> SweepReport:
