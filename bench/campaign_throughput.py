@@ -194,7 +194,7 @@ def bench_suite(n_tasks: int):
 
 
 def attempt_latencies_ms(campaign) -> list[float]:
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
 
     pairs = Attempt.objects.filter(campaign=campaign, status="done").values_list("started_at", "finished_at")
     return sorted((end - start).total_seconds() * 1000.0 for start, end in pairs)
@@ -207,7 +207,7 @@ def percentile(values: list[float], q: float) -> float:
 def db_bytes_per_attempt() -> float:
     from django.db import connection
 
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_total_relation_size('campaigns_attempt')")

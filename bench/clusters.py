@@ -220,7 +220,8 @@ def seed(rng: random.Random):
     from django.db import connection, transaction
 
     from apps.agents.models import AgentConfig
-    from apps.campaigns.models import Campaign, TaskSummary
+    from apps.attempts.models import TaskSummary
+    from apps.campaigns.models import Campaign
     from apps.core.models import Team
     from apps.core.services import assign_role
     from apps.suites.models import Domain, Suite, Task
@@ -320,7 +321,7 @@ def percentile(values: list[float], q: float) -> float:
 def backfill(failed: int) -> float:
     from django.db import connection
 
-    from apps.campaigns.services import attempts_backfill_signatures
+    from apps.attempts.services import attempts_backfill_signatures
 
     started = time.perf_counter()
     report = attempts_backfill_signatures()

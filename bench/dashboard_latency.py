@@ -152,7 +152,8 @@ def seed(rng: random.Random):
     from django.db import connection, transaction
 
     from apps.agents.models import AgentConfig, PriceSheet
-    from apps.campaigns.models import Campaign, TaskSummary
+    from apps.attempts.models import TaskSummary
+    from apps.campaigns.models import Campaign
     from apps.core.models import Team
     from apps.core.services import assign_role
     from apps.suites.models import Domain, Suite, Task
@@ -329,7 +330,7 @@ def measure(user, campaigns, requests: int, rng: random.Random) -> dict[str, flo
     from django.core.cache import cache
     from django.test import Client
 
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
 
     client = Client()
     client.force_login(user)

@@ -47,7 +47,8 @@ def seed(small: int, large: int) -> dict:
     from django.core.management import call_command
 
     from apps.agents.models import AgentConfig
-    from apps.campaigns.models import Attempt, Campaign
+    from apps.attempts.models import Attempt
+    from apps.campaigns.models import Campaign
     from apps.core.models import Team
     from apps.core.services import assign_role
     from apps.suites.models import Domain, Suite, Task

@@ -119,7 +119,7 @@ def overhead_ms(attempt) -> float | None:
 
 
 def summarise(label: str, campaign, elapsed: float) -> dict:
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
 
     attempts = list(Attempt.objects.filter(campaign=campaign).select_related("task__domain"))
     done = [a for a in attempts if a.status == "done"]

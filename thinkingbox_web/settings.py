@@ -262,7 +262,7 @@ SPECTACULAR_SETTINGS = {
     # Campaigns and attempts both have a `status` choice set; name each enum after its model.
     "ENUM_NAME_OVERRIDES": {
         "CampaignStatusEnum": "apps.campaigns.models.Campaign.Status",
-        "AttemptStatusEnum": "apps.campaigns.models.Attempt.Status",
+        "AttemptStatusEnum": "apps.attempts.models.Attempt.Status",
         "AgentKindEnum": "apps.agents.models.AgentConfig.Kind",
         "ReviewStatusEnum": "apps.triage.models.AttemptReview.Status",
         "DiffKindEnum": "apps.api.views_attempts.DIFF_KINDS",

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from apps.api.base import ApiView, api_schema, id_field, paginated
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
 
 TAGS = ["attempts"]

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from apps.api.base import ApiView, api_schema, paginated
 from apps.api.views_catalog import PageFilter
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.roles import Role
 from apps.triage import services

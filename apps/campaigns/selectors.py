@@ -11,7 +11,8 @@ from django.db.models import Avg, Count, Q, QuerySet
 from django.utils import timezone
 
 from apps.agents.models import PriceSheet
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
 from apps.core.access import teams_for
 from apps.core.models import WorkerHeartbeat
 from tb_engine.pricing import cost_of

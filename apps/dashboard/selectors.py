@@ -6,7 +6,8 @@ alone shows.
 
 from __future__ import annotations
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.dashboard.models import ExternalScore
 
 

@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role
 from apps.core.roles import Role

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.figures import selectors as figures
 
 # The figures a watch follows; each compared run checks both against the floor.

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.exports.tables import Column
 from apps.exports.writers import write_sheet
 from apps.figures import selectors as figures

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 
 from django.http import QueryDict
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.exports import procurement, stream
 from apps.exports.tables import BUILDERS

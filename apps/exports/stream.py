@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from django.db.models.expressions import Col
 from django.db.models.sql.constants import LOUTER, MULTI
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.exports.cells import Column, ColumnCells, csv_cells, fast_driver_types, json_cells
 
 CHUNK_SIZE = 2000

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.figures import noise as _noise
 from apps.figures.glossary import BY_SLUG as GLOSSARY_BY_SLUG

@@ -19,7 +19,8 @@ import pandas as pd
 from django.core.cache import cache
 from django.db.models import Count, Max, Sum
 
-from apps.campaigns.models import Campaign, TaskSummary
+from apps.attempts.models import TaskSummary
+from apps.campaigns.models import Campaign
 
 CACHE_SECONDS = 6 * 3600
 # Bumped whenever the shape of a cached value changes, so old entries are never misread

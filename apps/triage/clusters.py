@@ -31,14 +31,8 @@ from django.db import connection
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
-from apps.campaigns.models import (
-    Attempt,
-    AttemptSignature,
-    Campaign,
-    SignatureCount,
-    SignatureVariant,
-    TaskSummary,
-)
+from apps.attempts.models import Attempt, AttemptSignature, SignatureCount, SignatureVariant, TaskSummary
+from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.batches import in_slices
 from apps.core.memory import collector_paused

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.suites.models import Task
 
 # Names of the seeded labels whose use puts the task on the task-health list.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.http import QueryDict
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.core.access import user_has_role
 from apps.core.roles import Role
 from apps.triage import selectors

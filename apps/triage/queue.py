@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 
 # Public from here: failure clusters (SPEC §8), the suspect-task queue, judge calibration, and the
 # queue's filters and query (queue.py, which clusters.py reads too).

@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.core.access import user_has_role
 from apps.core.batches import in_slices
 from apps.core.roles import Role

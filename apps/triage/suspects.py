@@ -33,7 +33,8 @@ from django.db import connection
 from django.db.models import Count, Max, Min, Sum
 
 from apps.agents.models import AgentConfig
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
 from apps.figures.selectors import per_task_tables
 from apps.suites.models import Suite, Task
 from apps.triage.models import AuditEntry, SuspectDecision, TaskHealthIssue

@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.selectors import campaigns_visible_to, diff_headline
 from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
 from apps.core.redirects import safe_next

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 
-from apps.campaigns.services import (
+from apps.attempts.models import Attempt
+from apps.attempts.services import (
     AttemptOutcome,
     attempt_claim,
     attempt_heartbeat,
     attempt_record,
     worker_identity,
 )
+from apps.campaigns.models import Campaign
+from apps.campaigns.services import campaign_after_record, campaign_dispatch
 from apps.worker.execution import AttemptCancelled, run_engine_attempt
 
 log = logging.getLogger(__name__)
@@ -19,8 +22,9 @@ log = logging.getLogger(__name__)
 def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     """Claim, run and record one attempt. Returns what happened (for logs and tests).
 
-    Side effects (through apps.campaigns.services): the attempt row (status, result, usage,
-    cost), its task summary, dispatch of the campaign's next attempt, the campaign's completion.
+    Side effects: the attempt row (status, result, usage, cost), its signature and task summary,
+    dispatch of the campaign's next attempt (apps.attempts.services.attempt_record), then the
+    campaign's completion or adaptive decision (apps.campaigns.services.campaign_after_record).
     Safe to call twice: a second call finds the attempt claimed or finished and does nothing.
     """
     worker = worker or worker_identity()
@@ -39,7 +43,7 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
         log.exception("attempt %s crashed", attempt_id)
         outcome = AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")
     try:
-        return attempt_record(attempt=attempt, worker=worker, outcome=outcome)
+        return _record(attempt, worker, outcome)
     except Exception as exc:
         # The result itself could not be stored (a value the database refuses, a lost connection):
         # the attempt must not stay running forever. Record an infra error without the result.
@@ -51,4 +55,17 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
         )
         failed.agent_usage, failed.eval_usage = outcome.agent_usage, outcome.eval_usage
         failed.agent_cost, failed.eval_cost = outcome.agent_cost, outcome.eval_cost
-        return attempt_record(attempt=attempt, worker=worker, outcome=failed)
+        return _record(attempt, worker, failed)
+
+
+def _record(attempt: Attempt, worker: str, outcome: AttemptOutcome | None) -> str:
+    """Record the attempt (handing its slot to the campaign's next one), then what follows for its campaign."""
+    campaign: Campaign = attempt.campaign
+    recorded = attempt_record(
+        attempt=attempt,
+        worker=worker,
+        outcome=outcome,
+        hand_on=lambda: campaign_dispatch(campaign=campaign, limit=1),
+    )
+    campaign_after_record(campaign=campaign, recorded=recorded)
+    return recorded.what

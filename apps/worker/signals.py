@@ -11,7 +11,8 @@ from celery.signals import worker_init, worker_process_init, worker_ready
 from django.conf import settings
 from django.db import connection
 
-from apps.campaigns.services import attempt_claim_prepare, attempts_sweep
+from apps.attempts.services import attempt_claim_prepare
+from apps.campaigns.services import campaigns_sweep
 from apps.worker.execution import warm_builtin_suites, warm_mcp_servers
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 @worker_ready.connect
 def _requeue_dead_predecessors(**_kwargs) -> None:
     try:
-        requeued = attempts_sweep(same_host_dead_only=True)
+        requeued = campaigns_sweep(same_host_dead_only=True)
     except Exception:  # the worker must start even if the sweep fails; the periodic sweep retries
         log.exception("start-up sweep failed")
         return

@@ -1,8 +1,13 @@
 """Celery tasks: take ids, claim rows conditionally, call a service. Safe to run twice.
 
+<<<<<<< HEAD
 Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK,
 RESEND_LOST_TASK). A requested suite validation is triage's task (apps.triage.tasks); it runs in the
 same worker processes.
+=======
+Registered under the names apps.attempts.services (RUN_ATTEMPT_TASK), apps.campaigns.services
+(SWEEP_TASK, RESEND_LOST_TASK) and apps.triage.services (VALIDATE_SUITE_TASK) send.
+>>>>>>> i24-attempts
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+<<<<<<< HEAD
 from apps.campaigns.services import (
     RESEND_LOST_TASK,
     RUN_ATTEMPT_TASK,
@@ -18,6 +24,12 @@ from apps.campaigns.services import (
     attempts_sweep,
 )
 from apps.worker import attempts, broker
+=======
+from apps.attempts.services import RUN_ATTEMPT_TASK
+from apps.campaigns.services import RESEND_LOST_TASK, SWEEP_TASK, campaigns_resend_lost, campaigns_sweep
+from apps.triage.services import VALIDATE_SUITE_TASK
+from apps.worker import attempts, broker, validation
+>>>>>>> i24-attempts
 from apps.worker.connections import connection_distrusted, connection_served, drop_stale_connections
 
 
@@ -40,7 +52,7 @@ def run_attempt(attempt_id: int) -> str:
 @shared_task(name=SWEEP_TASK, ignore_result=True)
 def sweep() -> int:
     drop_stale_connections()
-    return attempts_sweep()
+    return campaigns_sweep()
 
 
 @shared_task(name=RESEND_LOST_TASK, ignore_result=True)
@@ -50,4 +62,14 @@ def resend_lost() -> int:
     if started_at is None:
         return 0
     drop_stale_connections()
+<<<<<<< HEAD
     return attempts_resend_lost(sent_before=started_at)
+=======
+    return campaigns_resend_lost(sent_before=started_at)
+
+
+@shared_task(name=VALIDATE_SUITE_TASK, acks_late=True, ignore_result=True)
+def validate_suite(run_id: int) -> str:
+    drop_stale_connections()
+    return validation.suite_validation_run(run_id=run_id)
+>>>>>>> i24-attempts

@@ -235,7 +235,7 @@ def test_launch_page_starts_an_adaptive_campaign(client, alice, starter_suite, t
 
 
 def test_leaderboard_marks_an_adaptive_campaigns_observed_figures(client, bob, make_campaign):
-    from apps.campaigns.models import TaskSummary
+    from apps.attempts.models import TaskSummary
 
     campaign = make_campaign("sim:family-ace", tasks=1, n=4, adaptive={})
     TaskSummary.objects.create(campaign=campaign, task=campaign.tasks.get(), n_done=2, n_pass=2)

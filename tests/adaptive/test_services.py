@@ -66,7 +66,8 @@ def test_calibration_needs_three_campaigns(run_campaign, starter_suite, team_a):
 
 def test_adaptive_campaign_runs_within_budget_and_stores_an_estimate(calibration, run_adaptive):
     from apps.adaptive.models import AdaptiveState
-    from apps.campaigns.models import Attempt, Campaign
+    from apps.attempts.models import Attempt
+    from apps.campaigns.models import Campaign
 
     campaign, outcome = run_adaptive("sim:family-solid", adaptive={"calibration": calibration.pk})
     state = AdaptiveState.objects.get(campaign=campaign)
@@ -92,8 +93,8 @@ def test_adaptive_campaign_runs_within_budget_and_stores_an_estimate(calibration
 
 def test_adaptive_dispatch_twice_adds_nothing_the_second_time(calibration, make_campaign, monkeypatch):
     from apps.adaptive.services import adaptive_dispatch
+    from apps.attempts.models import Attempt
     from apps.campaigns import services
-    from apps.campaigns.models import Attempt
     from apps.campaigns.services import campaign_start
 
     monkeypatch.setattr(services, "campaign_dispatch", lambda **kwargs: 0)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from tests.api.conftest import error_of
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from tests.api.conftest import error_of
 
 pytestmark = pytest.mark.django_db

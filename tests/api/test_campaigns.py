@@ -7,7 +7,8 @@ from datetime import date
 import pytest
 
 from apps.agents.services import agent_config_for
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_start
 from tests.api.conftest import error_of
 

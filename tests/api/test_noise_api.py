@@ -7,7 +7,8 @@ from dataclasses import asdict
 
 import pytest
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.figures import selectors as figures
 from tests.api.conftest import error_of
 from tests.campaigns.conftest import drain

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.exports.tables import BUILDERS
 from apps.exports.writers import table_csv
 from apps.triage.models import AuditEntry

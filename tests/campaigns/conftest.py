@@ -45,7 +45,7 @@ def drain(campaign, *, worker: str = "test-worker:1", patience_s: float = 60.0) 
 
     from django.utils import timezone
 
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
     from apps.worker.attempts import attempt_execute
 
     outcomes = []
@@ -72,7 +72,7 @@ def recount(campaign) -> dict:
     """(n done, c passed) per task counted straight from the attempts: what summaries must equal."""
     from django.db.models import Count, Q
 
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
 
     return {
         row["task_id"]: (row["n"], row["c"])
@@ -87,7 +87,7 @@ def recount(campaign) -> dict:
 
 def summaries(campaign) -> dict:
     """(n done, c passed) per task as the stored TaskSummary rows say."""
-    from apps.campaigns.models import TaskSummary
+    from apps.attempts.models import TaskSummary
 
     return {s.task_id: (s.n_done, s.n_pass) for s in TaskSummary.objects.filter(campaign=campaign)}
 
@@ -95,7 +95,7 @@ def summaries(campaign) -> dict:
 @pytest.fixture
 def sent(monkeypatch):
     """Messages the campaign would send, captured (no broker traffic, no live worker needed)."""
-    from apps.campaigns.services import RUN_ATTEMPT_TASK
+    from apps.attempts.services import RUN_ATTEMPT_TASK
     from thinkingbox_web.celery import app
 
     captured: list[int] = []
@@ -110,7 +110,7 @@ def careless_in_one_query(make_campaign, sent):
 
     PostgreSQL only (integration tests): elsewhere records take the ORM path.
     """
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
     from apps.campaigns.services import campaign_start
     from apps.worker.attempts import attempt_execute
 

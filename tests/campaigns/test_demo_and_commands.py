@@ -9,7 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from apps.agents.models import PriceSheet
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

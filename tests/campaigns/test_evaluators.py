@@ -14,7 +14,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from apps.agents.services import agent_config_for
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress
 from apps.campaigns.services import EvaluatorConfigError, campaign_create, evaluator_configs
 from tb_engine.llm_judge import JUDGE_INSTRUCTIONS

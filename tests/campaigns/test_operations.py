@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.selectors import campaign_progress
 
 pytestmark = pytest.mark.django_db
@@ -275,7 +275,7 @@ def test_launch_estimate_says_a_simulated_agent_costs_nothing(client, alice, tea
 
 
 def test_leaderboard_says_running_0_of_n_for_a_campaign_with_no_finished_attempt(client, bob, make_campaign):
-    from apps.campaigns.summaries import summary_refresh
+    from apps.attempts.summaries import summary_refresh
 
     campaign = _start(make_campaign("sim:careless", tasks=3, n=12))
     summary_refresh(campaign_id=campaign.pk)
@@ -291,7 +291,7 @@ def test_leaderboard_says_running_0_of_n_for_a_campaign_with_no_finished_attempt
 def test_compare_says_running_0_of_n_instead_of_comparing_a_campaign_with_no_finished_attempt(
     client, bob, make_campaign
 ):
-    from apps.campaigns.summaries import summary_refresh
+    from apps.attempts.summaries import summary_refresh
 
     running = _start(make_campaign("sim:careless", tasks=3, n=12))
     other = _start(make_campaign("sim:steady", tasks=3, n=2))
@@ -309,7 +309,7 @@ def test_compare_says_running_0_of_n_instead_of_comparing_a_campaign_with_no_fin
 
 def _running(make_campaign):
     """A started campaign (3 tasks × 12) with no finished attempt, its summaries current."""
-    from apps.campaigns.summaries import summary_refresh
+    from apps.attempts.summaries import summary_refresh
 
     running = _start(make_campaign("sim:careless", tasks=3, n=12))
     summary_refresh(campaign_id=running.pk)

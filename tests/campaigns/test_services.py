@@ -9,13 +9,9 @@ import pytest
 from django.utils import timezone
 
 from apps.agents.models import AgentConfig
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
-from apps.campaigns.services import (
-    attempts_sweep,
-    campaign_cancel,
-    campaign_resume,
-    campaign_start,
-)
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
+from apps.campaigns.services import campaign_cancel, campaign_resume, campaign_start, campaigns_sweep
 from apps.worker.attempts import attempt_execute
 from tests.campaigns.conftest import drain, recount, summaries
 
@@ -166,7 +162,7 @@ def test_sweep_requeues_attempt_whose_lease_expired(make_campaign):
         status="running", worker="far-away-host:1", lease_expires_at=timezone.now() - timedelta(seconds=5)
     )
 
-    requeued = attempts_sweep()
+    requeued = campaigns_sweep()
 
     attempt.refresh_from_db()
     assert (requeued, attempt.status, attempt.retries) == (1, "queued", 1)
@@ -184,7 +180,7 @@ def test_sweep_requeues_dead_worker_on_this_host_at_once(make_campaign):
         lease_expires_at=timezone.now() + timedelta(hours=1),
     )
 
-    assert attempts_sweep(same_host_dead_only=True) == 1
+    assert campaigns_sweep(same_host_dead_only=True) == 1
     assert drain(campaign) == ["done"]
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.http import Http404
 
-from apps.campaigns.models import Campaign, TaskSummary
+from apps.attempts.models import TaskSummary
+from apps.campaigns.models import Campaign
 from apps.core.access import get_visible_or_404
 from tests.campaigns.conftest import make_campaign, starter_suite  # noqa: F401 (fixtures)
 

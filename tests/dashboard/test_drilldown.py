@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 
 pytestmark = pytest.mark.django_db
 

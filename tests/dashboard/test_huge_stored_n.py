@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.summaries import summary_refresh
+from apps.attempts.models import Attempt
+from apps.attempts.summaries import summary_refresh
+from apps.campaigns.models import Campaign
 from apps.figures import selectors as figures
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.campaigns.models import Attempt, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
 from apps.dashboard.models import ExternalScore
 
 pytestmark = pytest.mark.django_db
@@ -152,7 +152,7 @@ def test_leaderboard_flags_reversal_between_pass_at_n_and_all_n(client, bob, sum
 
 
 def test_leaderboard_recomputes_when_an_attempt_changes(client, bob, run_campaign):
-    from apps.campaigns.summaries import summary_refresh
+    from apps.attempts.summaries import summary_refresh
 
     campaign = run_campaign("golden", tasks=1, n=2, name="Golden")
     client.force_login(bob)

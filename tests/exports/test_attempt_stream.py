@@ -17,7 +17,7 @@ from django.db.models import JSONField, Value
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.exports import cells, stream
 from apps.suites.models import Domain, Task
 

@@ -52,7 +52,7 @@ def run_campaign(make_campaign, monkeypatch):
 @pytest.fixture
 def summaries_campaign(make_campaign):
     """A campaign whose per-task counts are set directly: {task_id: (n_done, n_pass)} (for exact figures)."""
-    from apps.campaigns.models import TaskSummary
+    from apps.attempts.models import TaskSummary
 
     def make(counts: dict[str, tuple[int, int]], *, name: str, n: int, agent: str = "sim:steady"):
         campaign = make_campaign(agent, tasks=1, n=n)

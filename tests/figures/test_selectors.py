@@ -121,7 +121,7 @@ def test_leaderboard_rows_mark_reversals_and_sort_absent_values_last(summaries_c
 
 
 def test_figures_are_cached_per_stamp_and_recomputed_when_a_summary_changes(summaries_campaign, monkeypatch):
-    from apps.campaigns.models import TaskSummary
+    from apps.attempts.models import TaskSummary
 
     computed = []
     engine = figures.campaign_metrics
@@ -142,7 +142,7 @@ def test_figures_are_cached_per_stamp_and_recomputed_when_a_summary_changes(summ
 
 
 def test_whatif_cost_reprices_the_stored_token_sums(summaries_campaign):
-    from apps.campaigns.models import TaskSummary
+    from apps.attempts.models import TaskSummary
 
     campaign = summaries_campaign({T1: (2, 2), T2: (2, 0)}, name="Priced", n=2)
     TaskSummary.objects.filter(campaign=campaign).update(

@@ -72,7 +72,7 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     from rest_framework.authtoken.models import Token
 
     from apps.agents.services import agent_config_for, price_sheet_load_starter
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
     from apps.campaigns.services import campaign_cancel, campaign_create, campaign_start
     from apps.core.services import record_worker_heartbeat
     from apps.dashboard.services import external_score_save
@@ -157,7 +157,7 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
 
 def _add_judgements(data, *, trish) -> None:
     """A human verdict on a rubric answer and a suspect-task decision (their pages and admin rows)."""
-    from apps.campaigns.models import Attempt
+    from apps.attempts.models import Attempt
     from apps.triage import services as triage
 
     with_rubric = (

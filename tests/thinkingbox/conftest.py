@@ -102,7 +102,8 @@ def shop_dataset(tmp_path) -> Path:
 def table_counts() -> dict[str, int]:
     """Row counts of every table the imports write (to show a failed import wrote nothing)."""
     from apps.agents.models import AgentConfig
-    from apps.campaigns.models import Attempt, Campaign, TaskSummary
+    from apps.attempts.models import Attempt, TaskSummary
+    from apps.campaigns.models import Campaign
     from apps.suites.models import Domain, Suite, Task
 
     return {

@@ -15,7 +15,8 @@ import pytest
 from django.core.management import call_command
 
 from apps.agents.services import agent_config_for
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite
 from apps.triage.models import SuiteValidation, TaskValidation

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.agents.services import agent_config_for
-from apps.campaigns.models import Attempt, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite, Task
 from tb_engine.spec_json import task_from_dict

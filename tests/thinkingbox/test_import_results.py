@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
 from apps.suites.models import Suite
 from tests.thinkingbox.conftest import SHARED, table_counts
 

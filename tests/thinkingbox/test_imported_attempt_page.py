@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from tests.support.browser import signed_in_page
 from tests.thinkingbox.conftest import SHARED
 

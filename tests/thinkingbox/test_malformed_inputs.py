@@ -24,7 +24,7 @@ import yaml
 from django.core.management import execute_from_command_line
 from django.db import connections
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.suites.models import Task
 from tb_engine import loader
 from tb_engine.loader import SpecError, load_suite

@@ -22,7 +22,8 @@ from django.core.management import call_command
 
 from apps.agents.models import AgentConfig
 from apps.agents.services import UnknownAgent, agent_config_for
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite
 from tests.conftest import PROJECT_ROOT, CeleryWorkerProcess

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.agents.services import agent_config_for
-from apps.campaigns.models import Attempt, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite
 from apps.thinkingbox.models import SearchService

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.agents.services import agent_config_for
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.services import campaign_create, campaign_start
 from apps.suites.models import Suite
 from tests.campaigns.conftest import drain

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
 from apps.suites.models import Suite
 from apps.triage.models import TaskHealthIssue, TaskValidation
 from tb_engine.thinkingbox.mcp_backend import close_pools

@@ -30,8 +30,8 @@ def attempts_campaign(make_campaign, team_a):
     A row is (task_id, index, verdict, categories, clean_looking); the campaign's tasks are the
     rows' tasks and its summaries are refreshed, like a finished campaign.
     """
-    from apps.campaigns.models import Attempt
-    from apps.campaigns.summaries import summary_refresh
+    from apps.attempts.models import Attempt
+    from apps.attempts.summaries import summary_refresh
 
     def make(rows, *, name: str = "Careless", team=None, n: int = 4):
         campaign = make_campaign("sim:careless", tasks=1, n=n)

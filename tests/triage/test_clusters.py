@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.triage.models import AttemptReview, AuditEntry, Label
 from apps.triage.selectors import QueueFilters, cluster_index, cluster_rows
 from tb_engine.results import CheckResult, DiffItem

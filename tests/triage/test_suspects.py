@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.suites.models import Suite, Task
 from apps.triage.models import SuspectDecision, TaskHealthIssue
 from apps.triage.selectors import suspect_tasks, task_health_scope

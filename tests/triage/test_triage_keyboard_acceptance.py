@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.triage.models import AttemptReview, Label
 from tests.support.browser import signed_in_page
 

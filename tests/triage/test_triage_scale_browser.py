@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.triage.models import AttemptReview, Label, RubricVerdict
 from apps.triage.selectors import QueueFilters, cluster_index
 from tb_engine.results import CheckResult, DiffItem, RubricResult

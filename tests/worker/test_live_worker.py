@@ -15,8 +15,9 @@ import pytest
 from django.utils import timezone
 
 from apps.agents.models import AgentConfig
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
-from apps.campaigns.services import attempts_sweep, campaign_cancel, campaign_resume, campaign_start
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
+from apps.campaigns.services import campaign_cancel, campaign_resume, campaign_start, campaigns_sweep
 from tests.campaigns.conftest import recount, summaries
 from tests.conftest import reset_broker_connections
 from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServer
@@ -49,7 +50,7 @@ def _wait(predicate, *, timeout: float, sweep: bool = False, what: str = "condit
         if predicate():
             return
         if sweep:
-            attempts_sweep()
+            campaigns_sweep()
         time.sleep(0.3)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 

@@ -11,7 +11,8 @@ from decimal import Decimal
 import pytest
 
 from apps.agents.models import AgentConfig, PriceSheet
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_create, campaign_start
 from tb_engine.pricing import PriceList, cost_of
 from tb_engine.transcript import Usage

@@ -11,8 +11,9 @@ import pytest
 from django.db import DataError
 
 from apps.agents.models import AgentConfig
-from apps.campaigns import attempt_sql
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts import attempt_sql
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_start
 from apps.core.text import without_nul
 from tests.campaigns.conftest import drain
@@ -97,7 +98,7 @@ def test_result_the_database_refuses_ends_the_attempt_as_infra_error_with_its_us
 @pytest.mark.integration
 @pytest.mark.django_db
 def test_outcome_with_nul_saves_on_postgresql(make_campaign):
-    from apps.campaigns.outcomes import AttemptOutcome
+    from apps.attempts.outcomes import AttemptOutcome
 
     campaign = make_campaign("sim:steady", tasks=1, n=1)
     attempt = Attempt.objects.create(campaign=campaign, task=campaign.tasks.first(), index=0)

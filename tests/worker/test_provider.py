@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.agents.models import AgentConfig
-from apps.campaigns.models import Attempt
+from apps.attempts.models import Attempt
 from apps.campaigns.services import campaign_start
 from tests.campaigns.conftest import drain
 from tests.support.scripted_openai_server import GenericMode, ScriptedOpenAIServer

@@ -14,7 +14,8 @@ from decimal import Decimal
 import pytest
 
 from apps.agents.models import AgentConfig, PriceSheet
-from apps.campaigns.models import Attempt, Campaign, TaskSummary
+from apps.attempts.models import Attempt, TaskSummary
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_resume, campaign_start
 from apps.dashboard.templatetags.dashboard_format import money
 from tb_engine.pricing import PriceList, cost_of

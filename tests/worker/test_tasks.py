@@ -11,7 +11,8 @@ from celery.concurrency.solo import TaskPool as SoloPool
 from celery.concurrency.thread import TaskPool as ThreadsPool
 from django.db import OperationalError, close_old_connections, connection
 
-from apps.campaigns.services import RUN_ATTEMPT_TASK, SWEEP_TASK
+from apps.attempts.services import RUN_ATTEMPT_TASK
+from apps.campaigns.services import SWEEP_TASK
 from apps.worker import attempts, connections, signals, tasks
 from thinkingbox_web.celery import app
 

@@ -26,9 +26,9 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt, AttemptSignature, SignatureVariant, TaskSummary
-from apps.campaigns.signature_rows import SignatureRow, items_hash, items_text, signatures_store
-from apps.campaigns.summaries import signature_counts_refresh
+from apps.attempts.models import Attempt, AttemptSignature, SignatureVariant, TaskSummary
+from apps.attempts.signature_rows import SignatureRow, items_hash, items_text, signatures_store
+from apps.attempts.summaries import signature_counts_refresh
 from apps.core.batches import in_slices
 from apps.core.memory import collector_paused
 from apps.suites.models import Task

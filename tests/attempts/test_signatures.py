@@ -7,8 +7,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from apps.campaigns.models import Attempt, AttemptSignature, SignatureCount, SignatureVariant, TaskSummary
-from apps.campaigns.services import attempts_backfill_signatures, campaign_start
+from apps.attempts.models import Attempt, AttemptSignature, SignatureCount, SignatureVariant, TaskSummary
+from apps.attempts.services import attempts_backfill_signatures
+from apps.campaigns.services import campaign_start
 from tb_engine.signatures import signature_of_result
 from tests.campaigns.conftest import drain
 
@@ -196,8 +197,8 @@ def test_backfill_on_postgresql_groups_attempts_that_differ_only_in_row_keys(car
 def test_a_record_that_lost_its_lease_writes_no_signature_row(make_campaign, sent):
     from django.utils import timezone
 
-    from apps.campaigns import attempt_sql
-    from apps.campaigns.signature_rows import SignatureRow
+    from apps.attempts import attempt_sql
+    from apps.attempts.signature_rows import SignatureRow
 
     campaign = make_campaign("sim:careless", tasks=2, n=1)
     campaign_start(campaign=campaign)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.campaigns.models import Attempt, AttemptSignature, SignatureCount, TaskSummary
+from apps.attempts.models import Attempt, AttemptSignature, SignatureCount, TaskSummary
 
 # n_t of SPEC §5: done and judged. An unjudged attempt (a rubric the judge could not answer,
 # nothing else failed) is excluded like an infra error and counted apart as coverage (SPEC §2).
@@ -122,7 +122,7 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
     serialises concurrent refreshes of a pair, and the recount statement that follows reads
     after the lock is held, so the last refresh always sees every committed attempt.
     """
-    # No savepoint when nested in attempt_execute's record transaction (two round trips saved).
+    # No savepoint when nested in attempt_record's transaction (two round trips saved).
     with transaction.atomic(savepoint=False):
         if task_id is None:
             task_ids = list(

@@ -7,14 +7,11 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from apps.agents.models import AgentConfig
-from apps.campaigns.models import Attempt, AttemptSignature, Campaign, SignatureCount
-from apps.campaigns.services import (
-    attempts_backfill_signatures,
-    campaign_cancel,
-    campaign_resume,
-    campaign_start,
-)
-from apps.campaigns.summaries import summary_refresh
+from apps.attempts.models import Attempt, AttemptSignature, SignatureCount
+from apps.attempts.services import attempts_backfill_signatures
+from apps.attempts.summaries import summary_refresh
+from apps.campaigns.models import Campaign
+from apps.campaigns.services import campaign_cancel, campaign_resume, campaign_start
 from apps.core.services import assign_role
 from apps.worker.attempts import attempt_execute
 from tests.campaigns.conftest import drain

@@ -1,4 +1,4 @@
-"""The attempts' hand-written SQL (apps/campaigns/attempt_sql.py): same conditions as the ORM, fewer round trips.
+"""The attempts' hand-written SQL (apps/attempts/attempt_sql.py): same conditions as the ORM, fewer round trips.
 
 The claim tests run on any database. The one-round-trip record, the prepared claim and the
 two-statements-per-attempt budget are PostgreSQL only: they run in the integration subset
@@ -15,8 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.agents.models import AgentConfig, PriceSheet
-from apps.campaigns import attempt_sql
-from apps.campaigns.models import Attempt, Campaign
+from apps.attempts import attempt_sql
+from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_cancel, campaign_start
 from apps.worker import attempts
 from apps.worker.attempts import attempt_execute

@@ -45,9 +45,9 @@ from django.db.backends.signals import connection_created
 from django.db.models import Field, Model
 
 from apps.agents.models import AgentConfig, PriceSheet
-from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.signature_rows import SignatureRow, signature_store_sql
-from apps.campaigns.summaries import lock_pair_sql, recount_sql, signature_recount_sql
+from apps.attempts.models import Attempt, campaign_model
+from apps.attempts.signature_rows import SignatureRow, signature_store_sql
+from apps.attempts.summaries import lock_pair_sql, recount_sql, signature_recount_sql
 from apps.suites.models import Domain, Suite, Task
 
 # Attempt columns the worker needs (everything else, e.g. the result JSON, stays deferred).
@@ -64,15 +64,24 @@ _ATTEMPT_COLUMNS = (
     "started_at",
     "superseded_runs",  # the record bills them with the new run (usually empty)
 )
-# (model, alias, deferred field names): the related rows run_engine_attempt and pricing read.
-_RELATED = (
-    (Campaign, "c", ()),
-    (AgentConfig, "ag", ()),
-    (PriceSheet, "ps", ()),
-    (Task, "t", ("spec",)),  # parsed once per process (the worker caches specs by content hash)
-    (Suite, "s", ("description",)),
-    (Domain, "d", ("policy",)),
-)
+
+
+def _campaign_running() -> str:
+    return campaign_model().Status.RUNNING
+
+
+def _related() -> tuple[tuple[type[Model], str, tuple[str, ...]], ...]:
+    """(model, alias, deferred field names): the related rows run_engine_attempt and pricing read."""
+    return (
+        (campaign_model(), "c", ()),
+        (AgentConfig, "ag", ()),
+        (PriceSheet, "ps", ()),
+        (Task, "t", ("spec",)),  # parsed once per process (the worker caches specs by content hash)
+        (Suite, "s", ("description",)),
+        (Domain, "d", ("policy",)),
+    )
+
+
 _JOINS = (
     "JOIN {campaign} c ON c.id = claimed.campaign_id "
     "JOIN {agent} ag ON ag.id = c.agent_id "
@@ -135,7 +144,7 @@ def _orm_converters(field: Field, alias: str, connection) -> tuple[Any, tuple[Ca
     The one use of Django internals here (``Field.get_col``, ``get_db_converters`` of the backend
     and of the column): raw rows need exactly the conversions a queryset applies (JSON decoding,
     aware datetimes, SQLite booleans and decimals), and no public API hands them out.
-    tests/campaigns/test_attempt_sql.py compares every loaded field with the ORM's own load, so a
+    tests/attempts/test_attempt_sql.py compares every loaded field with the ORM's own load, so a
     change of these internals fails there.
     """
     expression = field.get_col(alias)
@@ -156,7 +165,7 @@ def _claim_plan(connection) -> _ClaimPlan:
     q = lambda name: _quote(connection, name)  # noqa: E731
     tables = {
         "attempt": q(Attempt._meta.db_table),
-        "campaign": q(Campaign._meta.db_table),
+        "campaign": q(campaign_model()._meta.db_table),
         "agent": q(AgentConfig._meta.db_table),
         "price": q(PriceSheet._meta.db_table),
         "task": q(Task._meta.db_table),
@@ -165,7 +174,7 @@ def _claim_plan(connection) -> _ClaimPlan:
     }
     attempt_columns, attempt_part = _part(Attempt, "claimed", (), connection, only=_ATTEMPT_COLUMNS)
     select_columns, parts = list(attempt_columns), [attempt_part]
-    for model, alias, deferred in _RELATED:
+    for model, alias, deferred in _related():
         columns, part = _part(model, alias, deferred, connection)
         select_columns += columns
         parts.append(part)
@@ -206,7 +215,7 @@ def claim_and_load(*, attempt_id: int, worker: str, now, lease_expires_at, conne
         lease_expires_at,
         attempt_id,
         Attempt.Status.QUEUED,
-        Campaign.Status.RUNNING,
+        _campaign_running(),
     ]
     params = _prep_datetimes(connection, params)
     with connection.cursor() as cursor:
@@ -344,10 +353,10 @@ def _owned_update_sql(
     params += [attempt_id, Attempt.Status.RUNNING, worker]
     if require_running_campaign:
         sql += (
-            f" AND EXISTS (SELECT 1 FROM {q(Campaign._meta.db_table)} rc "
+            f" AND EXISTS (SELECT 1 FROM {q(campaign_model()._meta.db_table)} rc "
             f"WHERE rc.id = {table}.{q('campaign_id')} AND rc.{q('status')} = %s)"
         )
-        params.append(Campaign.Status.RUNNING)
+        params.append(_campaign_running())
     return sql, params
 
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from apps.campaigns.models import Attempt
-from apps.campaigns.signature_rows import SignatureRow
+from apps.attempts.models import Attempt
+from apps.attempts.signature_rows import SignatureRow
 from apps.core.text import without_nul
 from tb_engine.results import AttemptResult
 from tb_engine.signatures import signature_of_result

@@ -6,7 +6,7 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from apps.campaigns.services import attempts_backfill_signatures
+from apps.attempts.services import attempts_backfill_signatures
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@
 Every record path stores a failed attempt's signature here, in the same transaction as its result:
 the ORM path (``signatures_store``), the worker's one-query path (``signature_store_sql``, statements
 that only take effect when that worker's record went through) and imports. The backfill
-(apps.campaigns.signatures) writes the same rows in bulk.
+(apps.attempts.signatures) writes the same rows in bulk.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from apps.campaigns.models import AttemptSignature, SignatureVariant
+from apps.attempts.models import AttemptSignature, SignatureVariant
 from apps.core.batches import in_slices
 
 

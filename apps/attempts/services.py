@@ -1,0 +1,265 @@
+"""Writes of the attempt record: the only code that writes the attempt, signature and count tables.
+
+One attempt on a worker (claim, heartbeat, record) reads top to bottom in apps.attempts.recording,
+with its raw-SQL PostgreSQL path in apps.attempts.attempt_sql; this module is the app's front
+door for them and holds the writes the campaigns app asks for on a campaign's attempts (queue,
+add, cancel, re-queue, import) and the housekeeping (sweep, lost messages, signature backfill).
+Nothing here changes a campaign row: what follows for the campaign is the caller's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.attempts.dispatch import RUN_ATTEMPT_TASK, attempts_dispatch
+from apps.attempts.models import Attempt
+from apps.attempts.outcomes import USAGE_FIELDS, AttemptOutcome, last_run, superseded_run
+from apps.attempts.recording import (
+    Recorded,
+    attempt_claim,
+    attempt_claim_prepare,
+    attempt_heartbeat,
+    attempt_record,
+)
+from apps.attempts.signature_rows import signatures_store
+from apps.attempts.signatures import BackfillReport, backfill_signatures
+from apps.attempts.summaries import summaries_create, summary_refresh
+from apps.suites.models import Task
+from tb_engine.results import AttemptResult
+
+__all__ = [
+    "RUN_ATTEMPT_TASK",
+    "AttemptOutcome",
+    "BackfillReport",
+    "Recorded",
+    "SweepReport",
+    "attempt_claim",
+    "attempt_claim_prepare",
+    "attempt_heartbeat",
+    "attempt_record",
+    "attempts_add",
+    "attempts_backfill_signatures",
+    "attempts_cancel_queued",
+    "attempts_dispatch",
+    "attempts_import",
+    "attempts_queue",
+    "attempts_requeue_unfinished",
+    "attempts_resend_lost",
+    "attempts_sweep",
+    "summary_refresh",
+    "worker_identity",
+]
+
+
+def worker_identity() -> str:
+    """hostname:pid — lets a restarted worker on the same host recognise its dead predecessors."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# --- A campaign's attempts ------------------------------------------------------------------------
+
+
+def attempts_queue(*, campaign_id: int, task_ids: list[int], n_attempts: int) -> int:
+    """Create the missing queued attempts (task, index < n_attempts) of a campaign and its zero summaries.
+
+    Side effects: Attempt rows (queued), one TaskSummary per task (missing ones only). Returns the
+    number of attempts created. Safe to call twice.
+    """
+    existing = set(Attempt.objects.filter(campaign_id=campaign_id).values_list("task_id", "index"))
+    new = [
+        Attempt(campaign_id=campaign_id, task_id=task_id, index=index)
+        for index in range(n_attempts)
+        for task_id in task_ids
+        if (task_id, index) not in existing
+    ]
+    Attempt.objects.bulk_create(new, batch_size=2000)
+    summaries_create(campaign_id=campaign_id, task_ids=task_ids)
+    return len(new)
+
+
+def attempts_add(*, campaign_id: int, add: dict[int, tuple[int, int]]) -> None:
+    """Queue more attempts of a campaign: task id -> (first new index, how many). Side effects: Attempt rows."""
+    Attempt.objects.bulk_create(
+        [
+            Attempt(campaign_id=campaign_id, task_id=task_id, index=first + k)
+            for task_id, (first, count) in sorted(add.items())
+            for k in range(count)
+        ]
+    )
+
+
+def attempts_cancel_queued(*, campaign_id: int) -> int:
+    """Queued attempts of the campaign become cancelled now (running ones end cancelled when they record).
+
+    Side effects: those Attempt rows. Returns how many were cancelled.
+    """
+    return Attempt.objects.filter(campaign_id=campaign_id, status=Attempt.Status.QUEUED).update(
+        status=Attempt.Status.CANCELLED, finished_at=timezone.now()
+    )
+
+
+def attempts_requeue_unfinished(*, campaign_id: int) -> int:
+    """Re-queue every attempt of the campaign that did not finish (cancelled or infra_error).
+
+    Side effects: each run that had usage is kept as a superseded run (still billed); the
+    attempts go back to queued, undispatched, with a fresh retry budget. Returns how many.
+    """
+    unfinished = Attempt.objects.filter(
+        campaign_id=campaign_id, status__in=[Attempt.Status.CANCELLED, Attempt.Status.INFRA_ERROR]
+    )
+    _supersede_last_runs(unfinished)
+    return unfinished.update(
+        status=Attempt.Status.QUEUED, dispatched_at=None, worker="", lease_expires_at=None, retries=0
+    )
+
+
+def _supersede_last_runs(attempts) -> None:
+    """Keep each attempt's run of record as a superseded run before it is re-run (its usage columns stay)."""
+    billed = [*USAGE_FIELDS, "agent_cost", "eval_cost"]
+    changed = []
+    # Attempts that never billed a token (most cancelled ones) are not even loaded.
+    billed_some = attempts.exclude(input_tokens=0, output_tokens=0, eval_tokens=0)
+    for attempt in billed_some.only(
+        "id", "status", "error_detail", "finished_at", "superseded_runs", *billed
+    ):
+        values = {name: getattr(attempt, name) for name in billed}
+        own = last_run(values, attempt.superseded_runs)
+        if not any(own[name] for name in USAGE_FIELDS):
+            continue  # nothing was billed for it (e.g. cancelled before it ran)
+        at = (attempt.finished_at or timezone.now()).isoformat()
+        reason = f"resume of {attempt.status}"
+        attempt.superseded_runs = [
+            *attempt.superseded_runs,
+            superseded_run(own, error=attempt.error_detail, at=at, reason=reason),
+        ]
+        changed.append(attempt)
+    Attempt.objects.bulk_update(changed, ["superseded_runs"], batch_size=500)
+
+
+def attempts_import(
+    *, campaign_id: int, attempts: Sequence[tuple[Task, int, AttemptResult]], finished_at: datetime
+) -> None:
+    """Store results run elsewhere as the campaign's finished attempts (unpriced).
+
+    Side effects: one Attempt per (task, index, engine result) triple, their signature rows, the
+    campaign's TaskSummary and SignatureCount rows.
+    """
+    outcomes = [
+        AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None) for _, _, result in attempts
+    ]
+    rows = [
+        Attempt(
+            campaign_id=campaign_id, task=task, index=index, finished_at=finished_at, **outcome.as_fields()
+        )
+        for (task, index, _), outcome in zip(attempts, outcomes, strict=True)
+    ]
+    Attempt.objects.bulk_create(rows, batch_size=500)
+    signatures_store(
+        [
+            found
+            for row, outcome in zip(rows, outcomes, strict=True)
+            if (
+                found := outcome.signature_row(
+                    attempt_id=row.pk, campaign_id=campaign_id, task_id=row.task_id
+                )
+            )
+        ]
+    )
+    summary_refresh(campaign_id=campaign_id)
+
+
+# --- Housekeeping: dead workers, lost messages, signatures -----------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    requeued: int  # running attempts of dead workers sent back to the queue
+    exhausted: int  # running attempts of dead workers past their retry budget: now infra_error (worker lost)
+
+
+def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> SweepReport:
+    """Re-queue attempts whose worker died and forget messages that were never claimed.
+
+    A running attempt is stale when its lease expired, or at once when its worker ran on this
+    host and that process no longer exists. Each re-queue spends one retry; past the budget the
+    attempt is infra_error (worker lost). Queued attempts dispatched longer than
+    ATTEMPT_REDISPATCH_SECONDS ago become undispatched. Topping up the campaigns' windows is the
+    caller's (campaigns.services.campaigns_sweep).
+    """
+    now = now or timezone.now()
+    host = socket.gethostname()
+    stale_ids, exhausted_ids = [], []
+    running = Attempt.objects.filter(status=Attempt.Status.RUNNING).values_list(
+        "id", "worker", "lease_expires_at", "retries"
+    )
+    for attempt_id, worker, lease, retries in running:
+        dead_here = _dead_on_this_host(worker, host)
+        expired = lease is not None and lease < now and not same_host_dead_only
+        if dead_here or expired:
+            (stale_ids if retries < settings.ATTEMPT_MAX_RETRIES else exhausted_ids).append(attempt_id)
+    with transaction.atomic():
+        if stale_ids:
+            Attempt.objects.filter(id__in=stale_ids, status=Attempt.Status.RUNNING).update(
+                status=Attempt.Status.QUEUED,
+                worker="",
+                lease_expires_at=None,
+                dispatched_at=None,
+                retries=F("retries") + 1,
+            )
+        if exhausted_ids:
+            Attempt.objects.filter(id__in=exhausted_ids, status=Attempt.Status.RUNNING).update(
+                status=Attempt.Status.INFRA_ERROR,
+                error_detail="worker lost",
+                finished_at=now,
+                lease_expires_at=None,
+            )
+        # Messages lost with a dead worker's prefetch: queued, dispatched long ago, never claimed.
+        lost_after = timedelta(seconds=settings.ATTEMPT_REDISPATCH_SECONDS)
+        Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=now - lost_after).update(
+            dispatched_at=None
+        )
+    return SweepReport(requeued=len(stale_ids), exhausted=len(exhausted_ids))
+
+
+def attempts_resend_lost(*, sent_before) -> int:
+    """Forget the messages of queued attempts dispatched before ``sent_before`` (a broker restart lost them).
+
+    Side effects: clears those attempts' dispatched_at, so the next dispatch sends them again.
+    Returns how many.
+    """
+    return Attempt.objects.filter(status=Attempt.Status.QUEUED, dispatched_at__lt=sent_before).update(
+        dispatched_at=None
+    )
+
+
+def _dead_on_this_host(worker: str, host: str) -> bool:
+    name, _, pid = worker.rpartition(":")
+    if name != host or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def attempts_backfill_signatures(
+    *, campaign_ids: list[int] | None = None, recompute: bool = False
+) -> BackfillReport:
+    """Give every stored failed attempt its SPEC §8 signature (all of them again with ``recompute``).
+
+    Side effects: AttemptSignature / SignatureVariant rows of the attempts whose signature changed;
+    the touched campaigns' TaskSummary.updated_at (pages cached by summary stamp recompute).
+    """
+    return backfill_signatures(campaign_ids=campaign_ids, recompute=recompute)
