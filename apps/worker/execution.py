@@ -15,18 +15,11 @@ from django.conf import settings
 
 from apps.agents.models import AgentConfig
 from apps.agents.services import api_key_env_refusal
-<<<<<<< HEAD
-from apps.campaigns.models import Attempt, Campaign
-from apps.campaigns.services import AttemptOutcome
-from apps.suites.models import Suite
-from apps.suites.selectors import builtin_suite_sources
-=======
 from apps.attempts.models import Attempt
 from apps.attempts.services import AttemptOutcome
 from apps.campaigns.models import Campaign
-from apps.suites.models import Suite, Task
-from apps.suites.selectors import builtin_suite_sources, task_spec_data
->>>>>>> i24-attempts
+from apps.suites.models import Suite
+from apps.suites.selectors import builtin_suite_sources
 from apps.thinkingbox.selectors import runnable_mcp_domain
 from apps.worker.selectors import builtin_suite, task_domain, task_spec_of
 from tb_engine.attempt_setup import AttemptSetup

@@ -1,13 +1,8 @@
 """Celery tasks: take ids, claim rows conditionally, call a service. Safe to run twice.
 
-<<<<<<< HEAD
-Registered under the names apps.campaigns.services sends (RUN_ATTEMPT_TASK, SWEEP_TASK,
-RESEND_LOST_TASK). A requested suite validation is triage's task (apps.triage.tasks); it runs in the
-same worker processes.
-=======
-Registered under the names apps.attempts.services (RUN_ATTEMPT_TASK), apps.campaigns.services
-(SWEEP_TASK, RESEND_LOST_TASK) and apps.triage.services (VALIDATE_SUITE_TASK) send.
->>>>>>> i24-attempts
+Registered under the names apps.attempts.services (RUN_ATTEMPT_TASK) and apps.campaigns.services
+(SWEEP_TASK, RESEND_LOST_TASK) send. A requested suite validation is triage's task (apps.triage.tasks);
+it runs in the same worker processes.
 """
 
 from __future__ import annotations
@@ -15,21 +10,9 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-<<<<<<< HEAD
-from apps.campaigns.services import (
-    RESEND_LOST_TASK,
-    RUN_ATTEMPT_TASK,
-    SWEEP_TASK,
-    attempts_resend_lost,
-    attempts_sweep,
-)
-from apps.worker import attempts, broker
-=======
 from apps.attempts.services import RUN_ATTEMPT_TASK
 from apps.campaigns.services import RESEND_LOST_TASK, SWEEP_TASK, campaigns_resend_lost, campaigns_sweep
-from apps.triage.services import VALIDATE_SUITE_TASK
-from apps.worker import attempts, broker, validation
->>>>>>> i24-attempts
+from apps.worker import attempts, broker
 from apps.worker.connections import connection_distrusted, connection_served, drop_stale_connections
 
 
@@ -62,14 +45,4 @@ def resend_lost() -> int:
     if started_at is None:
         return 0
     drop_stale_connections()
-<<<<<<< HEAD
-    return attempts_resend_lost(sent_before=started_at)
-=======
     return campaigns_resend_lost(sent_before=started_at)
-
-
-@shared_task(name=VALIDATE_SUITE_TASK, acks_late=True, ignore_result=True)
-def validate_suite(run_id: int) -> str:
-    drop_stale_connections()
-    return validation.suite_validation_run(run_id=run_id)
->>>>>>> i24-attempts
