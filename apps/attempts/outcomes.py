@@ -10,7 +10,7 @@ from apps.attempts.models import Attempt
 from apps.attempts.signature_rows import SignatureRow
 from apps.core.text import without_nul
 from tb_engine.results import AttemptResult
-from tb_engine.signatures import signature_of_result
+from tb_engine.signatures import signature_of_attempt
 from tb_engine.transcript import Usage
 
 
@@ -50,7 +50,8 @@ class AttemptOutcome:
         stored = result.to_dict()
         # SPEC §8: every record path (the ORM one, attempt_sql's one-query one, imports) stores
         # signature_row() with the result, so a failed attempt is never stored without its signature.
-        signature = signature_of_result(stored)
+        # Signed from the typed result in hand: reading the stored dict back would cost a full parse.
+        signature = signature_of_attempt(result)
         return cls(
             status=result.status,
             termination=result.termination or "",
