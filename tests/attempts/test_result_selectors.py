@@ -33,5 +33,8 @@ def test_an_unknown_format_names_the_attempt_field_and_version():
     with pytest.raises(StoredResultError) as raised:
         stored_result(stored, attempt_id=7)
 
-    assert str(raised.value).startswith("attempt 7: stored result (format version 99): ")
+    assert str(raised.value) == (
+        "attempt 7: stored result: field format_version is 99, a format this engine does not read "
+        "(it reads version 1)"
+    )
     assert isinstance(raised.value, ResultFormatError)
