@@ -166,7 +166,7 @@ def open_backend(domain: DomainSpec, task: TaskSpec) -> Backend:
     """A private backend for one attempt of ``task``: a SQLite sandbox, or a fresh MCP server session."""
     if domain.backend == "mcp":
         # Imported here: the MCP SDK is slow to import and only imported domains need it.
-        from tb_engine.thinkingbox.mcp_backend import backend_for_domain
+        from tb_engine.thinkingbox.mcp_pool import backend_for_domain
 
         return backend_for_domain(domain, task)
     return SqliteBackend(domain, task)

@@ -145,7 +145,8 @@ def warm_mcp_servers() -> int:
     config cannot be used are skipped: their attempts fail with the reason later.
     """
     from apps.suites.models import Domain
-    from tb_engine.thinkingbox.mcp_backend import launch_config, pool_for
+    from tb_engine.thinkingbox.mcp_config import launch_config
+    from tb_engine.thinkingbox.mcp_pool import pool_for
 
     started = set()
     rows = Domain.objects.filter(backend="mcp").exclude(suite__source=Suite.Source.BUILTIN)

@@ -43,7 +43,7 @@ def _validate_tasks(
         suite_validation_finish(run=run, error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
-        from tb_engine.thinkingbox.mcp_backend import close_pools
+        from tb_engine.thinkingbox.mcp_pool import close_pools
 
         close_pools()  # one validation's servers are not kept for the next
     run.refresh_from_db()
