@@ -19,14 +19,19 @@ from apps.agents.models import AgentConfig
 from apps.agents.services import api_key_env_refusal
 from apps.campaigns.models import Attempt, Campaign
 from apps.campaigns.services import AttemptOutcome
-from apps.suites.models import Suite, Task
+from apps.suites.models import Domain, Suite, Task
 from apps.suites.selectors import builtin_suite_sources, task_spec_data
 from apps.thinkingbox.selectors import runnable_mcp_domain
 from tb_engine.attempt_setup import AttemptSetup
+from tb_engine.golden import golden_snapshot
 from tb_engine.interfaces import AgentStep, AgentView
+from tb_engine.loader import load_builtin_suite
 from tb_engine.pricing import PriceList
+from tb_engine.sandbox import domain_runtime
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.spec_json import task_from_dict
+from tb_engine.thinkingbox.mcp_config import launch_config
+from tb_engine.thinkingbox.mcp_pool import pool_for
 
 
 class AttemptCancelled(BaseException):
@@ -88,8 +93,6 @@ _SUITE_LOAD_LOCK = threading.Lock()
 
 @lru_cache(maxsize=16)
 def _load_builtin_suite(name: str, content_hash: str):
-    from tb_engine.loader import load_builtin_suite
-
     return load_builtin_suite(name)
 
 
@@ -120,9 +123,6 @@ def _warm_sandboxes(suite) -> None:
     About 3 ms per task once per process, instead of in the first attempt of each task (where a
     fresh threads-pool worker pays them for dozens of tasks at once, under one GIL).
     """
-    from tb_engine.golden import golden_snapshot
-    from tb_engine.sandbox import domain_runtime
-
     tasks = suite.tasks.values() if isinstance(suite.tasks, dict) else suite.tasks
     for domain in suite.domains.values():
         if domain.backend != "mcp":
@@ -144,10 +144,6 @@ def warm_mcp_servers() -> int:
     waiting for a server module's import (about a second and a half). Domains whose launch
     config cannot be used are skipped: their attempts fail with the reason later.
     """
-    from apps.suites.models import Domain
-    from tb_engine.thinkingbox.mcp_config import launch_config
-    from tb_engine.thinkingbox.mcp_pool import pool_for
-
     started = set()
     rows = Domain.objects.filter(backend="mcp").exclude(suite__source=Suite.Source.BUILTIN)
     for suite_id, spec in rows.values_list("suite_id", "spec"):
