@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tb_engine.agents.harness_checks import RUN_KINDS
 from tb_engine.thinkingbox.dataset import parse_test_file
-from tb_engine.thinkingbox.mcp_backend import close_pools
+from tb_engine.thinkingbox.mcp_pool import close_pools
 from tests.support.real_servers import DOMAINS, real_domain, task_files
 from tests.support.run_kinds import run_kinds, tally
 

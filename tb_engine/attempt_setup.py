@@ -35,15 +35,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tb_engine.agents.golden import make_golden_agent
+from tb_engine.agents.harness_checks import RUN_KINDS, GoldenWrites, make_harness_check_agent
+from tb_engine.agents.openai_agent import OpenAIAgent
 from tb_engine.agents.openai_parameters import split_parameters
+from tb_engine.agents.simulated import make_simulated_agent
 from tb_engine.backend import Backend, SqliteBackend
 from tb_engine.interfaces import Agent, InfraError, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
+from tb_engine.llm.config import EndpointConfig
+from tb_engine.llm_judge import JUDGE_INSTRUCTIONS, LLMJudge
 from tb_engine.pricing import AttemptCost, PriceList, attempt_cost
 from tb_engine.results import AttemptResult
 from tb_engine.runner import Limits, Steps, attempt_steps, backend_failed_result, run_attempt
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.transcript import ToolCallRequest
+from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS, LLMUser
 from tb_engine.users.scripted import ScriptedUser
 
 if TYPE_CHECKING:
@@ -165,8 +172,7 @@ class AttemptSetup:
 def open_backend(domain: DomainSpec, task: TaskSpec) -> Backend:
     """A private backend for one attempt of ``task``: a SQLite sandbox, or a fresh MCP server session."""
     if domain.backend == "mcp":
-        # Imported here: the MCP SDK is slow to import and only imported domains need it.
-        from tb_engine.thinkingbox.mcp_backend import backend_for_domain
+        from tb_engine.thinkingbox.mcp_pool import backend_for_domain  # noqa: PLC0415 — heavy: the tb_engine.thinkingbox package loads pandas and scipy (~1 s); only MCP domains need it
 
         return backend_for_domain(domain, task)
     return SqliteBackend(domain, task)
@@ -183,8 +189,6 @@ def golden_writes(domain: DomainSpec, task: TaskSpec) -> GoldenWrites:
     Harness checks need it (which call is the last write, which creates a row): tool servers
     rarely declare read-only tools, so the replay's own effect record decides.
     """
-    from tb_engine.agents.harness_checks import GoldenWrites
-
     key = (domain.name, task.content_hash(), repr(sorted((domain.mcp or {}).get("launch", {}).items())))
     with _writes_lock:
         if key in _writes_cache:
@@ -253,12 +257,8 @@ def run_task(
 def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, seed: int = 0) -> Agent:
     """Resolve an agent spec: ``golden``, ``sim:<persona>`` or ``check:<kind>`` (the last two need the domain)."""
     if spec == "golden":
-        from tb_engine.agents.golden import make_golden_agent
-
         return make_golden_agent(task)
     if spec.startswith("check:"):
-        from tb_engine.agents.harness_checks import RUN_KINDS, make_harness_check_agent
-
         kind = spec[len("check:") :]
         if kind not in RUN_KINDS or kind == "golden":
             raise ValueError(f"unknown harness check {kind!r} (known: {', '.join(RUN_KINDS[1:])})")
@@ -268,9 +268,6 @@ def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, s
             raise ValueError(f"agent spec {spec!r}: harness checks need the task's domain")
         return make_harness_check_agent(kind, task, golden_writes(domain, task))
     if spec.startswith("sim:"):
-        # Imported here: the simulated personas are a large module most runs never use.
-        from tb_engine.agents.simulated import make_simulated_agent
-
         if domain is None:
             raise ValueError(f"agent spec {spec!r}: simulated personas need the task's domain")
         return make_simulated_agent(spec[len("sim:") :], task=task, domain=domain, seed=seed)
@@ -288,7 +285,6 @@ def build_agent(config: AgentConfig, *, task: TaskSpec, domain: DomainSpec, seed
         return make_agent(
             scheduled_persona(spec, config.get("parameters") or {}), task=task, domain=domain, seed=seed
         )
-    from tb_engine.agents.openai_agent import OpenAIAgent
 
     # Agent options (end_marker, max_attempt_tokens, …) go to the agent, the rest to its endpoint.
     _, options = split_parameters(dict(config.get("parameters") or {}))
@@ -337,8 +333,6 @@ def build_user(config: UserConfig) -> UserSimulator:
         return config
     if config.get("kind", "scripted") == "scripted":
         return ScriptedUser()
-    from tb_engine.llm.config import EndpointConfig
-    from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS, LLMUser
 
     endpoint = _endpoint_fields(config)
     return LLMUser(
@@ -355,8 +349,6 @@ def build_judge(config: JudgeConfig, task: TaskSpec) -> Judge | None:
         return config
     if config.get("kind", "keyword") == "keyword":
         return KeywordJudge.for_task(task)
-    from tb_engine.llm.config import EndpointConfig
-    from tb_engine.llm_judge import JUDGE_INSTRUCTIONS, LLMJudge
 
     endpoint = {**_endpoint_fields(config), "temperature": 0.0}  # a judge samples nothing
     return LLMJudge(
@@ -389,8 +381,6 @@ def normalise_user_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
         return {"kind": "scripted"}
     if kind != "llm":
         raise ValueError(f"user simulator: kind: must be 'scripted' or 'llm', got {kind!r}")
-    from tb_engine.llm.config import EndpointConfig
-    from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS
 
     prompt = str(config.get("prompt") or DEFAULT_INSTRUCTIONS)
     for placeholder in ("{query}", "{user_context}", "{stop_token}"):
@@ -414,8 +404,6 @@ def normalise_judge_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
         return {"kind": "keyword"}
     if kind != "llm":
         raise ValueError(f"judge: kind: must be 'keyword' or 'llm', got {kind!r}")
-    from tb_engine.llm.config import EndpointConfig
-    from tb_engine.llm_judge import JUDGE_INSTRUCTIONS
 
     if config.get("temperature") not in (None, 0, 0.0):
         raise ValueError(

@@ -6,6 +6,7 @@ import sqlite3
 import time
 from typing import Protocol
 
+from tb_engine.golden import golden_snapshot
 from tb_engine.interfaces import InfraError, ToolSchema
 from tb_engine.sandbox import Sandbox, domain_runtime
 from tb_engine.snapshot import Snapshot
@@ -88,8 +89,6 @@ class SqliteBackend:
             raise InfraError(f"sandbox failed while reading the result state: {exc}") from exc
 
     def golden_snapshot(self) -> Snapshot:
-        from tb_engine.golden import golden_snapshot
-
         return golden_snapshot(self.domain, self.task)
 
     def writes(self) -> WriteMap:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tb_engine.interfaces import JudgeVerdict
+from tb_engine.llm_judge import JUDGE_INSTRUCTIONS
 from tb_engine.spec import TaskSpec
 
 
@@ -85,7 +86,5 @@ def judge_identity(config: Mapping[str, Any] | None) -> JudgeIdentity:
     if kind == "imported":
         return JudgeIdentity(kind, model or str(config.get("source") or ""), prompt)
     if not prompt:
-        from tb_engine.llm_judge import JUDGE_INSTRUCTIONS
-
         prompt = JUDGE_INSTRUCTIONS
     return JudgeIdentity(kind, model, prompt)

@@ -24,8 +24,14 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
 from tb_engine.diff import diff_states
 from tb_engine.golden import replay_golden
+from tb_engine.loader import load_builtin_suite
 from tb_engine.sandbox import Sandbox, domain_runtime
 from tb_engine.snapshot import Snapshot, stable_columns
 from tb_engine.spec import DomainSpec, GoldenCall, SuiteSpec, TaskSpec
@@ -118,8 +124,6 @@ class DomainServer:
     def builtin(cls, domain_name: str, suite: SuiteSpec | None = None) -> DomainServer:
         """A server for one domain of the built-in starter suite (ValueError naming the choices)."""
         if suite is None:
-            from tb_engine.loader import load_builtin_suite
-
             suite = load_builtin_suite("starter")
         if domain_name not in suite.domains:
             raise ValueError(
@@ -236,9 +240,6 @@ def session_key(ctx: Any) -> str:
 
 def build_server(domain_server: DomainServer) -> Server[Any]:
     """The low-level MCP server exposing the domain tools (with their JSON schemas) and reserved tools."""
-    import mcp.types as types
-    from mcp.server.lowlevel import Server
-
     domain = domain_server.domain
     reserved = [
         types.Tool(
@@ -297,8 +298,6 @@ def build_server(domain_server: DomainServer) -> Server[Any]:
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
-    from mcp.server.stdio import stdio_server
-
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
@@ -318,13 +317,11 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     if args.http:
-        import uvicorn
+        import uvicorn  # noqa: PLC0415 — only with --http: a stdio server never loads the web server
 
         app = server.streamable_http_app(host=args.host)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     else:
-        import anyio
-
         anyio.run(_serve_stdio, server)
 
 

@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -54,8 +55,6 @@ def read_list(environ: Mapping[str, str], name: str, default: list[str]) -> list
 
 def database_config(url: str | None, data_dir: Path, *, conn_max_age: int = 60) -> dict:
     """Return a Django DATABASES['default'] dict for DATABASE_URL, or the embedded SQLite file."""
-    import dj_database_url  # imported here so read_bool & co. stay usable without it
-
     if not url:
         return {
             "ENGINE": "django.db.backends.sqlite3",

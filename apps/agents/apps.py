@@ -9,4 +9,4 @@ class AgentsConfig(AppConfig):
     label = "agents"
 
     def ready(self) -> None:
-        from apps.agents import demo  # noqa: F401  (demo step: price sheets)
+        from apps.agents import demo  # noqa: F401, PLC0415 — registers the price-sheet demo step; imports models: apps not ready when apps.py loads

@@ -9,4 +9,4 @@ class CampaignsConfig(AppConfig):
     label = "campaigns"
 
     def ready(self) -> None:
-        from apps.campaigns import demo  # noqa: F401  (demo step: the demo campaigns)
+        from apps.campaigns import demo  # noqa: F401, PLC0415 — registers the demo-campaigns step; imports models: apps not ready when apps.py loads

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import DatabaseError, connections
 
+from thinkingbox_web.celery import app
+
 BROKER_TIMEOUT_SECONDS = 2.0
 
 
@@ -21,8 +23,6 @@ def check_database(alias: str = "default") -> dict:
 
 def check_broker() -> dict:
     """Open a connection to the Celery broker (skipped for the embedded filesystem broker)."""
-    from thinkingbox_web.celery import app
-
     try:
         with app.connection_for_write() as connection:
             connection.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_SECONDS)

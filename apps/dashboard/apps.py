@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from apps.core.navigation import register_nav_item
+
 
 class DashboardConfig(AppConfig):
     name = "apps.dashboard"
@@ -7,6 +9,4 @@ class DashboardConfig(AppConfig):
     verbose_name = "Dashboard"
 
     def ready(self) -> None:
-        from apps.core.navigation import register_nav_item
-
         register_nav_item("suites", url_name="dashboard:suites", label="Suites")

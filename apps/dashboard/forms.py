@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from django import forms
 
+from apps.campaigns.models import Campaign
+
 
 class _CampaignChoiceForm(forms.Form):
     campaign = forms.ModelChoiceField(queryset=None)
 
     def __init__(self, *args, campaigns, **kwargs):
         super().__init__(*args, **kwargs)
-        from apps.campaigns.models import Campaign
-
         # Only campaigns the user may see are valid choices (a forged id fails validation).
         self.fields["campaign"].queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
         self.fields["campaign"].choices = [("", "—")] + [(c.pk, c.name) for c in campaigns]
@@ -53,8 +53,6 @@ class PlannerForm(forms.Form):
 
     def __init__(self, *args, campaigns, **kwargs):
         super().__init__(*args, **kwargs)
-        from apps.campaigns.models import Campaign
-
         self.fields["campaigns"].queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
         self.fields["campaigns"].choices = [(c.pk, c.name) for c in campaigns]
 

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from apps.core.navigation import register_nav_item
+
 
 class DriftConfig(AppConfig):
     name = "apps.drift"
@@ -7,10 +9,8 @@ class DriftConfig(AppConfig):
     verbose_name = "Drift watch"
 
     def ready(self) -> None:
-        from apps.core.navigation import register_nav_item
-
         # Registered in every process (as apps.worker does): the webhook is sent by name, and eager
         # Celery (tests) runs a named task inline only when it is registered here.
-        from apps.drift import tasks  # noqa: F401
+        from apps.drift import tasks  # noqa: F401, PLC0415 — imports models: apps not ready when apps.py loads
 
         register_nav_item("drift", url_name="drift:list", label="Drift")

@@ -89,7 +89,7 @@ def fast_driver_types(connection) -> Iterator[None]:
     if connection.vendor != "postgresql" or not settings.USE_TZ:
         yield
         return
-    from psycopg.types.datetime import TimestamptzLoader
+    from psycopg.types.datetime import TimestamptzLoader  # noqa: PLC0415 — PostgreSQL only: a SQLite deployment never loads the psycopg driver
 
     def native_timestamptz(execute, sql, params, many, context):
         cursor = context["cursor"].cursor  # psycopg's cursor under Django's wrapper

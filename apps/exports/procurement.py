@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict
 from datetime import UTC, datetime
 
+from django.db.models import Count, Q
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
@@ -188,8 +189,6 @@ def _provenance(
 
 
 def _attempt_counts(campaigns: list[Campaign]) -> list[dict]:
-    from django.db.models import Count, Q
-
     ids = [c.pk for c in campaigns]
     tasks = dict(
         Campaign.tasks.through.objects.filter(campaign_id__in=ids)

@@ -6,8 +6,10 @@ from django.db import transaction
 
 from apps.core.text import without_nul
 from apps.suites.models import Domain, Suite, Task
+from tb_engine.loader import load_builtin_suite
 from tb_engine.spec import SuiteSpec
 from tb_engine.spec_json import domain_to_dict, task_to_dict
+from tb_engine.validation import validate_suite
 
 
 @transaction.atomic
@@ -74,9 +76,6 @@ def suite_store(
 
 def suite_load_builtin(*, name: str = "starter", validate: bool = True) -> Suite:
     """Load a built-in engine suite (validating each task) into the database."""
-    from tb_engine.loader import load_builtin_suite
-    from tb_engine.validation import validate_suite
-
     spec = load_builtin_suite(name)
     validations = {}
     if validate:

@@ -2,7 +2,7 @@
 
 Stored per domain in ``Domain.spec["mcp"]["launch"]`` as ``{command, args, env[, cwd]}`` or
 ``{url, env}`` (+ optional ``pool_size``) and read back by
-``tb_engine.thinkingbox.mcp_backend.launch_config``. Three sources, one per import:
+``tb_engine.thinkingbox.mcp_config.launch_config``. Three sources, one per import:
 
 * ``--servers servers.yaml``: ThinkingBox's own server config (server name -> command with
   ``{python}``, env); ``--python`` (or env ``TB_SERVERS_PYTHON``) names the servers' interpreter.

@@ -14,6 +14,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
+from django.utils.text import slugify
 
 from apps.agents.services import agent_config_imported
 from apps.campaigns.models import Campaign
@@ -241,8 +242,6 @@ def _minimal_suite(records: list[TbRecord], name: str, path: Path, team: Team) -
 
 
 def _slug(text: str) -> str:
-    from django.utils.text import slugify
-
     return slugify(text)[:80] or "imported"
 
 

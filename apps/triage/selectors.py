@@ -10,6 +10,7 @@ from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 
 from apps.attempts.models import Attempt
 from apps.campaigns.models import Campaign
+from apps.core.roles import ROLE_ORDER, Role
 
 # Public from here: failure clusters (SPEC §8), the suspect-task queue, judge calibration, and the
 # queue's filters and query (queue.py, which clusters.py reads too).
@@ -115,8 +116,6 @@ def audit_trail(*, attempt: Attempt, limit: int = 50) -> list[AuditEntry]:
 
 def triagers_of(campaign: Campaign) -> list:
     """Users who may be assigned an attempt of the campaign: triagers (or above) in its team (one query)."""
-    from apps.core.roles import ROLE_ORDER, Role
-
     names = [role.value for role in ROLE_ORDER if role.rank >= Role.TRIAGER.rank]
     members = campaign.team.members.filter(is_active=True).filter(
         Q(is_superuser=True) | Q(groups__name__in=names)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -213,8 +214,6 @@ def attempts_bulk_assign(*, attempts: Iterable[Attempt], assignee, actor) -> int
 def _usernames(ids: set[int]) -> dict[int, str]:
     if not ids:
         return {}
-    from django.contrib.auth import get_user_model
-
     model = get_user_model()
     return dict(model.objects.filter(pk__in=ids).values_list("pk", model.USERNAME_FIELD))
 

@@ -25,6 +25,7 @@ from apps.triage.services import (
     task_validation_record,
 )
 from apps.worker.selectors import task_domain, task_spec_of
+from tb_engine.thinkingbox.mcp_pool import close_pools
 from tb_engine.validation import validate_task
 
 
@@ -46,8 +47,6 @@ def _validate_tasks(
         suite_validation_finish(run=run, error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
-        from tb_engine.thinkingbox.mcp_backend import close_pools
-
         close_pools()  # one validation's servers are not kept for the next
     run.refresh_from_db()
     return suite_validation_finish(run=run)

@@ -12,4 +12,4 @@ class WorkerConfig(AppConfig):
         # The tasks register in every process, not only in workers: campaigns sends them by name,
         # and a name resolves to the registered task (so eager mode runs it inline) only when the
         # task is registered here. The signals tune a worker's start-up.
-        from apps.worker import signals, tasks  # noqa: F401
+        from apps.worker import signals, tasks  # noqa: F401, PLC0415 — they import models: apps not ready when apps.py loads

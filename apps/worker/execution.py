@@ -18,14 +18,18 @@ from apps.agents.services import api_key_env_refusal
 from apps.attempts.models import Attempt
 from apps.attempts.services import AttemptOutcome
 from apps.campaigns.models import Campaign
-from apps.suites.models import Suite
+from apps.suites.models import Domain, Suite
 from apps.suites.selectors import builtin_suite_sources
 from apps.thinkingbox.selectors import runnable_mcp_domain
 from apps.worker.selectors import builtin_suite, task_domain, task_spec_of
 from tb_engine.attempt_setup import AttemptSetup
+from tb_engine.golden import golden_snapshot
 from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.pricing import PriceList
+from tb_engine.sandbox import domain_runtime
 from tb_engine.spec import DomainSpec, TaskSpec
+from tb_engine.thinkingbox.mcp_config import launch_config
+from tb_engine.thinkingbox.mcp_pool import pool_for
 
 
 class AttemptCancelled(BaseException):
@@ -102,9 +106,6 @@ def _warm_sandboxes(suite) -> None:
     About 3 ms per task once per process, instead of in the first attempt of each task (where a
     fresh threads-pool worker pays them for dozens of tasks at once, under one GIL).
     """
-    from tb_engine.golden import golden_snapshot
-    from tb_engine.sandbox import domain_runtime
-
     tasks = suite.tasks.values() if isinstance(suite.tasks, dict) else suite.tasks
     for domain in suite.domains.values():
         if domain.backend != "mcp":
@@ -126,9 +127,6 @@ def warm_mcp_servers() -> int:
     waiting for a server module's import (about a second and a half). Domains whose launch
     config cannot be used are skipped: their attempts fail with the reason later.
     """
-    from apps.suites.models import Domain
-    from tb_engine.thinkingbox.mcp_backend import launch_config, pool_for
-
     started = set()
     rows = Domain.objects.filter(backend="mcp").exclude(suite__source=Suite.Source.BUILTIN)
     for suite_id, spec in rows.values_list("suite_id", "spec"):

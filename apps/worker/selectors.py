@@ -13,6 +13,7 @@ from functools import lru_cache
 from apps.suites.models import Suite, Task
 from apps.suites.selectors import task_spec_data
 from apps.thinkingbox.selectors import runnable_mcp_domain
+from tb_engine.loader import load_builtin_suite
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 from tb_engine.spec_json import task_from_dict
 
@@ -21,8 +22,6 @@ _SUITE_LOAD_LOCK = threading.Lock()
 
 @lru_cache(maxsize=16)
 def _load_builtin_suite(name: str, content_hash: str) -> SuiteSpec:
-    from tb_engine.loader import load_builtin_suite
-
     return load_builtin_suite(name)
 
 

@@ -68,9 +68,9 @@ def _import_llm_client(**_kwargs) -> None:
     pool stalled behind it. Web processes never pay for it.
     """
     try:
-        import openai
+        import openai  # noqa: PLC0415 — deliberately at worker start only: web processes never pay for the SDK (~1.5 s)
 
-        import tb_engine.llm.client  # noqa: F401
+        import tb_engine.llm.client  # noqa: F401, PLC0415 — as above: this warm-up runs in workers only
 
         # The SDK imports its HTTP transport stack (httpcore, anyio/trio probes) on first client.
         openai.OpenAI(base_url="http://127.0.0.1/v1", api_key="warm-up", max_retries=0).close()

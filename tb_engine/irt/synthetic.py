@@ -19,14 +19,13 @@ from dataclasses import replace
 import numpy as np
 
 from tb_engine.agents.simulated import PERSONAS, intends_success
+from tb_engine.loader import load_builtin_suite
 from tb_engine.spec import SuiteSpec, TaskSpec
 
 
 def synthetic_suite(n_tasks: int = 500, *, base: SuiteSpec | None = None) -> SuiteSpec:
     """``n_tasks`` tasks derived from ``base`` (default: the built-in starter suite), variants named ``~vNN``."""
     if base is None:
-        from tb_engine.loader import load_builtin_suite
-
         base = load_builtin_suite("starter")
     by_domain = {
         domain: sorted((t for t in base.tasks.values() if t.domain == domain), key=lambda t: t.id)

@@ -146,8 +146,8 @@ async def _framed(
     receive: Any, send: Any, process: ServerProcess, first_line: Callable[[bytes], None] | None = None
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Memory streams of SessionMessages over a byte stream pair carrying one JSON-RPC message per line."""
-    from mcp import types as mcp_types
-    from mcp.shared.message import SessionMessage
+    from mcp import types as mcp_types  # noqa: PLC0415 — heavy: the mcp SDK takes ~1 s to import; only a live session needs it
+    from mcp.shared.message import SessionMessage  # noqa: PLC0415 — heavy: the mcp SDK, as above
 
     read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
     write_stream, write_reader = anyio.create_memory_object_stream[Any](0)

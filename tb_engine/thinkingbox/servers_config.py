@@ -9,7 +9,7 @@ The file maps a server name to how ThinkingBox starts it::
         env: {TYPESENSE_API_KEY: "Fake"}
 
 ``{python}`` is the servers' interpreter (they live in a venv of their own). A launch config is
-the shape stored in ``Domain.spec["mcp"]["launch"]`` and read by ``mcp_backend.launch_config``:
+the shape stored in ``Domain.spec["mcp"]["launch"]`` and read by ``mcp_config.launch_config``:
 ``{"command", "args", "env"}`` for a process, ``{"url", "env"}`` for an entry that gives a URL.
 Entries are checked when used, so an entry for a server no imported scenario needs cannot fail
 an import.

@@ -20,7 +20,8 @@ from tb_engine.interfaces import InfraError
 from tb_engine.loader import load_builtin_suite
 from tb_engine.mcp_server import DomainServer, positional_diff
 from tb_engine.spec import DomainSpec, GoldenCall, ToolSpec
-from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
+from tb_engine.thinkingbox.mcp_config import McpServerConfig
+from tb_engine.thinkingbox.mcp_pool import McpServerPool
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK_ID = "retail/ticket_hold_carrier_exception"

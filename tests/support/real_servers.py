@@ -18,7 +18,7 @@ import pytest
 
 from tb_engine.spec import DomainSpec
 from tb_engine.thinkingbox.dataset import parse_scenario
-from tb_engine.thinkingbox.mcp_backend import McpServerConfig
+from tb_engine.thinkingbox.mcp_config import McpServerConfig
 from tests.support.paths import REPO_ROOT, THINKINGBOX_DIR
 
 PACKAGE = "tb_business_ops_servers_202606"

@@ -19,7 +19,7 @@ from tests.thinkingbox.conftest import MCP_COMMAND, ROOT, tb_test_source, write_
 @pytest.fixture(autouse=True)
 def _close_mcp_pools():
     yield
-    from tb_engine.thinkingbox.mcp_backend import close_pools
+    from tb_engine.thinkingbox.mcp_pool import close_pools
 
     close_pools()
 

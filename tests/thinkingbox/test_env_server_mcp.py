@@ -24,7 +24,7 @@ RETAIL = "sandbox_external_retail"
 @pytest.fixture(autouse=True)
 def _close_mcp_pools():
     yield
-    from tb_engine.thinkingbox.mcp_backend import close_pools
+    from tb_engine.thinkingbox.mcp_pool import close_pools
 
     close_pools()
 

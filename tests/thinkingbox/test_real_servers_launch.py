@@ -9,7 +9,8 @@ from django.core.management import call_command
 
 from apps.suites.models import Domain
 from tb_engine.spec_json import domain_from_dict
-from tb_engine.thinkingbox.mcp_backend import McpServerPool, launch_config
+from tb_engine.thinkingbox.mcp_config import launch_config
+from tb_engine.thinkingbox.mcp_pool import McpServerPool
 from tests.thinkingbox.conftest import SHARED
 
 

@@ -24,7 +24,7 @@ SCRIPT = "<script>alert(1)</script>"
 @pytest.fixture(autouse=True)
 def _close_mcp_pools():
     yield
-    from tb_engine.thinkingbox.mcp_backend import close_pools
+    from tb_engine.thinkingbox.mcp_pool import close_pools
 
     close_pools()
 
@@ -114,7 +114,7 @@ def test_search_service_reaches_the_server_and_the_key_is_never_stored(
 @pytest.mark.django_db
 def test_search_service_passes_url_and_key_the_way_the_servers_read_them(monkeypatch, settings, shop_suite):
     from apps.worker.execution import runnable_domain
-    from tb_engine.thinkingbox.mcp_backend import backend_for_domain
+    from tb_engine.thinkingbox.mcp_pool import backend_for_domain
 
     settings.THINKINGBOX_SEARCH_KEY_ENVS = ["TB_SHOP_SEARCH_KEY"]
     monkeypatch.setenv("TB_SHOP_SEARCH_KEY", "sekrit-key-value")

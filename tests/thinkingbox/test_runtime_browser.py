@@ -24,7 +24,7 @@ SCRIPT = "<script>window.__pwned = 1</script>"
 @pytest.fixture(autouse=True)
 def _close_mcp_pools():
     yield
-    from tb_engine.thinkingbox.mcp_backend import close_pools
+    from tb_engine.thinkingbox.mcp_pool import close_pools
 
     close_pools()
 

@@ -19,7 +19,7 @@ from apps.attempts.models import Attempt, TaskSummary
 from apps.campaigns.models import Campaign
 from apps.suites.models import Suite
 from apps.triage.models import TaskHealthIssue, TaskValidation
-from tb_engine.thinkingbox.mcp_backend import close_pools
+from tb_engine.thinkingbox.mcp_pool import close_pools
 from tests.support.real_servers import DATASET, OWN_TEST_CASES, SERVER_ENV, server_module, servers_python
 from tests.support.scripted_openai_server import scripted_server_fixture
 

@@ -14,7 +14,8 @@ from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.diff import diff_states
 from tb_engine.interfaces import InfraError
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec, ToolSpec
-from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
+from tb_engine.thinkingbox.mcp_config import McpServerConfig
+from tb_engine.thinkingbox.mcp_pool import McpServerPool
 from tb_engine.transcript import ToolCallRequest
 
 ROOT = Path(__file__).resolve().parents[3]

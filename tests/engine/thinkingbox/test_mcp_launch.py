@@ -20,7 +20,8 @@ import pytest
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.interfaces import InfraError
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec, ToolSpec
-from tb_engine.thinkingbox.mcp_backend import McpServerConfig, McpServerPool
+from tb_engine.thinkingbox.mcp_config import McpServerConfig
+from tb_engine.thinkingbox.mcp_pool import McpServerPool
 from tb_engine.transcript import ToolCallRequest
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -194,7 +195,7 @@ def test_fork_parent_and_children_die_when_the_process_that_started_them_crashes
         import json, os, sys
         sys.path.insert(0, {str(ROOT)!r})
         from tests.engine.thinkingbox.test_mcp_launch import DOMAIN, FORK, _task
-        from tb_engine.thinkingbox.mcp_backend import McpServerPool
+        from tb_engine.thinkingbox.mcp_pool import McpServerPool
         pool = McpServerPool(FORK, size=1)
         backend = pool.backend(DOMAIN, _task())
         print(json.dumps([pool.fork.pid, backend.session.process.pid]), flush=True)
@@ -225,27 +226,27 @@ def test_call_on_a_session_whose_server_was_killed_names_the_process(fork_pool):
 
 def test_a_forked_copy_of_this_process_starts_its_own_pools():
     """Prefork Celery children and env-server workers are forks: they must not use the parent's pools."""
-    from tb_engine.thinkingbox import mcp_backend
+    from tb_engine.thinkingbox import mcp_pool
 
     domain = dataclasses.replace(
         DOMAIN,
         mcp={**DOMAIN.mcp, "launch": {"command": sys.executable, "args": list(FORK.args), "cwd": str(ROOT)}},
     )
-    parent_backend = mcp_backend.backend_for_domain(domain, _task())
-    parent_fork_server = next(iter(mcp_backend._pools.values())).fork.pid
+    parent_backend = mcp_pool.backend_for_domain(domain, _task())
+    parent_fork_server = next(iter(mcp_pool._pools.values())).fork.pid
     parent_backend.close()
     pid = os.fork()
     if pid == 0:  # the child: a pool of its own, with its own fork server
         code = 1
         try:
-            backend = mcp_backend.backend_for_domain(domain, _task())
+            backend = mcp_pool.backend_for_domain(domain, _task())
             result = AttemptSetup.from_config(domain, backend.task, judge=None).run(backend)
             backend.close()
-            mine = next(iter(mcp_backend._pools.values())).fork.pid
+            mine = next(iter(mcp_pool._pools.values())).fork.pid
             code = 0 if (result.verdict, mine != parent_fork_server) == ("pass", True) else 2
-            mcp_backend.close_pools()
+            mcp_pool.close_pools()
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
-    mcp_backend.close_pools()
+    mcp_pool.close_pools()
     assert os.waitstatus_to_exitcode(status) == 0

@@ -14,7 +14,7 @@ import pytest
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.thinkingbox.dataset import parse_scenario, parse_test_file
-from tb_engine.thinkingbox.mcp_backend import backend_for_domain, close_pools
+from tb_engine.thinkingbox.mcp_pool import backend_for_domain, close_pools
 from tb_engine.transcript import ToolCallRequest
 from tests.support.paths import THINKINGBOX_DIR
 

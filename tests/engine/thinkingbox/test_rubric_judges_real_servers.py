@@ -8,7 +8,7 @@ import pytest
 
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.thinkingbox.dataset import parse_test_file
-from tb_engine.thinkingbox.mcp_backend import close_pools
+from tb_engine.thinkingbox.mcp_pool import close_pools
 from tests.support.real_servers import DATASET, real_domain, servers_python
 from tests.support.scripted_openai_server import scripted_server_fixture
 

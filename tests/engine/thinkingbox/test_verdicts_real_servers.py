@@ -14,7 +14,7 @@ from tb_engine.agents.harness_checks import RUN_KINDS
 from tb_engine.attempt_setup import AttemptSetup, golden_writes
 from tb_engine.spec import GoldenCall, TaskSpec
 from tb_engine.thinkingbox.dataset import parse_test_file
-from tb_engine.thinkingbox.mcp_backend import close_pools
+from tb_engine.thinkingbox.mcp_pool import close_pools
 from tests.support.real_servers import DOMAINS, OWN_DOMAINS, real_domain, servers_python, task_files
 from tests.support.run_kinds import run_kinds
 
