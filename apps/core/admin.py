@@ -1,7 +1,18 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
 from django.contrib import admin
 from django.db.models import Count
 
 from apps.core.models import Team, WorkerHeartbeat
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class MemberTotal(TypedDict):
+    member_total: int
 
 
 @admin.register(Team)
@@ -15,7 +26,7 @@ class TeamAdmin(admin.ModelAdmin):
         return super().get_queryset(request).annotate(member_total=Count("members"))
 
     @admin.display(description="members", ordering="member_total")
-    def member_count(self, team: Team) -> int:
+    def member_count(self, team: WithAnnotations[Team, MemberTotal]) -> int:
         return team.member_total
 
 
