@@ -1,17 +1,16 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import Protocol
 
 from django.contrib import admin
 from django.db.models import Count
 
 from apps.core.models import Team, WorkerHeartbeat
 
-if TYPE_CHECKING:
-    from django_stubs_ext import WithAnnotations
 
+class CountedTeam(Protocol):
+    """A team row from TeamAdmin.get_queryset, which annotates its member count."""
 
-class MemberTotal(TypedDict):
     member_total: int
 
 
@@ -26,7 +25,7 @@ class TeamAdmin(admin.ModelAdmin):
         return super().get_queryset(request).annotate(member_total=Count("members"))
 
     @admin.display(description="members", ordering="member_total")
-    def member_count(self, team: WithAnnotations[Team, MemberTotal]) -> int:
+    def member_count(self, team: CountedTeam) -> int:
         return team.member_total
 
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, cast
+from typing import Any, Protocol, cast
 
 from celery import current_app
 from django.utils import timezone
 
-if TYPE_CHECKING:
-    from kombu.transport.redis import Channel as RedisChannel
+
+class RedisChannel(Protocol):
+    """The Redis transport's channel; kombu's base channel type has no client."""
+
+    @property
+    def client(self) -> Any: ...
 
 
 def broker_started_at() -> datetime | None:
@@ -22,6 +26,6 @@ def broker_started_at() -> datetime | None:
     with current_app.connection_for_read() as connection:
         if connection.transport.driver_type != "redis":
             return None
-        channel = cast("RedisChannel", connection.default_channel)  # the redis driver's, checked above
+        channel = cast(RedisChannel, connection.default_channel)  # the redis driver's, checked above
         uptime = int(channel.client.info("server")["uptime_in_seconds"])
     return timezone.now() - timedelta(seconds=uptime)
