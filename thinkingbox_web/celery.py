@@ -26,7 +26,7 @@ class ResendLostMessages(bootsteps.StartStopStep):
     the next redispatch sweep. Sent by name: this module loads before Django and the apps.
     """
 
-    requires = {"celery.worker.consumer.tasks:Tasks"}
+    requires = ("celery.worker.consumer.tasks:Tasks",)
 
     def start(self, c) -> None:
         try:

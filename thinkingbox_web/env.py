@@ -9,9 +9,13 @@ import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from dj_database_url import DBConfig
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off", ""}
@@ -53,7 +57,7 @@ def read_list(environ: Mapping[str, str], name: str, default: list[str]) -> list
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def database_config(url: str | None, data_dir: Path, *, conn_max_age: int = 60) -> dict:
+def database_config(url: str | None, data_dir: Path, *, conn_max_age: int = 60) -> DBConfig:
     """Return a Django DATABASES['default'] dict for DATABASE_URL, or the embedded SQLite file."""
     if not url:
         return {

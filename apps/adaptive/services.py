@@ -176,7 +176,9 @@ def adaptive_dispatch(*, campaign_id: int) -> str:
         # Pinned once, conditionally, so a concurrent first run cannot pin another one.
         AdaptiveState.objects.filter(pk=state.pk, calibration__isnull=True).update(calibration=chosen)
         state.refresh_from_db()
-    cal = engine_calibration(state.calibration)
+    pinned = state.calibration
+    assert pinned is not None, "pinned above, by this run or a concurrent one"
+    cal = engine_calibration(pinned)
     config = AdaptiveConfig.from_dict({**campaign.adaptive_options, "n_attempts": campaign.n_attempts})
     index = cal.task_index()
     task_ids = dict(campaign.tasks.values_list("id", "task_id"))

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.http import Http404
@@ -16,8 +18,9 @@ class AgentConfigForm(forms.ModelForm):
         model = AgentConfig
         fields = "__all__"
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # ModelForm.clean returns cleaned_data
+        data = self.cleaned_data
         problems = agent_config_problems(
             kind=data.get("kind", ""),
             api_key_env=data.get("api_key_env", ""),

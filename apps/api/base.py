@@ -64,7 +64,7 @@ class ApiView(APIView):
         figures are computed for one page only.
         """
         paginator = ApiPagination()
-        page = paginator.paginate_queryset(items, self.request, view=self)
+        page: list[Any] | None = paginator.paginate_queryset(items, self.request, view=self)
         if transform is not None:
             page = transform(page)
         data = serializer_class(page, many=True, context={"request": self.request, **context}).data

@@ -58,10 +58,13 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
         return Response(body, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
 
     headers = {}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header
-    if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(int(exc.wait))
+    # Only some APIException subclasses carry these (NotAuthenticated's challenge, Throttled's wait).
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait = getattr(exc, "wait", None)
+    if wait:
+        headers["Retry-After"] = str(int(wait))
     set_rollback()
     if isinstance(exc, exceptions.ValidationError):
         details = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}

@@ -139,7 +139,8 @@ class SuiteTaskListView(ApiView):
             tasks = tasks.filter(validation=query["validation"])
         if query.get("tag"):
             # Tags are a short JSON list; filtering in Python keeps this portable across SQLite and PostgreSQL.
-            tasks = [task for task in tasks if query["tag"] in (task.tags or [])]
+            tagged = [task for task in tasks if query["tag"] in (task.tags or [])]
+            return self.paginate(tagged, TaskOutput)
         return self.paginate(tasks, TaskOutput)
 
 

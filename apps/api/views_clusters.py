@@ -190,7 +190,7 @@ class ConfusionOutput(serializers.Serializer):
 
 class JudgeOutput(serializers.Serializer):
     key = serializers.CharField(help_text="Judge version: SHA-256 of kind, model and prompt.")
-    label = serializers.CharField(source="identity.label")
+    label = serializers.CharField(source="identity.label")  # type: ignore[assignment]  # DRF's metaclass moves declared fields out of the class: no clash with Field.label
     kind = serializers.CharField(source="identity.kind")
     model = serializers.CharField(source="identity.model", allow_blank=True)
     prompt = serializers.CharField(source="identity.prompt", allow_blank=True)

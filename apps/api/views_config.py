@@ -294,7 +294,7 @@ class PriceSheetOutput(serializers.ModelSerializer):
 
 class PriceSheetInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    source = serializers.CharField(
+    source = serializers.CharField(  # type: ignore[assignment]  # DRF's metaclass moves declared fields out of the class: no clash with Field.source
         max_length=500, help_text="Where the prices come from (shown wherever cost is)."
     )
     effective_date = serializers.DateField()

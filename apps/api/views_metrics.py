@@ -252,7 +252,7 @@ class GapView(ApiView):
 class PriceSheetRefOutput(serializers.Serializer):
     id = serializers.IntegerField(source="pk")
     name = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # DRF's metaclass moves declared fields out of the class: no clash with Field.source
     effective_date = serializers.DateField()
 
 
@@ -399,7 +399,7 @@ class CompareView(ApiView):
             result = figures.comparison(tables, a, b)
         except ValueError as exc:  # different N: all-N is not comparable
             raise serializers.ValidationError({"b": [str(exc)]}) from exc
-        keys = [key for key in ComparisonOutput().fields if key not in ("a", "b")]
+        keys = [key for key in ComparisonOutput().fields.keys() if key not in ("a", "b")]
         return Response(
             ComparisonOutput({"a": a, "b": b, **{key: getattr(result, key) for key in keys}}).data
         )

@@ -27,7 +27,7 @@ TAGS = ["noise floor"]
 
 class MetricNoiseOutput(serializers.Serializer):
     metric = serializers.ChoiceField(choices=list(figures.NOISE_METRICS))
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # DRF's metaclass moves declared fields out of the class: no clash with Field.label
     value = serializers.FloatField(allow_null=True, help_text="The campaign's figure over the scope (share).")
     se = serializers.FloatField(
         allow_null=True, help_text="Standard error: sd of 2000 task-bootstrap replicates."
@@ -69,7 +69,7 @@ class NoiseView(ApiView):
 
 class ReplicateSpreadOutput(serializers.Serializer):
     metric = serializers.ChoiceField(choices=list(figures.NOISE_METRICS))
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # DRF's metaclass moves declared fields out of the class: no clash with Field.label
     values = serializers.ListField(
         child=serializers.FloatField(allow_null=True), help_text="Per member, in order."
     )
@@ -250,7 +250,9 @@ class GateView(ApiView):
         try:
             report = gate_report(
                 campaign=by_id[data["campaign"]],
-                baseline=by_id.get(data.get("baseline")),
+                baseline=by_id.get(baseline_id)
+                if (baseline_id := data.get("baseline")) is not None
+                else None,
                 min_pass1=data.get("min_pass1"),
                 min_all_n=data.get("min_all_n"),
                 max_drop_pp=data.get("max_drop_pp"),

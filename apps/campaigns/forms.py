@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 from django.db.models import Q
 
@@ -34,6 +36,13 @@ def agent_choices(teams) -> list[tuple[str, list[tuple[str, str]]]]:
     return groups
 
 
+class TaskChoiceField(forms.ModelMultipleChoiceField):
+    """Tasks listed by their task id."""
+
+    def label_from_instance(self, obj: Task) -> str:
+        return obj.task_id
+
+
 class CampaignLaunchForm(forms.Form):
     name = forms.CharField(max_length=200)
     team = forms.ModelChoiceField(queryset=Team.objects.none())
@@ -45,7 +54,7 @@ class CampaignLaunchForm(forms.Form):
     domains = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: every domain."
     )
-    tasks = forms.ModelMultipleChoiceField(
+    tasks = TaskChoiceField(
         queryset=Task.objects.none(),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 8}),
@@ -119,29 +128,30 @@ class CampaignLaunchForm(forms.Form):
 
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
-        self.fields["agent"].choices = agent_choices(self.fields["team"].queryset)
+        # self.fields holds copies of the fields declared above: each keeps its declared class.
+        team_field = cast(forms.ModelChoiceField, self.fields["team"])
+        suite_field = cast(forms.ModelChoiceField, self.fields["suite"])
+        tasks_field = cast(TaskChoiceField, self.fields["tasks"])
+        team_field.queryset = teams if teams is not None else Team.objects.none()
+        cast(forms.ChoiceField, self.fields["agent"]).choices = agent_choices(team_field.queryset)
         # One team: preselect it, so launching takes one choice fewer.
         if teams is not None and not self.is_bound and len(teams) == 1:
-            self.fields["team"].initial = teams[0].pk
+            team_field.initial = teams[0].pk
         # Shared suites and the teams' own (a suite made from imported results is one team's).
-        self.fields["suite"].queryset = Suite.objects.filter(
-            Q(team__isnull=True) | Q(team__in=self.fields["team"].queryset)
-        )
+        suite_field.queryset = Suite.objects.filter(Q(team__isnull=True) | Q(team__in=team_field.queryset))
         self.fields["budget_share"].required = False
         self.fields["target_se"].required = False
-        suites = self.fields["suite"].queryset
-        self.fields["domains"].choices = [
+        suites = suite_field.queryset
+        cast(forms.MultipleChoiceField, self.fields["domains"]).choices = [
             (name, name)
             for name in Domain.objects.filter(suite__in=suites)
             .order_by("name")
             .values_list("name", flat=True)
             .distinct()
         ]
-        self.fields["tasks"].queryset = (
+        tasks_field.queryset = (
             Task.objects.filter(suite__in=suites).select_related("domain").order_by("task_id")
         )
-        self.fields["tasks"].label_from_instance = lambda task: task.task_id
 
     def chosen_tasks(self):
         """The suite's tasks the form selects: the chosen tasks, else all of the ticked domains (or all)."""
@@ -153,8 +163,9 @@ class CampaignLaunchForm(forms.Form):
             tasks = tasks.filter(pk__in=[task.pk for task in data["tasks"]])
         return tasks
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # Form.clean returns cleaned_data, which the checks below extend
+        data = self.cleaned_data
         suite, tasks = data.get("suite"), data.get("tasks")
         if suite is not None and tasks:
             foreign = sorted(task.task_id for task in tasks if task.suite_id != suite.pk)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
-from django.db.models import Avg, Count, Q, QuerySet
+from django.db.models import Aggregate, Avg, Count, Q, QuerySet
 from django.utils import timezone
 
 from apps.agents.models import PriceSheet
@@ -142,7 +144,7 @@ def campaign_list_rows(*, user, limit: int = 200) -> list[CampaignListRow]:
     return rows
 
 
-def campaign_worker_activity(*, campaign: Campaign) -> list[dict]:
+def campaign_worker_activity(*, campaign: Campaign) -> list[Mapping[str, Any]]:
     """Per worker: attempts of this campaign it is running now and has finished (one query)."""
     return list(
         Attempt.objects.filter(campaign=campaign)
@@ -260,7 +262,7 @@ def launch_estimate(*, agent, suite, tasks, n_attempts: int, price_sheet=None) -
             **base, simulated=True, basis="", sample=0, per_attempt=Decimal(0), unpriced_model=""
         )
     done = Attempt.objects.filter(campaign__suite=suite, status=Attempt.Status.DONE)
-    averages = {"input": Avg("input_tokens"), "cached": Avg("cached_input_tokens")}
+    averages: dict[str, Aggregate] = {"input": Avg("input_tokens"), "cached": Avg("cached_input_tokens")}
     averages |= {"output": Avg("output_tokens"), "reasoning": Avg("reasoning_tokens"), "n": Count("id")}
     own = done.filter(campaign__agent=agent).aggregate(**averages)
     row, basis = (own, "this agent's") if own["n"] else (done.aggregate(**averages), "every agent's")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Any, Protocol, TypeVar, cast
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -36,6 +37,14 @@ def roles_of(user) -> list[Role]:
     return [role for role in ROLE_ORDER if role.rank <= rank]
 
 
+class RoleRequiredView(Protocol):
+    """A view wrapped by require_role, which records the role it needs on it."""
+
+    required_role: Role
+
+    def __call__(self, request: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+
 def require_role(role: str | Role) -> Callable:
     """View decorator: anonymous users go to login, users without `role` get 403."""
     required = parse_role(role)
@@ -49,8 +58,9 @@ def require_role(role: str | Role) -> Callable:
                 raise PermissionDenied(f"this page needs the {required.value} role")
             return view(request, *args, **kwargs)
 
-        wrapper.required_role = required
-        return wrapper
+        guarded = cast(RoleRequiredView, wrapper)
+        guarded.required_role = required
+        return guarded
 
     return decorator
 
@@ -64,7 +74,12 @@ def teams_for(user) -> QuerySet[Team]:
     return Team.objects.filter(members=user)
 
 
-def get_visible_or_404(queryset: QuerySet, user, *, team_path: str = "campaign__team", **lookup) -> Model:
+ModelT = TypeVar("ModelT", bound=Model)
+
+
+def get_visible_or_404(
+    queryset: QuerySet[ModelT], user, *, team_path: str = "campaign__team", **lookup
+) -> ModelT:
     """The object among the queryset's rows whose team (reached by `team_path`) the user may see, else 404.
 
     Outsiders get the same 404 as for a missing row, so they learn nothing; the default path fits

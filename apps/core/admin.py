@@ -1,7 +1,17 @@
+from __future__ import annotations
+
+from typing import Protocol
+
 from django.contrib import admin
 from django.db.models import Count
 
 from apps.core.models import Team, WorkerHeartbeat
+
+
+class CountedTeam(Protocol):
+    """A team row from TeamAdmin.get_queryset, which annotates its member count."""
+
+    member_total: int
 
 
 @admin.register(Team)
@@ -15,7 +25,7 @@ class TeamAdmin(admin.ModelAdmin):
         return super().get_queryset(request).annotate(member_total=Count("members"))
 
     @admin.display(description="members", ordering="member_total")
-    def member_count(self, team: Team) -> int:
+    def member_count(self, team: CountedTeam) -> int:
         return team.member_total
 
 

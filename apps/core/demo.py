@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TextIO
+from io import TextIOBase
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -32,7 +32,7 @@ DEMO_TEAM_NAME = "Demo team"
 class DemoContext:
     """What steps share: output stream and lines to print in the final summary."""
 
-    out: TextIO
+    out: TextIOBase  # the command's stdout (an OutputWrapper), or a StringIO in tests
     notes: list[str] = field(default_factory=list)
     options: dict = field(default_factory=dict)  # command-line options steps may read (e.g. repeat)
     shared: dict = field(default_factory=dict)  # steps may pass objects on (e.g. the demo team)

@@ -20,7 +20,8 @@ class PlotlyJsFinder(BaseFinder):
         super().__init__(*args, **kwargs)
         self.storage = FileSystemStorage(location=str(PLOTLY_JS_SOURCE.parent))
         # collectstatic joins storage.prefix with listed names to build the target path.
-        self.storage.prefix = str(Path(PLOTLY_JS_STATIC_PATH).parent)
+        # django-stubs do not declare `prefix`, which Django's own finders set the same way.
+        self.storage.prefix = str(Path(PLOTLY_JS_STATIC_PATH).parent)  # type: ignore[attr-defined]
 
     def check(self, **kwargs):
         if not PLOTLY_JS_SOURCE.is_file():

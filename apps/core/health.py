@@ -25,7 +25,8 @@ def check_broker() -> dict:
     """Open a connection to the Celery broker (skipped for the embedded filesystem broker)."""
     try:
         with app.connection_for_write() as connection:
-            connection.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_SECONDS)
+            # celery-types declare `timeout: int | None`; kombu takes seconds as a float (it sums sleeps).
+            connection.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_SECONDS)  # type: ignore[arg-type]
     except Exception as exc:  # kombu raises transport-specific errors; any of them means "down"
         return {"ok": False, "detail": f"{type(exc).__name__}: {exc}".strip()}
     return {"ok": True, "detail": app.connection_for_write().transport_cls}

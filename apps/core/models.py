@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 
-class TeamManager(models.Manager):
+class TeamManager(models.Manager["Team"]):
     def get_by_natural_key(self, slug: str) -> Team:
         return self.get(slug=slug)
 
@@ -46,6 +46,9 @@ class WorkerHeartbeat(models.Model):
     first_seen = models.DateTimeField(default=timezone.now, editable=False)
     last_seen = models.DateTimeField(default=timezone.now)
     beats = models.PositiveIntegerField(default=0)
+
+    # Not stored: the workers page (apps.core.views.workers) sets it for its template, against one `now`.
+    is_alive: bool
 
     class Meta:
         ordering = ["-last_seen"]

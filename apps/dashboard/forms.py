@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 
 from apps.campaigns.models import Campaign
 
 
 class _CampaignChoiceForm(forms.Form):
-    campaign = forms.ModelChoiceField(queryset=None)
+    campaign: forms.ModelChoiceField[Campaign] = forms.ModelChoiceField(queryset=None)
 
     def __init__(self, *args, campaigns, **kwargs):
         super().__init__(*args, **kwargs)
         # Only campaigns the user may see are valid choices (a forged id fails validation).
-        self.fields["campaign"].queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
-        self.fields["campaign"].choices = [("", "—")] + [(c.pk, c.name) for c in campaigns]
+        # self.fields holds a copy of the field declared above: it keeps its declared class.
+        field = cast(forms.ModelChoiceField, self.fields["campaign"])
+        field.queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
+        field.choices = [("", "—")] + [(c.pk, c.name) for c in campaigns]
 
 
 class ExternalScoreForm(_CampaignChoiceForm):
@@ -43,7 +47,7 @@ class PlannerForm(forms.Form):
         ("drift", "Drift check: the same configuration re-run (detects a uniform shift)"),
         ("ab", "A/B: two different configurations (needs two campaigns on the same tasks)"),
     )
-    campaigns = forms.ModelMultipleChoiceField(
+    campaigns: forms.ModelMultipleChoiceField[Campaign] = forms.ModelMultipleChoiceField(
         queryset=None, help_text="The first is the pilot: its design and prices. More add variance estimates."
     )
     mode = forms.ChoiceField(choices=MODE_CHOICES, initial="drift")
@@ -53,8 +57,9 @@ class PlannerForm(forms.Form):
 
     def __init__(self, *args, campaigns, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["campaigns"].queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
-        self.fields["campaigns"].choices = [(c.pk, c.name) for c in campaigns]
+        field = cast(forms.ModelMultipleChoiceField, self.fields["campaigns"])
+        field.queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
+        field.choices = [(c.pk, c.name) for c in campaigns]
 
     def chosen_ids(self, data_order: list[str]) -> list[int]:
         """The chosen campaigns' ids in the order they were given (the first is the pilot)."""

@@ -456,7 +456,8 @@ def compare(request):
     campaigns = figures.figure_campaigns(request.user)
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
-    result, error, costs, verdict, per_task, task_links = None, "", None, "", (), {}
+    result, error, costs, verdict, task_links = None, "", None, "", {}
+    per_task: tuple[figures.TaskComparison, ...] = ()
     differences_only = request.GET.get("diff") == "1"
     health = task_health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 
 from apps.agents.models import AgentConfig
@@ -39,11 +41,15 @@ class WatchForm(forms.Form):
 
     def __init__(self, *args, teams, campaigns, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
-        self.fields["baseline"].queryset = Campaign.objects.filter(pk__in=[c.pk for c in campaigns])
+        # self.fields holds copies of the fields declared above: each keeps its declared class.
+        cast(forms.ModelChoiceField, self.fields["team"]).queryset = teams
+        cast(forms.ModelChoiceField, self.fields["baseline"]).queryset = Campaign.objects.filter(
+            pk__in=[c.pk for c in campaigns]
+        )
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # Form.clean returns cleaned_data
+        data = self.cleaned_data
         try:
             check_schedule(interval_minutes=data.get("interval_minutes"), cron=data.get("cron") or "")
         except ScheduleError as exc:

@@ -7,6 +7,7 @@ matched in the TIME_ZONE of the settings; like Celery's crontab, every field mus
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Protocol, cast
 from zoneinfo import ZoneInfo
 
 from celery.schedules import crontab
@@ -14,6 +15,16 @@ from django.conf import settings
 
 # A crontab that matches nothing within this many days (e.g. 30 February) is refused.
 HORIZON_DAYS = 366 * 4
+
+
+class ExpandedCrontab(Protocol):
+    """The sets of matching values a crontab expands its fields into (celery-types do not declare them)."""
+
+    minute: set[int]
+    hour: set[int]
+    day_of_week: set[int]
+    day_of_month: set[int]
+    month_of_year: set[int]
 
 
 class ScheduleError(ValueError):
@@ -50,21 +61,22 @@ def check_schedule(*, interval_minutes: int | None, cron: str) -> None:
 
 def next_cron_time(schedule: crontab, *, after: datetime) -> datetime:
     """The first whole minute strictly after `after` that the crontab matches (aware, in `after`'s zone)."""
+    fields = cast(ExpandedCrontab, schedule)
     zone = ZoneInfo(settings.TIME_ZONE)
     moment = after.astimezone(zone).replace(second=0, microsecond=0) + timedelta(minutes=1)
     limit = moment + timedelta(days=HORIZON_DAYS)
     while moment < limit:
-        if moment.month not in schedule.month_of_year:
+        if moment.month not in fields.month_of_year:
             moment = (moment.replace(day=1, hour=0, minute=0) + timedelta(days=32)).replace(day=1)
             continue
         # Celery numbers weekdays from Sunday = 0; Python from Monday = 0.
-        if moment.day not in schedule.day_of_month or (moment.weekday() + 1) % 7 not in schedule.day_of_week:
+        if moment.day not in fields.day_of_month or (moment.weekday() + 1) % 7 not in fields.day_of_week:
             moment = moment.replace(hour=0, minute=0) + timedelta(days=1)
             continue
-        if moment.hour not in schedule.hour:
+        if moment.hour not in fields.hour:
             moment = moment.replace(minute=0) + timedelta(hours=1)
             continue
-        if moment.minute not in schedule.minute:
+        if moment.minute not in fields.minute:
             moment += timedelta(minutes=1)
             continue
         return moment

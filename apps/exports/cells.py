@@ -58,7 +58,7 @@ JSON_NON_FINITE = {
 }  # float repr -> what json writes (allow_nan)
 
 Cell = Callable[[Any], Any]
-ColumnCells = Callable[[tuple], Iterable]  # a column of raw values -> its cells, in order
+ColumnCells = Callable[[Iterable], Iterable]  # a column of raw values -> its cells, in order
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def _json_decimal(value: Decimal) -> str:
     return JSON_NON_FINITE.get(text, text)
 
 
-def _json_floats(values: tuple) -> Iterable[str]:
+def _json_floats(values: Iterable) -> Iterable[str]:
     texts = list(map(float.__repr__, values))
     return map(JSON_NON_FINITE.get, texts, texts)  # dict.get(text, text): only nan and infinities change
 

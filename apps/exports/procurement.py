@@ -20,7 +20,7 @@ from openpyxl.styles import Font
 from apps.attempts.models import Attempt
 from apps.campaigns.models import Campaign
 from apps.exports.tables import Column
-from apps.exports.writers import write_sheet
+from apps.exports.writers import first_sheet, write_sheet
 from apps.figures import selectors as figures
 
 SUMMARY_COLUMNS = [
@@ -190,13 +190,14 @@ def _provenance(
 
 def _attempt_counts(campaigns: list[Campaign]) -> list[dict]:
     ids = [c.pk for c in campaigns]
+    # The plugin resolves "n" against the M2M through model's fields, not the annotation above it.
     tasks = dict(
         Campaign.tasks.through.objects.filter(campaign_id__in=ids)
         .values_list("campaign_id")
         .annotate(n=Count("id"))
-        .values_list("campaign_id", "n")
+        .values_list("campaign_id", "n")  # type: ignore[misc]
     )
-    rows = list(
+    counted = (
         Attempt.objects.filter(campaign_id__in=ids)
         .order_by()
         .values("campaign_id")
@@ -206,6 +207,7 @@ def _attempt_counts(campaigns: list[Campaign]) -> list[dict]:
             infra=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
         )
     )
+    rows: list[dict] = [{**row} for row in counted]
     seen = {row["campaign_id"] for row in rows}
     rows += [{"campaign_id": pk, "total": 0, "done": 0, "infra": 0} for pk in ids if pk not in seen]
     for row in rows:
@@ -228,7 +230,7 @@ def build_workbook(
         ("Per domain", DOMAIN_COLUMNS, "domains"),
         ("Per task", TASK_COLUMNS, "tasks"),
     ):
-        sheet = workbook.active if key == "summary" else workbook.create_sheet()
+        sheet = first_sheet(workbook) if key == "summary" else workbook.create_sheet()
         sheet.title = title
         write_sheet(sheet, columns, [[row.get(column.key) for column in columns] for row in data[key]])
     methodology = workbook.create_sheet("Methodology & provenance")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring_ascii
 
 from django.db import connections
@@ -122,7 +122,7 @@ def _may_be_null(expression, query) -> bool:
 
 def _formatted_rows(chunk: list[tuple], formatters: list[tuple[int, ColumnCells]]) -> Iterator[tuple]:
     """The chunk's rows with the formatted columns replaced: transposed, one map per column, transposed back."""
-    columns = list(zip(*chunk))
+    columns: list[Iterable] = list(zip(*chunk))
     for index, format_column in formatters:
         columns[index] = format_column(columns[index])
     return zip(*columns)

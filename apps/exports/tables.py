@@ -273,8 +273,9 @@ def tasks_table(user, query: QueryDict) -> Table:
 def compare_table(user, query: QueryDict) -> Table:
     """Per-task rows of the paired comparison ?a=&b= (empty when either is missing or not visible)."""
     by_id = {c.pk: c for c in figure_campaigns(user)}
-    a = by_id.get(int(query["a"])) if query.get("a", "").isdigit() else None
-    b = by_id.get(int(query["b"])) if query.get("b", "").isdigit() else None
+    a_id, b_id = query.get("a", ""), query.get("b", "")
+    a = by_id.get(int(a_id)) if a_id.isdigit() else None
+    b = by_id.get(int(b_id)) if b_id.isdigit() else None
     columns = [
         Column("task_id", "task"),
         Column("c_a", "A passes", "int"),
@@ -606,8 +607,9 @@ def planner_table(user, query: QueryDict) -> Table:
 def drift_table(user, query: QueryDict) -> Table:
     """Every run of the user's watches (or ?watch=ID's): figures, Δ with interval and floor, flips, provider, alert."""
     watches = drift.watches_visible_to(user)
-    if query.get("watch", "").isdigit():
-        watches = watches.filter(pk=int(query["watch"]))
+    watch_id = query.get("watch", "")
+    if watch_id.isdigit():
+        watches = watches.filter(pk=int(watch_id))
     rows = []
     for view in drift.watch_views(watches):
         for run in view.runs:
@@ -690,7 +692,8 @@ def gate_table(user, query: QueryDict) -> Table:
 
     def number(name: str) -> float | None:
         try:
-            return float(query[name]) if query.get(name, "") != "" else None
+            value = query.get(name, "")
+            return float(value) if value != "" else None
         except ValueError:
             return None
 

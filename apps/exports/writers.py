@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from decimal import Decimal
 
 from openpyxl import Workbook
@@ -32,7 +33,7 @@ def _plain(value):
     return value
 
 
-def table_csv(table: Table, *, about: list[tuple[str, str]] = ()) -> str:
+def table_csv(table: Table, *, about: Sequence[tuple[str, str]] = ()) -> str:
     """CSV text: the About block as `# key: value` comment lines, a header of column titles, then raw
     values (shares as 0..1, empty for undefined). Readers skip the block with comment="#"."""
     buffer = io.StringIO()
@@ -61,7 +62,15 @@ def _append_as_text(sheet: Worksheet, values: list) -> None:
             cell.data_type = "s"
 
 
-def write_sheet(sheet: Worksheet, columns: list[Column], rows: list[list]) -> None:
+def first_sheet(workbook: Workbook) -> Worksheet:
+    """The worksheet a new Workbook starts with (openpyxl's types allow none, or a chart sheet)."""
+    sheet = workbook.active
+    if not isinstance(sheet, Worksheet):
+        raise TypeError(f"expected the workbook's first sheet to be a worksheet, got {sheet!r}")
+    return sheet
+
+
+def write_sheet(sheet: Worksheet, columns: list[Column], rows: Sequence[Sequence]) -> None:
     """Header + rows into `sheet` with number formats by column kind, frozen header and widths."""
     sheet.append([column.title for column in columns])
     for cell in sheet[1]:
@@ -105,10 +114,10 @@ def _display(value, kind: str) -> str:
     return str(_plain(value))
 
 
-def table_xlsx(table: Table, *, about: list[tuple[str, str]] = ()) -> bytes:
+def table_xlsx(table: Table, *, about: Sequence[tuple[str, str]] = ()) -> bytes:
     """The table's sheet (frozen header, autofilter), then an About sheet when `about` is given."""
     workbook = Workbook()
-    sheet = workbook.active
+    sheet = first_sheet(workbook)
     sheet.title = table.title[:31]
     write_sheet(sheet, table.columns, table.values())
     if about:

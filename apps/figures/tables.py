@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 from django.core.cache import cache
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, QuerySet, Sum
 
 from apps.attempts.models import TaskSummary
 from apps.campaigns.models import Campaign
@@ -81,7 +81,8 @@ def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
     """
     ids = list(campaign_ids)
     sums = {f"sum_{name}": Sum(name) for name in STAMP_SUMS}
-    rows = (
+    # Mapping: the plugin types the rows without the sums' keys, passed as **sums.
+    rows: QuerySet[TaskSummary, Mapping[str, Any]] = (
         TaskSummary.objects.filter(campaign_id__in=ids)
         .order_by()
         .values("campaign_id")

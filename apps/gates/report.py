@@ -105,9 +105,11 @@ def junit_xml(report: GateReport, *, timestamp: datetime | None = None) -> str:
         "errors": "0",
         "skipped": "0",
     }
-    root = ElementTree.Element("testsuites", name=SUITE_NAME, time=f"{report.seconds:.3f}", **counts)
+    root = ElementTree.Element("testsuites", {"name": SUITE_NAME, "time": f"{report.seconds:.3f}", **counts})
     suite = ElementTree.SubElement(
-        root, "testsuite", name=describe(report), timestamp=stamp, time=f"{report.seconds:.3f}", **counts
+        root,
+        "testsuite",
+        {"name": describe(report), "timestamp": stamp, "time": f"{report.seconds:.3f}", **counts},
     )
     properties = ElementTree.SubElement(suite, "properties")
     for name, value in (

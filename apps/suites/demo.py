@@ -9,7 +9,7 @@ from apps.suites.services import suite_load_builtin
 @demo_step(order=20, name="load the built-in five-domain suite")
 def load_suite(context: DemoContext) -> None:
     suite = suite_load_builtin(name="starter", validate=True)
-    counts = {}
+    counts: dict[str, int] = {}
     for status in suite.tasks.values_list("validation", flat=True):
         counts[status] = counts.get(status, 0) + 1
     context.shared["suite"] = suite

@@ -95,14 +95,18 @@ def training_pool(
         "candidates": len(table),
         "tasks": [
             {
-                "task_id": row.task_id,
-                "domain": row.domain,
-                "n": int(row.n),
-                "c": int(row.c),
-                "posterior": {"alpha": float(row.alpha), "beta": float(row.beta), "mean": float(row.mean)},
-                "p_zone": float(row.p_zone),
+                "task_id": row["task_id"],
+                "domain": row["domain"],
+                "n": int(row["n"]),
+                "c": int(row["c"]),
+                "posterior": {
+                    "alpha": float(row["alpha"]),
+                    "beta": float(row["beta"]),
+                    "mean": float(row["mean"]),
+                },
+                "p_zone": float(row["p_zone"]),
             }
-            for row in chosen.itertuples()
+            for row in chosen.to_dict("records")
         ],
     }
 

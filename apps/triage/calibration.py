@@ -82,7 +82,7 @@ def judge_rows(*, campaigns: list[Campaign]) -> list[JudgeRow]:
                 campaigns=tuple(users[key]),
                 labels=len(pairs),
                 unjudged=len(pairs) - len(judged),
-                calibration=calibration(judged),  # type: ignore[arg-type]
+                calibration=calibration(judged),
             )
         )
     rows.sort(key=lambda row: (-row.labels, row.identity.label))

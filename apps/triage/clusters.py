@@ -22,9 +22,10 @@ import json
 import threading
 import uuid
 from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import overload
 
 from django.core.cache import cache
 from django.db import connection
@@ -134,10 +135,17 @@ class ClusterIndex:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, key):
+    @overload
+    def __getitem__(self, key: int) -> Cluster: ...
+    @overload
+    def __getitem__(self, key: slice) -> list[Cluster]: ...
+    def __getitem__(self, key: int | slice) -> Cluster | list[Cluster]:
         if isinstance(key, slice):
             return [_cluster(row) for row in self.rows[key]]
         return _cluster(self.rows[key])
+
+    def __iter__(self) -> Iterator[Cluster]:
+        return (_cluster(row) for row in self.rows)
 
     def count(self) -> int:
         return len(self.rows)
@@ -336,7 +344,9 @@ def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
         queryset.order_by()
         .annotate(digest=Coalesce("failure_signature__digest", Value("")))  # "": not signed yet
         .values("digest", "campaign_id", "task_id")
-        .annotate(
+        # The plugin checks `clean` against Attempt's attributes (Model.clean) although rows are
+        # dicts after .values(); Django only refuses names of fields.
+        .annotate(  # type: ignore[no-redef]
             n=Count("id"), clean=Count("id", filter=Q(clean_looking=True)), first=Min("id"), last=Max("id")
         )
     )
@@ -453,8 +463,8 @@ def cluster_rows(
     base = queue_queryset(user=user, filters=filters).order_by()
     if details is None:
         counts = _counts(campaign_ids, filters)
-        rows = _signature_rows(campaign_ids, filters) if counts is not None else None
-        details = _page_details(base, signatures, counts, rows, filters)
+        signature_rows = _signature_rows(campaign_ids, filters) if counts is not None else None
+        details = _page_details(base, signatures, counts, signature_rows, filters)
         cache.set(key, details, CACHE_SECONDS)
     reviewed, labelled = _review_progress(base, signatures)
     rows = []
@@ -525,9 +535,11 @@ def _page_details(
     )
     details = {}
     for signature in signatures:
-        counts = terminations[signature]
-        total = sum(counts.values())
-        name, n = min(counts.items(), key=lambda item: (-item[1], item[0])) if counts else ("", 0)
+        by_termination = terminations[signature]
+        total = sum(by_termination.values())
+        name, n = (
+            min(by_termination.items(), key=lambda item: (-item[1], item[0])) if by_termination else ("", 0)
+        )
         details[signature] = (
             name,
             n / total if total else 0.0,
@@ -575,7 +587,8 @@ def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[Ca
     campaign_ids, filters = _scope(user, filters)
     counts = _counts(campaign_ids, filters)
     base: QuerySet = queue_queryset(user=user, filters=filters).order_by()
-    n, own = Count("id"), "failure_signature__digest"
+    n: Count | Sum = Count("id")
+    own = "failure_signature__digest"
     if counts is not None:  # the count table answers both, without reading attempts
         base, n, own = counts, Sum(_size_columns(filters)[0]), "signature"
     key = _key("campaigns", campaign_ids, filters, _stamp(campaign_ids, filters))

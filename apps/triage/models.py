@@ -156,7 +156,8 @@ class TaskHealthIssue(models.Model):
     @property
     def title(self) -> str:
         """What the issue is: its label's name, or "suspect task" for an exclusion from the suspect queue."""
-        return self.label.name if self.label_id else "suspect task"
+        label = self.label  # no query when label_id is None
+        return label.name if label is not None else "suspect task"
 
     @property
     def is_open(self) -> bool:

@@ -6,7 +6,7 @@ and the REST API share one gate: labels, notes, assignment and status need the t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -106,7 +106,7 @@ def attempt_toggle_label(*, attempt: Attempt, label: Label, actor) -> AttemptRev
 _BATCH = 1000
 
 
-def _reviews_for(attempts: list[Attempt]) -> dict[int, AttemptReview]:
+def _reviews_for(attempts: Sequence[Attempt]) -> dict[int, AttemptReview]:
     """Each attempt's review, creating the missing ones in one statement."""
     ids = [a.pk for a in attempts]
     found = {r.attempt_id: r for r in AttemptReview.objects.filter(attempt_id__in=ids)}
@@ -183,7 +183,7 @@ def attempts_bulk_assign(*, attempts: Iterable[Attempt], assignee, actor) -> int
     _ensure_triager(actor)
     if assignee is not None and not user_has_role(assignee, Role.TRIAGER):
         raise ValidationError({"assignee": f"{assignee.get_username()} does not have the triager role"})
-    usernames = {}
+    usernames: dict[int, str] = {}
     target_id = assignee.pk if assignee else None
     changed = 0
     for batch in in_slices(list(attempts), _BATCH):
@@ -191,7 +191,11 @@ def attempts_bulk_assign(*, attempts: Iterable[Attempt], assignee, actor) -> int
         targets = [a for a in batch if reviews[a.pk].assignee_id != target_id]
         if not targets:
             continue
-        before_ids = {reviews[a.pk].assignee_id for a in targets} - {None}
+        before_ids = {
+            review.assignee_id
+            for review in (reviews[a.pk] for a in targets)
+            if review.assignee_id is not None
+        }
         usernames.update(_usernames(before_ids - set(usernames)))
         AttemptReview.objects.filter(pk__in=[reviews[a.pk].pk for a in targets]).update(
             assignee=assignee, updated_at=timezone.now()
@@ -202,7 +206,9 @@ def attempts_bulk_assign(*, attempts: Iterable[Attempt], assignee, actor) -> int
                 task_id=a.task_id,
                 actor=actor,
                 field="assignee",
-                before=usernames.get(reviews[a.pk].assignee_id),
+                before=usernames.get(before_id)
+                if (before_id := reviews[a.pk].assignee_id) is not None
+                else None,
                 after=assignee.get_username() if assignee else None,
             )
             for a in targets
@@ -321,16 +327,16 @@ def _sync_task_health(*, attempt: Attempt, actor) -> None:
             actor=actor,
             field="task_health",
             before=None,
-            after=f"opened: {issue.label.name}",
+            after=f"opened: {issue.title}",
         )
-    for label_pk in set(open_issues) - used:
-        issue = open_issues[label_pk]
-        _close(issue, actor=actor, resolution="label removed from every attempt")
+    for unused_pk in set(open_issues) - used:
+        stale = open_issues[unused_pk]
+        _close(stale, actor=actor, resolution="label removed from every attempt")
         _audit(
             attempt=attempt,
             actor=actor,
             field="task_health",
-            before=f"open: {issue.label.name}",
+            before=f"open: {stale.title}",
             after="closed",
         )
 
@@ -376,11 +382,8 @@ def label_save(
         raise ValidationError({"name": "a label needs a name"})
     if shortcut is not None and not 1 <= shortcut <= 9:
         raise ValidationError({"shortcut": f"shortcut must be a digit 1-9, got {shortcut}"})
-    clash = (
-        Label.objects.filter(shortcut=shortcut).exclude(pk=label.pk if label else None).first()
-        if shortcut
-        else None
-    )
+    others = Label.objects.exclude(pk=label.pk) if label is not None else Label.objects.all()
+    clash = others.filter(shortcut=shortcut).first() if shortcut else None
     if clash is not None:
         raise ValidationError({"shortcut": f"digit {shortcut} already toggles {clash.name!r}"})
     before = _label_state(label) if label else None
@@ -627,7 +630,7 @@ def task_validation_record(
         found.add(VERDICT_DISAGREEMENT)
     if record.status != TaskValidation.Status.UNKNOWN:  # an infra error tells nothing about the task
         open_issues = {
-            issue.label.name: issue
+            issue.title: issue
             for issue in TaskHealthIssue.objects.filter(
                 task=task, resolved_at__isnull=True, label__name__in=list(VALIDATION_LABELS)
             ).select_related("label")

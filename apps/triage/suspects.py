@@ -263,20 +263,20 @@ def suspect_tasks(*, campaigns: list[Campaign], status: str = "open", kind: str 
     for pk, items in evidence.items():
         if pk not in tasks:
             continue
-        decision = latest.get(pk)
+        last_decision = latest.get(pk)
         kinds = {e.kind for e in items}
         if pk in excluded:
             state = "excluded"
         elif (
-            decision
-            and decision.decision == SuspectDecision.Decision.DISMISSED
-            and kinds <= set(decision.kinds)
+            last_decision
+            and last_decision.decision == SuspectDecision.Decision.DISMISSED
+            and kinds <= set(last_decision.kinds)
         ):
             state = "dismissed"
         else:
             state = "open"
         if status in ("", "all") or status == state:
-            out.append(SuspectTask(task=tasks[pk], evidence=items, status=state, decision=decision))
+            out.append(SuspectTask(task=tasks[pk], evidence=items, status=state, decision=last_decision))
     out.sort(key=lambda s: (-len(s.kinds), s.task.task_id, s.task.pk))
     return out
 

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any, Protocol, cast
 
 from celery import current_app
 from django.utils import timezone
+
+
+class RedisChannel(Protocol):
+    """The Redis transport's channel; kombu's base channel type has no client."""
+
+    @property
+    def client(self) -> Any: ...
 
 
 def broker_started_at() -> datetime | None:
@@ -18,5 +26,6 @@ def broker_started_at() -> datetime | None:
     with current_app.connection_for_read() as connection:
         if connection.transport.driver_type != "redis":
             return None
-        uptime = int(connection.default_channel.client.info("server")["uptime_in_seconds"])
+        channel = cast(RedisChannel, connection.default_channel)  # the redis driver's, checked above
+        uptime = int(channel.client.info("server")["uptime_in_seconds"])
     return timezone.now() - timedelta(seconds=uptime)

@@ -48,7 +48,8 @@ def check_key_variables(campaign: Campaign) -> None:
     named = {"agent": campaign.agent.api_key_env}
     for role, config in (("user simulator", campaign.user_simulator), ("judge", campaign.judge)):
         if isinstance(config, dict):
-            endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else config
+            nested = config.get("endpoint")
+            endpoint = nested if isinstance(nested, dict) else config
             named[role] = str(endpoint.get("api_key_env") or "")
     for role, name in named.items():
         refusal = api_key_env_refusal(name)

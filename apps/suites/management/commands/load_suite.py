@@ -16,7 +16,7 @@ class Command(BaseCommand):
             suite = suite_load_builtin(name=options["suite"], validate=not options["no_validate"])
         except SpecError as exc:
             raise CommandError(str(exc)) from exc
-        counts = {}
+        counts: dict[str, int] = {}
         for status in suite.tasks.values_list("validation", flat=True):
             counts[status] = counts.get(status, 0) + 1
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
