@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import DatabaseError, ProgrammingError, connections, transaction
 from django.db import connection as default_connection
@@ -121,6 +121,13 @@ def _quote(connection, name: str) -> str:
     return connection.ops.quote_name(name)
 
 
+def _column(field: Field) -> str:
+    """A concrete field's column (only non-concrete fields, never selected here, have none)."""
+    if field.column is None:
+        raise TypeError(f"{field} has no column")
+    return field.column
+
+
 def _part(
     model: type[Model], alias: str, deferred: tuple[str, ...], connection, only: tuple[str, ...] | None = None
 ):
@@ -129,7 +136,7 @@ def _part(
         for f in model._meta.concrete_fields
         if f.name not in deferred and (only is None or f.attname in only)
     ]
-    columns = [f"{alias}.{_quote(connection, f.column)}" for f in fields]
+    columns = [f"{alias}.{_quote(connection, _column(f))}" for f in fields]
     converters = []
     for offset, field in enumerate(fields):
         expression, found = _orm_converters(field, alias, connection)
@@ -319,7 +326,8 @@ def _prep_datetimes(connection, params: list[Any]) -> list[Any]:
 
 def _build(plan: _ClaimPlan, row: list[Any], connection) -> Attempt:
     db = connection.alias
-    objects, start = [], 0
+    objects: list[Any] = []  # the joined rows' model instances, unpacked by position below
+    start = 0
     for part in plan.parts:
         width = len(part.attnames)
         values = row[start : start + width]
@@ -346,7 +354,7 @@ def _owned_update_sql(
     table = q(Attempt._meta.db_table)
     assignments, params = [], []
     for name, value in values.items():
-        field = Attempt._meta.get_field(name)
+        field = cast(Field, Attempt._meta.get_field(name))  # the row's own columns, no reverse relation
         assignments.append(f"{q(field.column)} = %s")
         params.append(field.get_db_prep_save(value, connection))
     sql = f"UPDATE {table} SET {', '.join(assignments)} WHERE {q('id')} = %s AND {q('status')} = %s AND {q('worker')} = %s"

@@ -29,7 +29,11 @@ def send_run_attempt(attempt_ids: Iterable[int], *, countdown: float | None = No
     and is a plain send otherwise.
     """
     for attempt_id in attempt_ids:
-        celery_app.signature(RUN_ATTEMPT_TASK, args=(attempt_id,)).apply_async(countdown=countdown)
+        message = celery_app.signature(RUN_ATTEMPT_TASK, args=(attempt_id,))
+        if countdown is None:
+            message.apply_async()
+        else:
+            message.apply_async(countdown=countdown)
 
 
 def attempts_dispatch(*, campaign_id: int, limit: int) -> int:

@@ -8,6 +8,7 @@ is referenced by name ("campaigns.Campaign"): this app sits below campaigns and 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.db import models
 
@@ -115,11 +116,12 @@ class Attempt(models.Model):
 IN_FLIGHT = (Attempt.Status.QUEUED, Attempt.Status.RUNNING)
 
 
-def campaign_model() -> type[models.Model]:
+def campaign_model() -> Any:
     """The campaign model, reached through Attempt's foreign key: this app never imports apps.campaigns.
 
     For its table name and status values (the claim, record and heartbeat statements require a
-    running campaign); the campaign's rows are read here, never written.
+    running campaign); the campaign's rows are read here, never written. Typed Any: naming its class
+    would mean importing the app above this one.
     """
     return Attempt._meta.get_field("campaign").related_model
 
@@ -173,7 +175,8 @@ class SignatureCount(models.Model):
     signature = models.CharField(max_length=32, blank=True)
     termination = models.CharField(max_length=20, blank=True)
     failures = models.PositiveIntegerField(default=0)  # done, verdict fail
-    clean = models.PositiveIntegerField(default=0)  # of them, clean-looking
+    # Named like Model.clean(), which this count row never uses (it is written by SQL, not forms).
+    clean = models.PositiveIntegerField(default=0)  # type: ignore[assignment]  # of them, clean-looking
     # Smallest and largest attempt id among the failures (and among the clean-looking ones): examples.
     first_id = models.BigIntegerField()
     last_id = models.BigIntegerField()

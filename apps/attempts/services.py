@@ -197,7 +197,8 @@ def attempts_sweep(*, now=None, same_host_dead_only: bool = False) -> SweepRepor
     """
     now = now or timezone.now()
     host = socket.gethostname()
-    stale_ids, exhausted_ids = [], []
+    stale_ids: list[int] = []
+    exhausted_ids: list[int] = []
     running = Attempt.objects.filter(status=Attempt.Status.RUNNING).values_list(
         "id", "worker", "lease_expires_at", "retries"
     )
