@@ -7,6 +7,11 @@ class DashboardConfig(AppConfig):
     verbose_name = "Dashboard"
 
     def ready(self) -> None:
+        # Imported here, not at the top: models are not ready while Django imports the AppConfig.
+        from apps.core.glossary import register_glossary
         from apps.core.navigation import register_nav_item
+        from apps.figures.selectors import GLOSSARY_BY_SLUG
 
         register_nav_item("suites", url_name="dashboard:suites", label="Suites")
+        # The frame's `term` popovers link to the glossary page this app serves.
+        register_glossary(terms=GLOSSARY_BY_SLUG, page_url_name="dashboard:glossary")
