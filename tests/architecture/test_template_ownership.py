@@ -114,15 +114,18 @@ def test_apps_name_only_their_own_or_cores_templates_in_python():
 
 
 def test_the_check_sees_a_crossing_of_each_kind():
-    source = '{% extends "core/base.html" %}{% load static core_format %}{% include "triage/_x.html" %}'
-    source += "{% include name %}"
+    source = '{% extends "dashboard/page.html" %}{% load static core_format dashboard_tables %}'
+    source += '{% include "core/_charts_head.html" %}{% include "triage/_x.html" %}{% include name %}'
 
-    assert crossings("dashboard/page.html", source) == [
-        "dashboard/page.html includes triage/_x.html",
-        "dashboard/page.html includes or extends a name this check cannot read (not a literal)",
+    assert crossings("drift/page.html", source) == [
+        "drift/page.html extends dashboard/page.html",
+        "drift/page.html includes triage/_x.html",
+        "drift/page.html includes or extends a name this check cannot read (not a literal)",
+        "drift/page.html loads dashboard_tables of apps.dashboard",
     ]
-    assert loaded_libraries("{% load partials dashboard_format %}{% load term from glossary %}") == [
+    assert crossings("dashboard/page.html", '{% extends "core/base.html" %}{% load dashboard_tables %}') == []
+    assert loaded_libraries("{% load partials core_format %}{% load term from glossary %}") == [
         "partials",
-        "dashboard_format",
+        "core_format",
         "glossary",
     ]
