@@ -18,6 +18,8 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("", include("apps.core.urls")),
 ]
+handler403 = "apps.core.views.permission_denied"
+handler404 = "apps.core.views.page_not_found"
 
 # Each app owns its URL prefixes inside its own urls.py (with app_name), so adding an app needs
 # no edit here and parallel work on different apps does not collide in this file.

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -84,3 +85,15 @@ def ping_workers(request):
     transaction.on_commit(record_heartbeat.delay)
     messages.success(request, "Heartbeat task queued; a live worker will appear below within seconds.")
     return redirect("core:workers")
+
+
+# The error pages are core's frame (core/403.html, core/404.html); Django's own handlers look for
+# 403.html and 404.html at the template root, so the root URLconf points at these two instead.
+def permission_denied(request, exception):
+    """403 for a role that does not allow the page (PermissionDenied anywhere)."""
+    return defaults.permission_denied(request, exception, template_name="core/403.html")
+
+
+def page_not_found(request, exception):
+    """404 for an address that does not exist or belongs to another team (shown when DEBUG is off)."""
+    return defaults.page_not_found(request, exception, template_name="core/404.html")

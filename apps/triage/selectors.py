@@ -177,7 +177,7 @@ class TaskHealthScope:
         return self.unhealthy if self.excluding else frozenset()
 
     def context(self) -> dict:
-        """Template variables of the toggle and its banner (dashboard/_task_health_*.html)."""
+        """Template variables of the toggle and its banner (core/_task_health_*.html)."""
         return {
             "healthy": EXCLUDE_UNHEALTHY if self.excluding else "",
             "unhealthy_count": len(self.unhealthy),

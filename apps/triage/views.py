@@ -335,7 +335,7 @@ def taxonomy(request):
     form = LabelForm(instance=editing)
     if request.method == "POST":
         if not can_edit:
-            return render(request, "403.html", status=403)
+            return render(request, "core/403.html", status=403)
         form = LabelForm(request.POST, instance=editing)
         if form.is_valid():
             try:

@@ -17,7 +17,7 @@ from apps.agents.models import AgentConfig, PriceSheet
 from apps.attempts.models import Attempt, TaskSummary
 from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_resume, campaign_start
-from apps.dashboard.templatetags.dashboard_format import money
+from apps.core.templatetags.core_format import money
 from tb_engine.pricing import PriceList, cost_of
 from tb_engine.transcript import Usage
 from tests.campaigns.conftest import drain

@@ -1,4 +1,5 @@
-"""Number formatting for the dashboard: shares, intervals, points and money ("—" when undefined)."""
+"""The page frame's formatting: shares, intervals, points, money and counts ("—" when undefined), the
+non-model badge and the glossary popover. Loaded as `core_format` by every app's templates."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ import json
 import math
 
 from django import template
-from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.figures.selectors import GLOSSARY_BY_SLUG
+from apps.core.glossary import term_link
 
 register = template.Library()
 DASH = "—"
@@ -100,42 +100,8 @@ def sim_badge(agent):
 
 @register.simple_tag
 def term(slug: str, label: str = "?"):
-    """A glossary popover: a focusable link to the glossary entry whose definition shows on hover and
-    on keyboard focus (CSS), and is the link's accessible description for screen readers."""
-    entry = GLOSSARY_BY_SLUG[slug]
-    return format_html(
-        '<a class="term" href="{}#{}" data-tip="{}" aria-label="{}: {}">{}</a>',
-        reverse("dashboard:glossary"),
-        entry.slug,
-        entry.definition,
-        entry.name,
-        entry.definition,
-        label,
-    )
-
-
-@register.simple_tag
-def sort_th(
-    label: str, key: str, current: str, descending: bool, base_query: str, glossary: str = "", title: str = ""
-):
-    """A sortable column header: htmx swaps only the table; clicking the sorted column flips direction.
-    `glossary` names the term whose plain definition the header's popover shows."""
-    direction = "asc" if key == current and descending else "desc"
-    arrow = (" ↓" if descending else " ↑") if key == current else ""
-    href = f"?{base_query}&sort={key}&dir={direction}" if base_query else f"?sort={key}&dir={direction}"
-    sorted_state = ("descending" if descending else "ascending") if key == current else "none"
-    return format_html(
-        '<th class="num" scope="col" aria-sort="{}"{}><a href="{}" hx-get="{}" hx-target="#leaderboard-table" '
-        'hx-swap="outerHTML" hx-push-url="true" class="{}">{}{}</a>{}</th>',
-        sorted_state,
-        format_html(' title="{}"', title) if title else "",
-        href,
-        href,
-        "sorted" if key == current else "",
-        label,
-        arrow,
-        term(glossary) if glossary else "",
-    )
+    """A glossary popover (see apps.core.glossary.term_link)."""
+    return term_link(slug, label)
 
 
 @register.filter
@@ -143,29 +109,6 @@ def short_name(name: str, limit: int = 26) -> str:
     """A display name that fits a compact row: the full name is the element's title (hover)."""
     name = str(name)
     return name if len(name) <= int(limit) else name[: int(limit) - 1].rstrip() + "…"
-
-
-@register.filter
-def rate_class(cell) -> str:
-    """Colour bucket of a task-grid cell (c/n): r0 (never) .. r4 (dependable)."""
-    if cell is None or cell.rate is None:
-        return "none"
-    if cell.dependable:
-        return "r4"
-    rate = cell.rate
-    return "r0" if rate == 0 else ("r1" if rate < 0.34 else ("r2" if rate < 0.67 else "r3"))
-
-
-@register.filter
-def metric_noise(scope_metrics, key: str):
-    """The MetricNoise of `key` among a scope's metrics (None when the figure cannot be estimated)."""
-    return next((m for m in scope_metrics or () if m.metric == key), None)
-
-
-@register.filter
-def delta_of(compared, metric: str):
-    """A drift comparison's delta of one watched figure (pass_at_1 or all_n)."""
-    return getattr(compared, metric, None) if compared is not None else None
 
 
 @register.filter

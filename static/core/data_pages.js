@@ -1,4 +1,4 @@
-/* Dashboard behaviour: draw Plotly charts (also after htmx swaps) and link diff items <-> tool calls. */
+/* Data-page behaviour (core/_data_page_head.html): draw Plotly charts (also after htmx swaps) and link diff items <-> tool calls. */
 (function () {
   "use strict";
 
