@@ -153,10 +153,12 @@ def _short(value) -> str:
 def diff_headline(item: DiffItem | Mapping[str, Any]) -> str:
     """One line a reader takes in at a glance, e.g. 'ticket 20 · status: solved (golden: hold)'.
 
-    ``item`` is a diff item, or one as stored in a result (read through DiffItem.from_dict).
+    ``item`` is a diff item, or one as stored in a result (``DiffItem.to_dict()``, e.g. the first
+    one a page's query took from the JSON column). That one is built into a DiffItem, not checked
+    with ``from_dict``: a headline is shown for whatever the stored item holds.
     """
     if not isinstance(item, DiffItem):
-        item = DiffItem.from_dict(item)
+        item = DiffItem(**item)
     subject = f"{singular(item.table)} {item.key}"
     if item.field:
         return f"{subject} · {item.field}: {_short(item.result)} (golden: {_short(item.golden)})"
