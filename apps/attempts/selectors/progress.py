@@ -5,6 +5,7 @@ What the campaign pages, the API's progress endpoint and the run command show wh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -67,20 +68,21 @@ def campaigns_with_status_counts(
     campaigns of the queryset, in its order (one query)."""
     counts = {f"n_{name}": aggregate for name, aggregate in _by_status("attempts__").items()}
     ended = Q(attempts__status__in=ENDED, attempts__finished_at__gte=ended_since)
-    annotated = campaigns.annotate(**counts, n_ended_recently=Count("attempts", filter=ended))[:limit]
+    ended_recently = "n_ended_recently"
+    annotated = campaigns.annotate(**counts, **{ended_recently: Count("attempts", filter=ended)})[:limit]
     return [
         (
             campaign,
             StatusCounts(
                 **{name: getattr(campaign, f"n_{name}") for name in StatusCounts.__dataclass_fields__}
             ),
-            campaign.n_ended_recently,
+            getattr(campaign, ended_recently),  # annotations, which the model's type does not know
         )
         for campaign in annotated
     ]
 
 
-def worker_activity(*, campaign_id: int) -> list[dict[str, Any]]:
+def worker_activity(*, campaign_id: int) -> list[Mapping[str, Any]]:
     """Per worker, {worker, running, finished}: the campaign's attempts it runs now and has ended (one query)."""
     return list(
         Attempt.objects.filter(campaign_id=campaign_id)
