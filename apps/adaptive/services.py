@@ -18,8 +18,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from apps.adaptive.models import AdaptiveState, Calibration
+from apps.attempts.selectors.task_outcomes import done_verdicts, task_counts
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import done_verdicts, suite_task_counts
 from apps.campaigns.services import Extension, TaskCounts, campaign_cancel, campaign_extend
 from tb_engine.irt import AdaptiveConfig, CalibrationError, CampaignOutcomes, calibrate, leave_one_out, plan
 from tb_engine.irt.calibration import Calibration as EngineCalibration
@@ -41,7 +41,7 @@ def calibration_campaigns(*, suite, team) -> list[Campaign]:
 
 
 def _cells(campaigns: list[Campaign]) -> pd.DataFrame:
-    rows = suite_task_counts(campaign_ids=[c.pk for c in campaigns])
+    rows = task_counts(campaign_ids=[c.pk for c in campaigns])
     return pd.DataFrame(rows, columns=["campaign", "task_id", "domain", "n", "c"])
 
 

@@ -30,6 +30,7 @@ class Campaign(models.Model):
     )
     judge = models.JSONField(default=dict, blank=True, help_text='{"kind": "keyword"} or an endpoint config.')
     price_sheet = models.ForeignKey(PriceSheet, null=True, blank=True, on_delete=models.PROTECT)
+    # The grading engine that runs (or, for an import, ran) the attempts: tb_engine.version.
     harness_version = models.CharField(max_length=50)
     suite_version = models.CharField(max_length=50)
     suite_hash = models.CharField(max_length=64)

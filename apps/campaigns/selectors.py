@@ -9,15 +9,22 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Aggregate, Avg, Count, Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from apps.agents.models import PriceSheet
-from apps.attempts.models import Attempt, TaskSummary
+from apps.attempts.selectors.progress import (
+    StatusCounts,
+    attempts_ended_since,
+    campaigns_with_status_counts,
+    status_counts,
+)
+from apps.attempts.selectors.token_averages import done_attempt_token_averages
 from apps.campaigns.models import Campaign
 from apps.core.access import teams_for
 from apps.core.models import WorkerHeartbeat
 from tb_engine.pricing import cost_of
+from tb_engine.results import DiffItem
 from tb_engine.transcript import Usage
 
 
@@ -69,30 +76,34 @@ class CampaignProgress:
     def percent(self) -> float:
         return 100.0 * self.finished / self.planned if self.planned else 0.0
 
+    @classmethod
+    def of(cls, campaign: Campaign, counts: StatusCounts, *, ended_last_minute: int) -> CampaignProgress:
+        """The progress of counts taken now, with attempts that ended over the last minute as throughput."""
+        remaining = counts.queued + counts.running
+        rate = ended_last_minute / THROUGHPUT_WINDOW.total_seconds()
+        return cls(
+            total=counts.total,
+            queued=counts.queued,
+            running=counts.running,
+            done=counts.done,
+            infra_error=counts.infra_error,
+            cancelled=counts.cancelled,
+            passed=counts.passed,
+            unjudged=counts.unjudged,
+            throughput_per_min=float(ended_last_minute),
+            eta_seconds=remaining / rate if rate > 0 and campaign.is_active else None,
+        )
+
+
+# Throughput is measured over the last minute (CampaignProgress.throughput_per_min).
+THROUGHPUT_WINDOW = timedelta(seconds=60)
+
 
 def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
     """Counts by status, pass rate so far, recent throughput and ETA — two queries."""
-    counts = Attempt.objects.filter(campaign=campaign).aggregate(
-        total=Count("id"),
-        queued=Count("id", filter=Q(status=Attempt.Status.QUEUED)),
-        running=Count("id", filter=Q(status=Attempt.Status.RUNNING)),
-        done=Count("id", filter=Q(status=Attempt.Status.DONE)),
-        infra_error=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
-        cancelled=Count("id", filter=Q(status=Attempt.Status.CANCELLED)),
-        passed=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.PASS)),
-        unjudged=Count("id", filter=Q(status=Attempt.Status.DONE, verdict=Attempt.Verdict.UNJUDGED)),
-    )
-    window = timedelta(seconds=60)
-    # Throughput counts attempts that ran to an end; cancelling a queue is no work done.
-    recent = Attempt.objects.filter(
-        campaign=campaign,
-        finished_at__gte=timezone.now() - window,
-        status__in=(Attempt.Status.DONE, Attempt.Status.INFRA_ERROR),
-    ).count()
-    remaining = counts["queued"] + counts["running"]
-    rate = recent / window.total_seconds()
-    eta = remaining / rate if rate > 0 and campaign.is_active else None
-    return CampaignProgress(throughput_per_min=recent * 1.0, eta_seconds=eta, **counts)
+    counts = status_counts(campaign_id=campaign.pk)
+    recent = attempts_ended_since(campaign_id=campaign.pk, since=timezone.now() - THROUGHPUT_WINDOW)
+    return CampaignProgress.of(campaign, counts, ended_last_minute=recent)
 
 
 @dataclass(frozen=True)
@@ -105,95 +116,20 @@ class CampaignListRow:
 
 def campaign_list_rows(*, user, limit: int = 200) -> list[CampaignListRow]:
     """The user's campaigns, newest first, each with counts by status, throughput and ETA (one query)."""
-    since = timezone.now() - timedelta(seconds=60)
-    ended = Q(attempts__status__in=(Attempt.Status.DONE, Attempt.Status.INFRA_ERROR))
-    campaigns = campaigns_visible_to(user).annotate(
-        n_total=Count("attempts"),
-        n_queued=Count("attempts", filter=Q(attempts__status=Attempt.Status.QUEUED)),
-        n_running=Count("attempts", filter=Q(attempts__status=Attempt.Status.RUNNING)),
-        n_done=Count("attempts", filter=Q(attempts__status=Attempt.Status.DONE)),
-        n_infra=Count("attempts", filter=Q(attempts__status=Attempt.Status.INFRA_ERROR)),
-        n_cancelled=Count("attempts", filter=Q(attempts__status=Attempt.Status.CANCELLED)),
-        n_passed=Count(
-            "attempts",
-            filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.PASS),
-        ),
-        n_unjudged=Count(
-            "attempts",
-            filter=Q(attempts__status=Attempt.Status.DONE, attempts__verdict=Attempt.Verdict.UNJUDGED),
-        ),
-        n_recent=Count("attempts", filter=ended & Q(attempts__finished_at__gte=since)),
-    )[:limit]
-    rows = []
-    for campaign in campaigns:
-        remaining = campaign.n_queued + campaign.n_running
-        rate = campaign.n_recent / 60.0
-        progress = CampaignProgress(
-            total=campaign.n_total,
-            queued=campaign.n_queued,
-            running=campaign.n_running,
-            done=campaign.n_done,
-            infra_error=campaign.n_infra,
-            cancelled=campaign.n_cancelled,
-            passed=campaign.n_passed,
-            unjudged=campaign.n_unjudged,
-            throughput_per_min=float(campaign.n_recent),
-            eta_seconds=remaining / rate if rate > 0 and campaign.is_active else None,
-        )
-        rows.append(CampaignListRow(campaign=campaign, progress=progress))
-    return rows
-
-
-def campaign_worker_activity(*, campaign: Campaign) -> list[Mapping[str, Any]]:
-    """Per worker: attempts of this campaign it is running now and has finished (one query)."""
-    return list(
-        Attempt.objects.filter(campaign=campaign)
-        .exclude(worker="")
-        .order_by()
-        .values("worker")
-        .annotate(
-            running=Count("id", filter=Q(status=Attempt.Status.RUNNING)),
-            finished=Count("id", filter=Q(status__in=(Attempt.Status.DONE, Attempt.Status.INFRA_ERROR))),
-        )
-        .order_by("worker")
+    rows = campaigns_with_status_counts(
+        campaigns_visible_to(user), ended_since=timezone.now() - THROUGHPUT_WINDOW, limit=limit
     )
+    return [
+        CampaignListRow(
+            campaign=campaign, progress=CampaignProgress.of(campaign, counts, ended_last_minute=recent)
+        )
+        for campaign, counts, recent in rows
+    ]
 
 
 def workers_alive() -> int:
     """Celery workers that beat recently: with none, queued attempts wait (one query)."""
     return WorkerHeartbeat.alive_count()
-
-
-def campaign_recent_errors(*, campaign: Campaign, limit: int = 5) -> list[Attempt]:
-    return list(
-        Attempt.objects.filter(campaign=campaign)
-        .exclude(error_detail="")
-        .select_related("task")
-        .only("id", "index", "status", "error_detail", "retries", "task__task_id", "finished_at")
-        .order_by("-finished_at")[:limit]
-    )
-
-
-def suite_task_counts(*, campaign_ids: list[int]) -> list[tuple[int, str, str, int, int]]:
-    """(campaign id, task id, domain name, done attempts, passes) per stored task summary (one query)."""
-    return list(
-        TaskSummary.objects.filter(campaign_id__in=campaign_ids)
-        .order_by("campaign_id", "task__task_id")
-        .values_list("campaign_id", "task__task_id", "task__domain__name", "n_done", "n_pass")
-    )
-
-
-def done_verdicts(*, campaign_ids: list[int]) -> list[tuple[int, str, int, bool]]:
-    """(campaign id, task id, attempt index, passed) of every done attempt, in index order (one query)."""
-    rows = (
-        Attempt.objects.filter(campaign_id__in=campaign_ids, status=Attempt.Status.DONE)
-        .order_by("campaign_id", "task__task_id", "index")
-        .values_list("campaign_id", "task__task_id", "index", "verdict")
-    )
-    return [
-        (campaign_id, task_id, index, verdict == Attempt.Verdict.PASS)
-        for campaign_id, task_id, index, verdict in rows
-    ]
 
 
 # One-line headlines of stored diff items: the attempt page, the triage queue's "what went wrong".
@@ -214,13 +150,20 @@ def _short(value) -> str:
     return str(value)
 
 
-def diff_headline(item: dict) -> str:
-    """One line a reader takes in at a glance, e.g. 'ticket 20 · status: solved (golden: hold)'."""
-    subject = f"{singular(item['table'])} {item['key']}"
-    if item.get("field"):
-        return f"{subject} · {item['field']}: {_short(item['result'])} (golden: {_short(item['golden'])})"
-    result = "row present" if item["result"] is not None else "row absent"
-    golden = "present" if item["golden"] is not None else "absent"
+def diff_headline(item: DiffItem | Mapping[str, Any]) -> str:
+    """One line a reader takes in at a glance, e.g. 'ticket 20 · status: solved (golden: hold)'.
+
+    ``item`` is a diff item, or one as stored in a result (``DiffItem.to_dict()``, e.g. the first
+    one a page's query took from the JSON column). That one is built into a DiffItem, not checked
+    with ``from_dict``: a headline is shown for whatever the stored item holds.
+    """
+    if not isinstance(item, DiffItem):
+        item = DiffItem(**item)
+    subject = f"{singular(item.table)} {item.key}"
+    if item.field:
+        return f"{subject} · {item.field}: {_short(item.result)} (golden: {_short(item.golden)})"
+    result = "row present" if item.result is not None else "row absent"
+    golden = "present" if item.golden is not None else "absent"
     return f"{subject} · {result} (golden: {golden})"
 
 
@@ -261,27 +204,28 @@ def launch_estimate(*, agent, suite, tasks, n_attempts: int, price_sheet=None) -
         return LaunchEstimate(
             **base, simulated=True, basis="", sample=0, per_attempt=Decimal(0), unpriced_model=""
         )
-    done = Attempt.objects.filter(campaign__suite=suite, status=Attempt.Status.DONE)
-    averages: dict[str, Aggregate] = {"input": Avg("input_tokens"), "cached": Avg("cached_input_tokens")}
-    averages |= {"output": Avg("output_tokens"), "reasoning": Avg("reasoning_tokens"), "n": Count("id")}
-    own = done.filter(campaign__agent=agent).aggregate(**averages)
-    row, basis = (own, "this agent's") if own["n"] else (done.aggregate(**averages), "every agent's")
-    if not row["n"] or sheet is None:
+    own = done_attempt_token_averages(suite_id=suite.pk, agent_id=agent.pk)
+    row, basis = (
+        (own, "this agent's")
+        if own.sample
+        else (done_attempt_token_averages(suite_id=suite.pk), "every agent's")
+    )
+    if not row.sample or sheet is None:
         return LaunchEstimate(
-            **base, simulated=False, basis=basis, sample=row["n"], per_attempt=None, unpriced_model=""
+            **base, simulated=False, basis=basis, sample=row.sample, per_attempt=None, unpriced_model=""
         )
     usage = Usage(
-        input_tokens=round(row["input"]),
-        cached_input_tokens=round(row["cached"]),
-        output_tokens=round(row["output"]),
-        reasoning_tokens=round(row["reasoning"]),
+        input_tokens=round(row.input_tokens or 0),
+        cached_input_tokens=round(row.cached_input_tokens or 0),
+        output_tokens=round(row.output_tokens or 0),
+        reasoning_tokens=round(row.reasoning_tokens or 0),
     )
     cost = cost_of(usage, agent.model, sheet.as_price_list())
     return LaunchEstimate(
         **base,
         simulated=False,
         basis=basis,
-        sample=row["n"],
+        sample=row.sample,
         per_attempt=cost,
         unpriced_model=agent.model if cost is None else "",
     )

@@ -41,10 +41,10 @@ from apps.campaigns.models import Campaign
 from apps.suites.models import Suite, Task
 from tb_engine.irt.adaptive import AdaptiveConfig
 from tb_engine.results import AttemptResult
+from tb_engine.version import HARNESS_VERSION
 from thinkingbox_web.celery import app as celery_app
 
 __all__ = [
-    "HARNESS_VERSION",
     "SWEEP_TASK",
     "RESEND_LOST_TASK",
     "ADAPTIVE_DISPATCH_TASK",
@@ -72,7 +72,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-HARNESS_VERSION = "tbw-1.0"
 # Celery task names, registered by apps.worker.tasks (which imports these constants; the attempt's
 # own, RUN_ATTEMPT_TASK, is apps.attempts').
 SWEEP_TASK = "worker.sweep"

@@ -13,6 +13,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from apps.agents.models import AgentConfig
 from apps.agents.services import UnknownAgent, agent_config_for
+from apps.attempts.selectors.progress import recent_errors, worker_activity
 from apps.campaigns.evaluators import describe
 from apps.campaigns.forms import CampaignLaunchForm
 from apps.campaigns.models import Campaign
@@ -20,8 +21,6 @@ from apps.campaigns.selectors import (
     LaunchEstimate,
     campaign_list_rows,
     campaign_progress,
-    campaign_recent_errors,
-    campaign_worker_activity,
     campaigns_visible_to,
     launch_estimate,
     workers_alive,
@@ -78,10 +77,10 @@ def campaign_detail(request, pk: int):
             .order_by("created_at", "pk")
         ),
         "progress": campaign_progress(campaign=campaign),
-        "errors": campaign_recent_errors(campaign=campaign),
+        "errors": recent_errors(campaign_id=campaign.pk),
         "can_operate": user_has_role(request.user, "operator"),
         "workers_alive": workers_alive(),
-        "worker_activity": campaign_worker_activity(campaign=campaign),
+        "worker_activity": worker_activity(campaign_id=campaign.pk),
     }
     if request.htmx:
         if not campaign.is_active and request.GET.get("poll"):
