@@ -78,7 +78,9 @@ def failed_attempts(
     return queryset.order_by(*ordering)
 
 
-def queue_display_rows(attempts: QuerySet[Attempt], *, prefetch: Sequence[Prefetch] = ()) -> QuerySet[Attempt]:
+def queue_display_rows(
+    attempts: QuerySet[Attempt], *, prefetch: Sequence[Prefetch] = ()
+) -> QuerySet[Attempt]:
     """The attempts as queue rows: QUEUE_ROW_FIELDS with task, domain and campaign, no result JSON but its
     first diff item (``first_diff``, the headline of what went wrong), plus the caller's ``prefetch``."""
     return (
@@ -107,7 +109,10 @@ def chosen_attempts(attempts: QuerySet[Attempt], *, ids: Iterable[int]) -> list[
 def _clean_failure_categories(*, campaign_ids: Sequence[int]) -> Iterator[tuple[int, list[str]]]:
     """(campaign id, failure categories) of each clean-looking failure of the campaigns, streamed in chunks."""
     rows = Attempt.objects.filter(
-        campaign_id__in=campaign_ids, clean_looking=True, status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
+        campaign_id__in=campaign_ids,
+        clean_looking=True,
+        status=Attempt.Status.DONE,
+        verdict=Attempt.Verdict.FAIL,
     )
     return rows.values_list("campaign_id", "categories").iterator(chunk_size=5000)
 
