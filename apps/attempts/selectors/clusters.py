@@ -66,7 +66,7 @@ def cluster_groups_from_counts(counts: QuerySet[SignatureCount], *, clean_only: 
     """Every signature of the scope with its totals: one aggregate over narrow rows, no read of the attempt heap."""
     size, first, last = size_columns(clean_only=clean_only)
     return [
-        tuple(row)  # type: ignore[misc]
+        tuple(row)
         for row in counts.values("signature")
         .annotate(
             size=Sum(size),
@@ -91,7 +91,9 @@ def cluster_groups(attempts: QuerySet[Attempt]) -> list[ClusterGroup]:
         attempts.order_by()
         .annotate(digest=Coalesce("failure_signature__digest", Value("")))  # "": not signed yet
         .values("digest", "campaign_id", "task_id")
-        .annotate(
+        # The plugin checks `clean` against Attempt's attributes (Model.clean) although rows are
+        # dicts after .values(); Django only refuses names of fields.
+        .annotate(  # type: ignore[no-redef]
             n=Count("id"), clean=Count("id", filter=Q(clean_looking=True)), first=Min("id"), last=Max("id")
         )
     )
