@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from apps.api.base import ApiView, api_schema, paginated
 from apps.api.views_catalog import PageFilter
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.reviewed_attempts import attempt_for_review_api
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.roles import Role
 from apps.triage import services
@@ -94,12 +95,7 @@ class ReviewInput(serializers.Serializer):
 
 
 def _attempt_for(user, pk: int) -> Attempt:
-    attempt = (
-        Attempt.objects.select_related("campaign__team", "task")
-        .filter(pk=pk, campaign__in=campaigns_visible_to(user).values("pk"))
-        .only("id", "campaign_id", "task_id", "campaign__team_id", "campaign__team__name", "task__task_id")
-        .first()
-    )
+    attempt = attempt_for_review_api(pk=pk, campaigns=campaigns_visible_to(user))
     if attempt is None:
         raise Http404("no such attempt")
     return attempt

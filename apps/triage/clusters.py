@@ -3,10 +3,11 @@
 A cluster is the set of attempts (of the queue's scope: the user's visible campaigns and filters)
 that share one signature; two clusters whose signatures differ by exactly one element are
 *related* and shown side by side, never merged. Signatures are stored beside the attempts when
-they are recorded (apps.campaigns' AttemptSignature, narrow rows pointing at shared
+they are recorded (apps.attempts' AttemptSignature, narrow rows pointing at shared
 SignatureVariant forms) and counted per (campaign, task, signature, termination) in
 SignatureCount, kept with the task summaries: grouping reads those narrow tables whenever the
-filters allow (campaign, domain, task, scope), and aggregates the attempts otherwise.
+filters allow (campaign, domain, task, scope), and aggregates the attempts otherwise. The queries
+themselves are apps.attempts.selectors.clusters; this module chooses the source, caches and links.
 
 The expensive part — one GROUP BY over every failure in scope and the elements of one example per
 cluster — is cached under a stamp of the scope's task summaries (which change whenever an attempt
@@ -28,14 +29,12 @@ from functools import cached_property
 from typing import overload
 
 from django.core.cache import cache
-from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet, Sum, TextField, Value
-from django.db.models.functions import Cast, Coalesce
+from django.db.models import Count, Max, Q, QuerySet
 
-from apps.attempts.models import Attempt, AttemptSignature, SignatureCount, SignatureVariant, TaskSummary
-from apps.campaigns.models import Campaign
+from apps.attempts.models import Attempt, AttemptSignature, SignatureCount
+from apps.attempts.selectors import clusters as cluster_reads
+from apps.attempts.selectors.summary_stamps import summary_stamp
 from apps.campaigns.selectors import campaigns_visible_to
-from apps.core.batches import in_slices
 from apps.core.memory import collector_paused
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
@@ -199,11 +198,9 @@ RELATED_SHOWN = 3
 
 def _stamp(campaign_ids: list[int], filters: QueueFilters) -> str:
     """Changes whenever an attempt of the scope finishes (and, with review filters, whenever a review changes)."""
-    row = TaskSummary.objects.filter(campaign_id__in=campaign_ids).aggregate(
-        latest=Max("updated_at"), rows=Count("id"), done=Sum("n_done"), passed=Sum("n_pass")
-    )
-    latest = row["latest"].timestamp() if row["latest"] else 0
-    parts = [f"{latest:.6f}", str(row["rows"]), str(row["done"]), str(row["passed"])]
+    summaries = summary_stamp(campaign_ids=campaign_ids)
+    latest = summaries.latest.timestamp() if summaries.latest else 0
+    parts = [f"{latest:.6f}", str(summaries.rows), str(summaries.done), str(summaries.passed)]
     if any(getattr(filters, name) for name in _REVIEW_FILTERS):
         parts.append(str(AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0))
     return "-".join(parts)
@@ -275,6 +272,10 @@ def _remember(key: str, token: str, index: ClusterIndex) -> None:
             _LOCAL.popitem(last=False)
 
 
+def _clean_only(filters: QueueFilters) -> bool:
+    return filters.scope == "clean"
+
+
 def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[SignatureCount] | None:
     """The scope's SignatureCount rows, when the filters can be answered from them (None: read attempts).
 
@@ -282,91 +283,34 @@ def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[Signatur
     """
     if filters.category or any(getattr(filters, name) for name in _REVIEW_FILTERS):
         return None
-    counts = SignatureCount.objects.filter(campaign_id__in=campaign_ids)
-    if filters.scope == "clean":
-        counts = counts.filter(clean__gt=0)
-    return _task_filtered(counts, filters).order_by()
-
-
-def _task_filtered(queryset: QuerySet, filters: QueueFilters) -> QuerySet:
-    """The domain and task filters on a table with a task, as queue_queryset applies them to attempts."""
-    if filters.domain:
-        queryset = queryset.filter(task__domain__name=filters.domain)
-    if filters.task:
-        queryset = queryset.filter(task__task_id__icontains=filters.task)
-    return queryset
+    return cluster_reads.signature_counts(
+        campaign_ids=campaign_ids, clean_only=_clean_only(filters), domain=filters.domain, task=filters.task
+    )
 
 
 def _signature_rows(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[AttemptSignature]:
     """The scope's signature rows, for filters _counts can answer (the same conditions, one row per attempt)."""
-    rows = AttemptSignature.objects.filter(campaign_id__in=campaign_ids)
-    if filters.scope == "clean":
-        rows = rows.filter(clean_looking=True)
-    return _task_filtered(rows, filters)
-
-
-def _size_columns(filters: QueueFilters) -> tuple[str, str, str]:
-    """The SignatureCount columns holding the scope's attempts: count, first and last id."""
-    if filters.scope == "clean":
-        return "clean", "first_clean_id", "last_clean_id"
-    return "failures", "first_id", "last_id"
+    return cluster_reads.signature_rows(
+        campaign_ids=campaign_ids, clean_only=_clean_only(filters), domain=filters.domain, task=filters.task
+    )
 
 
 def _build_index_from_counts(
     counts: QuerySet[SignatureCount], filters: QueueFilters, stamp: str
 ) -> ClusterIndex:
     """The index from the count table: one aggregate over narrow rows, no read of the attempt heap."""
-    size, first, last = _size_columns(filters)
-    found = [
-        tuple(row)
-        for row in counts.values("signature")
-        .annotate(
-            size=Sum(size),
-            clean_n=Sum("clean"),
-            tasks=Count("task_id", distinct=True),
-            campaigns=Count("campaign_id", distinct=True),
-            models=Count("campaign__agent_id", distinct=True),
-            first=Min(first),
-            last=Max(last),
-        )
-        .values_list("signature", "size", "clean_n", "tasks", "campaigns", "models", "first", "last")
-    ]
+    found = cluster_reads.cluster_groups_from_counts(counts, clean_only=_clean_only(filters))
     return _index_from_groups(found, stamp)
 
 
 def _build_index(queryset: QuerySet[Attempt], stamp: str) -> ClusterIndex:
-    """Two aggregates and one read of example items, whatever the number of attempts.
-
-    Distinct tasks, campaigns and models are counted over (signature, campaign, task) groups rather
-    than over attempts: the same answer from a table a fraction of the size.
-    """
-    groups = (
-        queryset.order_by()
-        .annotate(digest=Coalesce("failure_signature__digest", Value("")))  # "": not signed yet
-        .values("digest", "campaign_id", "task_id")
-        # The plugin checks `clean` against Attempt's attributes (Model.clean) although rows are
-        # dicts after .values(); Django only refuses names of fields.
-        .annotate(  # type: ignore[no-redef]
-            n=Count("id"), clean=Count("id", filter=Q(clean_looking=True)), first=Min("id"), last=Max("id")
-        )
-    )
-    sql, params = groups.query.sql_with_params()
-    q = connection.ops.quote_name
-    outer = (
-        f"SELECT g.{q('digest')}, SUM(g.{q('n')}), SUM(g.{q('clean')}), COUNT(DISTINCT g.{q('task_id')}), "
-        f"COUNT(DISTINCT g.{q('campaign_id')}), COUNT(DISTINCT c.{q('agent_id')}), MIN(g.{q('first')}), "
-        f"MAX(g.{q('last')}) FROM ({sql}) g JOIN {q(Campaign._meta.db_table)} c ON c.{q('id')} = g.{q('campaign_id')} "
-        f"GROUP BY g.{q('digest')}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(outer, params)
-        found = cursor.fetchall()
-    return _index_from_groups(found, stamp)
+    """One aggregate over the failed attempts in scope and one read of example items, whatever their number."""
+    return _index_from_groups(cluster_reads.cluster_groups(queryset), stamp)
 
 
 def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
     """Rows of (signature, size, clean, tasks, campaigns, models, first id, last id) -> the index."""
-    items = _example_items([int(row[6]) for row in found])
+    items = cluster_reads.example_items([int(row[6]) for row in found])
     # Each distinct element as a small int (an Element is a NamedTuple, equal to the tuple of its
     # fields): sets of ints hash and subtract faster than sets of tuples, for thousands of clusters.
     numbers: dict[tuple, int] = {}
@@ -403,33 +347,6 @@ def _index_from_groups(found: list[tuple], stamp: str) -> ClusterIndex:
     )
 
 
-def _example_items(attempt_ids: list[int]) -> dict[int, str]:
-    """The stored signature items (JSON text) of these attempts, by attempt id.
-
-    On PostgreSQL one statement joining the ids as an array (a hash join over the narrow tables,
-    not thousands of index probes, and no per-id parameter for Django to resolve); IN lists in
-    chunks elsewhere.
-    """
-    if connection.vendor == "postgresql":
-        q = connection.ops.quote_name
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT s.attempt_id, v.items::text FROM unnest(%s::bigint[]) AS f(id) "
-                f"JOIN {q(AttemptSignature._meta.db_table)} s ON s.attempt_id = f.id "
-                f"JOIN {q(SignatureVariant._meta.db_table)} v ON v.id = s.variant_id",
-                [attempt_ids],
-            )
-            return dict(cursor.fetchall())
-    items: dict[int, str] = {}
-    for chunk in in_slices(attempt_ids):
-        items.update(
-            AttemptSignature.objects.filter(attempt_id__in=chunk)
-            .annotate(items_text=Cast("variant__items", TextField()))
-            .values_list("attempt_id", "items_text")
-        )
-    return items
-
-
 def _related(elements: dict[str, frozenset[int]]) -> dict[str, set[str]]:
     """SPEC §8: signatures one element apart, found through each signature's one-smaller neighbours.
 
@@ -460,7 +377,7 @@ def cluster_rows(
     signatures = [c.signature for c in page]
     key = _key("rows", campaign_ids, filters, index.stamp, *signatures)
     details = cache.get(key)
-    base = queue_queryset(user=user, filters=filters).order_by()
+    base = queue_queryset(user=user, filters=filters, ordered=False)
     if details is None:
         counts = _counts(campaign_ids, filters)
         signature_rows = _signature_rows(campaign_ids, filters) if counts is not None else None
@@ -489,9 +406,6 @@ def cluster_rows(
     return rows
 
 
-TOP = 3
-
-
 def _page_details(
     base: QuerySet[Attempt],
     signatures: list[str],
@@ -499,65 +413,20 @@ def _page_details(
     rows: QuerySet[AttemptSignature] | None,
     filters: QueueFilters,
 ) -> dict[str, tuple]:
-    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (two queries).
+    """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants.
 
     From the count table and the signature rows when the filters allow it (``counts``, ``rows``),
     else from the attempts.
     """
-    scoped = base.filter(failure_signature__digest__in=signatures)
-    terminations: dict[str, Counter] = defaultdict(Counter)
-    tasks: dict[str, Counter] = defaultdict(Counter)
-    models: dict[str, Counter] = defaultdict(Counter)
-    spread = ("termination", "task__task_id", "campaign__agent__name")
-    if counts is not None:
-        grouping = ("signature", *spread)
-        groups = (
-            counts.filter(signature__in=signatures)
-            .values(*grouping)
-            .annotate(n=Sum(_size_columns(filters)[0]))
-        )
-    else:
-        grouping = ("failure_signature__digest", *spread)
-        groups = scoped.values(*grouping).annotate(n=Count("id"))
-    # One pass over the page's groups, by everything the three counts need.
-    for signature, termination, task, model, n in groups.values_list(*grouping, "n"):
-        terminations[signature][termination] += n
-        tasks[signature][task] += n
-        models[signature][model] += n
-    if rows is None:
-        rows = AttemptSignature.objects.filter(attempt__in=scoped.values("pk"))
-    variants = dict(
-        rows.filter(digest__in=signatures)
-        .order_by()
-        .values("digest")
-        .annotate(v=Count("variant_id", distinct=True))
-        .values_list("digest", "v")
+    return cluster_reads.cluster_page_details(
+        attempts=base, signatures=signatures, counts=counts, rows=rows, clean_only=_clean_only(filters)
     )
-    details = {}
-    for signature in signatures:
-        by_termination = terminations[signature]
-        total = sum(by_termination.values())
-        name, n = (
-            min(by_termination.items(), key=lambda item: (-item[1], item[0])) if by_termination else ("", 0)
-        )
-        details[signature] = (
-            name,
-            n / total if total else 0.0,
-            _top(tasks[signature]),
-            _top(models[signature]),
-            variants.get(signature),
-        )
-    return details
-
-
-def _top(counts: Counter) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP])
 
 
 def _review_progress(base: QuerySet[Attempt], signatures: list[str]) -> tuple[Counter, Counter]:
     """Per signature: attempts marked reviewed, and attempts carrying at least one label (one query)."""
     reviews = AttemptReview.objects.filter(
-        attempt__in=base.filter(failure_signature__digest__in=signatures)
+        attempt__in=cluster_reads.in_clusters(base, signatures=signatures)
     ).values("attempt__failure_signature__digest")
     reviewed: Counter = Counter()
     labelled: Counter = Counter()
@@ -585,22 +454,16 @@ def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[Ca
     one query over the signature index.
     """
     campaign_ids, filters = _scope(user, filters)
-    counts = _counts(campaign_ids, filters)
-    base: QuerySet = queue_queryset(user=user, filters=filters).order_by()
-    n: Count | Sum = Count("id")
-    own = "failure_signature__digest"
-    if counts is not None:  # the count table answers both, without reading attempts
-        base, n, own = counts, Sum(_size_columns(filters)[0]), "signature"
+    # The count table answers both when the filters allow it, without reading attempts.
+    attempts = queue_queryset(user=user, filters=filters, ordered=False)
+    counts, clean_only = _counts(campaign_ids, filters), _clean_only(filters)
     key = _key("campaigns", campaign_ids, filters, _stamp(campaign_ids, filters))
     failures = cache.get(key)
     if failures is None:
-        failures = {
-            row["campaign_id"]: (row["campaign__name"], row["n"])
-            for row in base.values("campaign_id", "campaign__name").annotate(n=n)
-        }
+        failures = cluster_reads.failures_by_campaign(attempts=attempts, counts=counts, clean_only=clean_only)
         cache.set(key, failures, CACHE_SECONDS)
-    mine = dict(
-        base.filter(**{own: signature}).values("campaign_id").annotate(n=n).values_list("campaign_id", "n")
+    mine = cluster_reads.cluster_size_by_campaign(
+        attempts=attempts, counts=counts, clean_only=clean_only, signature=signature
     )
     return sorted(
         (CampaignShare(pk, name, mine.get(pk, 0), total) for pk, (name, total) in failures.items()),
@@ -612,10 +475,6 @@ def others_like(*, user, attempt: Attempt) -> int:
     """How many other failed attempts of the user's campaigns share this attempt's signature (one query)."""
     if not attempt.signature:
         return 0
-    return (
-        AttemptSignature.objects.filter(
-            digest=attempt.signature, campaign__in=campaigns_visible_to(user).values("pk")
-        )
-        .exclude(attempt_id=attempt.pk)
-        .count()
+    return cluster_reads.signature_others(
+        digest=attempt.signature, attempt_id=attempt.pk, campaigns=campaigns_visible_to(user)
     )

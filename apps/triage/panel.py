@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import QueryDict
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.reviewed_attempts import stored_rubrics
 from apps.core.access import user_has_role
 from apps.core.roles import Role
 from apps.triage import selectors
@@ -22,21 +23,20 @@ def queue_filters_for(*, queue: str, attempt: Attempt) -> QueueFilters:
 
 def rubric_answers(*, attempt: Attempt) -> list[dict]:
     """The attempt's rubric answers with any human verdict; the first unlabelled one is *current* (y/n keys)."""
-    rubrics = Attempt.objects.filter(pk=attempt.pk).values_list("result__rubrics", flat=True).first()
-    if not isinstance(rubrics, list) or not rubrics:
+    rubrics = stored_rubrics(attempt_id=attempt.pk)
+    if not rubrics:
         return []
     verdicts = {v.position: v for v in RubricVerdict.objects.filter(attempt_id=attempt.pk)}
     answers, current = [], None
     for position, rubric in enumerate(rubrics):
-        rubric = rubric if isinstance(rubric, dict) else {}
         verdict = verdicts.get(position)
         if verdict is None and current is None:
             current = position
         answers.append(
             {
                 "position": position,
-                "question": str(rubric.get("question") or ""),
-                "judge": rubric.get("answer") if isinstance(rubric.get("answer"), bool) else None,
+                "question": rubric.question,
+                "judge": rubric.answer,
                 "human": verdict.human_answer if verdict else None,
                 "current": False,
             }

@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
-from django.db import connection
 from django.db.models import Q, QuerySet
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.failure_queue import failed_attempts
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview
 
@@ -108,40 +108,34 @@ class QueueFilters:
         return replace(self, signature=signature)
 
 
-def _has_category(category: str) -> Q:
-    # JSON containment is native (and indexable) on PostgreSQL; SQLite has no JSON contains, so
-    # match the quoted element in the serialised list (category names never contain quotes).
-    if connection.vendor == "postgresql":
-        return Q(categories__contains=[category])
-    return Q(categories__icontains=f'"{category}"')
+def _review_conditions(filters: QueueFilters) -> list[Q]:
+    """The label, assignee and status filters: conditions on the attempt's review (this app's table)."""
+    conditions = []
+    if filters.label:
+        conditions.append(Q(review__labels=filters.label))
+    if filters.assignee == "none":
+        conditions.append(Q(review__isnull=True) | Q(review__assignee__isnull=True))
+    elif filters.assignee:
+        conditions.append(Q(review__assignee_id=int(filters.assignee)))
+    if filters.status == AttemptReview.Status.OPEN:
+        conditions.append(Q(review__isnull=True) | Q(review__status=AttemptReview.Status.OPEN))
+    elif filters.status:
+        conditions.append(Q(review__status=filters.status))
+    return conditions
 
 
-def queue_queryset(*, user, filters: QueueFilters) -> QuerySet[Attempt]:
-    """Failed attempts of the user's visible campaigns matching the filters, in queue order."""
+def queue_queryset(*, user, filters: QueueFilters, ordered: bool = True) -> QuerySet[Attempt]:
+    """Failed attempts of the user's visible campaigns matching the filters, in queue order (unordered if not ``ordered``)."""
     visible = campaigns_visible_to(user)
     if filters.campaigns:
         visible = visible.filter(pk__in=filters.campaigns)
-    queryset = Attempt.objects.filter(
-        campaign__in=visible.values("pk"), status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
+    return failed_attempts(
+        campaigns=visible,
+        clean_only=filters.scope == "clean",
+        signature=filters.signature,
+        domain=filters.domain,
+        task=filters.task,
+        category=filters.category,
+        conditions=_review_conditions(filters),
+        ordering=filters.ordering() if ordered else (),
     )
-    if filters.scope == "clean":
-        queryset = queryset.filter(clean_looking=True)
-    if filters.signature:
-        queryset = queryset.filter(failure_signature__digest=filters.signature)
-    if filters.domain:
-        queryset = queryset.filter(task__domain__name=filters.domain)
-    if filters.task:
-        queryset = queryset.filter(task__task_id__icontains=filters.task)  # substring, as typed
-    if filters.category:
-        queryset = queryset.filter(_has_category(filters.category))
-    if filters.label:
-        queryset = queryset.filter(review__labels=filters.label)
-    if filters.assignee == "none":
-        queryset = queryset.filter(Q(review__isnull=True) | Q(review__assignee__isnull=True))
-    elif filters.assignee:
-        queryset = queryset.filter(review__assignee_id=int(filters.assignee))
-    if filters.status == AttemptReview.Status.OPEN:
-        queryset = queryset.filter(Q(review__isnull=True) | Q(review__status=AttemptReview.Status.OPEN))
-    elif filters.status:
-        queryset = queryset.filter(review__status=filters.status)
-    return queryset.order_by(*filters.ordering())

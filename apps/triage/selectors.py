@@ -6,9 +6,11 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.db.models import Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Max, OuterRef, Prefetch, Q, QuerySet
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors import failure_queue, task_evidence
+from apps.attempts.selectors.reviewed_attempts import attempt_in_campaigns
 from apps.campaigns.models import Campaign
 from apps.core.roles import ROLE_ORDER, Role
 
@@ -49,41 +51,18 @@ from tb_engine.metrics.agreement import MIN_LABELS
 SUSPECT_KINDS = suspects.KINDS
 MIN_JUDGE_LABELS = MIN_LABELS
 SUSPECT_STATUSES = suspects.STATUSES
-QUEUE_FIELDS = (
-    "id",
-    "campaign_id",
-    "task_id",
-    "index",
-    "verdict",
-    "termination",
-    "categories",
-    "clean_looking",
-    "tool_calls",
-    "diff_items",
-    "task__task_id",
-    "task__domain__name",
-    "campaign__name",
-)
 
 
 def queue_rows(queryset: QuerySet[Attempt]) -> QuerySet[Attempt]:
     """The queue rows for display: no result JSON but its first diff item (`first_diff`, the
     headline of what went wrong); review, assignee and labels in two extra queries."""
-    return (
-        queryset.select_related("task__domain", "campaign")
-        .only(*QUEUE_FIELDS)
-        .annotate(first_diff=F("result__diff__0"))
-        .prefetch_related(
-            Prefetch(
-                "review", queryset=AttemptReview.objects.select_related("assignee").prefetch_related("labels")
-            )
-        )
-    )
+    reviews = AttemptReview.objects.select_related("assignee").prefetch_related("labels")
+    return failure_queue.queue_display_rows(queryset, prefetch=[Prefetch("review", queryset=reviews)])
 
 
 def queue_neighbours(*, user, filters: QueueFilters, attempt_id: int) -> dict:
     """Previous/next attempt ids around `attempt_id` in the queue order, its position and the total (one query)."""
-    ids = list(queue_queryset(user=user, filters=filters).values_list("id", flat=True))
+    ids = failure_queue.queue_ids(queue_queryset(user=user, filters=filters))
     if attempt_id not in ids:
         return {"previous": None, "next": None, "position": None, "total": len(ids), "page": None}
     at = ids.index(attempt_id)
@@ -137,8 +116,8 @@ def open_health_issues(*, task_pks=None, campaigns: list[Campaign] | None = None
         queryset = queryset.filter(task_id__in=list(task_pks))
     if campaigns is not None:
         queryset = queryset.annotate(
-            source_visible=Exists(
-                Attempt.objects.filter(pk=OuterRef("attempt_id"), campaign_id__in=[c.pk for c in campaigns])
+            source_visible=attempt_in_campaigns(
+                attempt_id=OuterRef("attempt_id"), campaign_ids=[c.pk for c in campaigns]
             )
         )
     return list(queryset)
@@ -199,17 +178,7 @@ def campaign_triage_summary(*, campaigns: list[Campaign]) -> list[dict]:
     Two queries for any number of campaigns.
     """
     ids = [c.pk for c in campaigns]
-    categories: Counter[tuple[int, str]] = Counter()
-    totals: Counter[int] = Counter()
-    rows = Attempt.objects.filter(
-        campaign_id__in=ids, clean_looking=True, status=Attempt.Status.DONE, verdict=Attempt.Verdict.FAIL
-    )
-    for campaign_id, attempt_categories in rows.values_list("campaign_id", "categories").iterator(
-        chunk_size=5000
-    ):
-        totals[campaign_id] += 1
-        for category in set(attempt_categories or []):
-            categories[(campaign_id, category)] += 1
+    totals, categories = failure_queue.categories_per_campaign(campaign_ids=ids)
     label_counts = Counter(
         AttemptReview.labels.through.objects.filter(
             attemptreview__attempt__campaign_id__in=ids, attemptreview__attempt__clean_looking=True
@@ -271,11 +240,4 @@ def suite_validation_runs(*, suite, limit: int = 5) -> list[SuiteValidation]:
 
 def verdict_disagreements(*, campaigns: list[Campaign], limit: int = 50) -> list[Attempt]:
     """Attempts of the campaigns where our verdict and the server's hash verdict differ (the hash decided)."""
-    return list(
-        Attempt.objects.filter(
-            campaign_id__in=[c.pk for c in campaigns], result__extra__thinkingbox__disagree=True
-        )
-        .select_related("task", "campaign")
-        .only("id", "index", "verdict", "task__task_id", "campaign__name", "finished_at")
-        .order_by("-finished_at", "-pk")[:limit]
-    )
+    return task_evidence.verdict_disagreements(campaign_ids=[c.pk for c in campaigns], limit=limit)

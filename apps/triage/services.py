@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.reviewed_attempts import stored_rubrics
 from apps.core.access import user_has_role
 from apps.core.batches import in_slices
 from apps.core.roles import Role
@@ -502,12 +503,10 @@ def rubric_verdict_set(
     RubricVerdict row; an audit entry when the human answer changes.
     """
     _ensure_triager(actor)
-    rubrics = Attempt.objects.filter(pk=attempt.pk).values_list("result__rubrics", flat=True).first() or []
-    if not isinstance(rubrics, list) or not 0 <= position < len(rubrics):
+    rubrics = stored_rubrics(attempt_id=attempt.pk)
+    if not 0 <= position < len(rubrics):
         raise ValidationError({"position": f"attempt {attempt.pk} has no rubric answer #{position + 1}"})
-    rubric = rubrics[position] if isinstance(rubrics[position], dict) else {}
-    question = str(rubric.get("question") or "")
-    answer = rubric.get("answer")
+    question, answer = rubrics[position].question, rubrics[position].answer
     existing = RubricVerdict.objects.filter(attempt=attempt, position=position).first()
     before = existing.human_answer if existing else None
     if human_answer is None:
@@ -518,7 +517,7 @@ def rubric_verdict_set(
         values = {
             "question": question,
             "judge_key": identity.key,
-            "judge_answer": answer if isinstance(answer, bool) else None,
+            "judge_answer": answer,
             "human_answer": bool(human_answer),
             "labelled_by": actor,
             "labelled_at": timezone.now(),

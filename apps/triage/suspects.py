@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 from django.core.cache import cache
-from django.db import connection
-from django.db.models import Count, Max, Min, Sum
+from django.db.models import Count, Max
 
 from apps.agents.models import AgentConfig
-from apps.attempts.models import Attempt, TaskSummary
+from apps.attempts.selectors.summary_stamps import summary_stamp
+from apps.attempts.selectors.task_evidence import disputed_attempts, idle_passes
 from apps.campaigns.models import Campaign
 from apps.figures.selectors import per_task_tables
 from apps.suites.models import Suite, Task
@@ -83,12 +83,10 @@ class SuspectTask:
 
 
 def _stamp(campaign_ids: list[int], suite_ids: list[int]) -> str:
-    summaries = TaskSummary.objects.filter(campaign_id__in=campaign_ids).aggregate(
-        latest=Max("updated_at"), rows=Count("id"), done=Sum("n_done"), passed=Sum("n_pass")
-    )
+    summaries = summary_stamp(campaign_ids=campaign_ids)
     tasks = Task.objects.filter(suite_id__in=suite_ids).aggregate(latest=Max("updated_at"), rows=Count("id"))
     audit = AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0
-    parts = [summaries["latest"], summaries["rows"], summaries["done"], summaries["passed"]]
+    parts = [summaries.latest, summaries.rows, summaries.done, summaries.passed]
     parts += [tasks["latest"], tasks["rows"], audit]
     return "|".join(str(p) for p in parts)
 
@@ -166,23 +164,12 @@ def _validation_evidence(campaigns: list[Campaign], found: dict[int, list[Eviden
 
 
 def _idle_passes(campaigns: list[Campaign], found: dict[int, list[Evidence]]) -> None:
-    idle = (
-        Attempt.objects.filter(
-            campaign__in=[c.pk for c in campaigns],
-            status=Attempt.Status.DONE,
-            verdict=Attempt.Verdict.PASS,
-            tool_calls=0,
-        )
-        .order_by()
-        .values("task_id")
-        .annotate(n=Count("id"), example=Min("id"))
-    )
-    for row in idle:
-        found[row["task_id"]].append(
+    for idle in idle_passes(campaign_ids=[c.pk for c in campaigns]):
+        found[idle.task_id].append(
             Evidence(
                 "do_nothing",
-                f"{row['n']} attempt{'s' if row['n'] != 1 else ''} passed without a single tool call",
-                attempt_id=row["example"],
+                f"{idle.count} attempt{'s' if idle.count != 1 else ''} passed without a single tool call",
+                attempt_id=idle.example,
             )
         )
 
@@ -191,20 +178,7 @@ def _disagreements(campaigns: list[Campaign], found: dict[int, list[Evidence]]) 
     ids = [c.pk for c in campaigns if c.suite.source == Suite.Source.THINKINGBOX]
     if not ids:
         return
-    attempts = Attempt.objects.filter(campaign__in=ids, status=Attempt.Status.DONE)
-    counts: dict[int, list[int]] = defaultdict(list)
-    if connection.vendor == "postgresql":
-        # The flag at the top of the evidence or inside any server's effects, found by the server.
-        flagged = attempts.extra(where=["result @? '$.extra.thinkingbox.** ? (@.disagree == true)'"])
-        for task_id, pk in flagged.order_by("pk").values_list("task_id", "pk"):
-            counts[task_id].append(pk)
-    else:
-        for task_id, pk, evidence in attempts.order_by("pk").values_list(
-            "task_id", "pk", "result__extra__thinkingbox"
-        ):
-            if _disagrees(evidence):
-                counts[task_id].append(pk)
-    for task_id, pks in counts.items():
+    for task_id, pks in disputed_attempts(campaign_ids=ids).items():
         found[task_id].append(
             Evidence(
                 "verdict_disagreement",
@@ -212,14 +186,6 @@ def _disagreements(campaigns: list[Campaign], found: dict[int, list[Evidence]]) 
                 attempt_id=pks[0],
             )
         )
-
-
-def _disagrees(value) -> bool:
-    if isinstance(value, dict):
-        return value.get("disagree") is True or any(_disagrees(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_disagrees(v) for v in value)
-    return False
 
 
 def _health_labels(campaigns: list[Campaign], found: dict[int, list[Evidence]]) -> None:

@@ -16,6 +16,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.failure_queue import chosen_attempts
+from apps.attempts.selectors.reviewed_attempts import attempts_for_panel, attempts_for_review
 from apps.campaigns.selectors import campaigns_visible_to, diff_headline
 from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
 from apps.core.redirects import safe_next
@@ -169,13 +171,11 @@ def bulk_label(request):
     label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
     ids = [int(value) for value in request.POST.getlist("a") if value.isdigit()]
     # Only rows of the user's queue can be labelled: a forged id of another team's attempt is ignored.
-    attempts = (
-        selectors.queue_queryset(user=request.user, filters=QueueFilters(scope="failed"))
-        .filter(pk__in=ids)
-        .select_related("task")
+    attempts = chosen_attempts(
+        selectors.queue_queryset(user=request.user, filters=QueueFilters(scope="failed")), ids=ids
     )
     services.attempts_bulk_label(
-        attempts=list(attempts), label=label, actor=request.user, add=request.POST.get("action") != "remove"
+        attempts=attempts, label=label, actor=request.user, add=request.POST.get("action") != "remove"
     )
     if request.htmx:
         return render(
@@ -187,7 +187,7 @@ def bulk_label(request):
 
 
 def _attempt_for_edit(request, pk: int) -> Attempt:
-    return get_visible_or_404(Attempt.objects.select_related("campaign__team", "task"), request.user, pk=pk)
+    return get_visible_or_404(attempts_for_review(), request.user, pk=pk)
 
 
 def _panel_response(request, attempt: Attempt):
@@ -208,9 +208,7 @@ def _queue_param(queue: str) -> str:
 @require_role(Role.VIEWER)
 def attempt_panel(request, pk: int):
     """The drilldown's triage panel for one visible attempt (fetched by htmx after the page loads)."""
-    attempt = get_visible_or_404(
-        Attempt.objects.select_related("campaign__team", "task").defer("result"), request.user, pk=pk
-    )
+    attempt = get_visible_or_404(attempts_for_panel(), request.user, pk=pk)
     return render(request, "triage/_panel.html", panel_context(request=request, attempt=attempt))
 
 

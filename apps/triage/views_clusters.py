@@ -15,6 +15,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.attempts.selectors.clusters import cluster_members
+from apps.attempts.selectors.failure_queue import any_attempts
 from apps.core.access import require_role, user_has_role
 from apps.core.charts import chart
 from apps.core.roles import Role
@@ -65,11 +67,8 @@ def cluster(request, signature: str):
         return render(request, "triage/cluster.html#triage-rows", context)
     index = selectors.cluster_index(user=request.user, filters=filters)
     found = index.get(signature)
-    if (
-        found is None
-        and not selectors.queue_queryset(
-            user=request.user, filters=QueueFilters(scope="failed", signature=signature)
-        ).exists()
+    if found is None and not any_attempts(
+        selectors.queue_queryset(user=request.user, filters=QueueFilters(scope="failed", signature=signature))
     ):
         raise Http404("no such failure cluster in your campaigns")
     shares = selectors.cluster_campaigns(user=request.user, filters=filters, signature=signature)
@@ -113,11 +112,8 @@ def cluster_act(request):
     signatures = [s for s in request.POST.getlist("s") if _SIGNATURE.match(s)]
     action = request.POST.get("action", "")
     # Only attempts of the user's queue with these filters: forged signatures of other teams match nothing.
-    attempts = list(
-        selectors.queue_queryset(user=request.user, filters=filters)
-        .filter(failure_signature__digest__in=signatures)
-        .select_related("campaign__team")
-        .only("id", "task_id", "campaign_id", "campaign__team_id")
+    attempts = cluster_members(
+        selectors.queue_queryset(user=request.user, filters=filters), signatures=signatures
     )
     try:
         if action in ("label", "unlabel"):

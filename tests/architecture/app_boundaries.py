@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 from functools import cache
+from pathlib import Path
 
 from grimp import ImportGraph
 from importlinter import Contract, ContractCheck, fields, output
@@ -26,16 +27,34 @@ from importlinter.application import contract_utils
 @cache
 def _from_imports(module: str) -> dict[int, tuple[str, ...]]:
     """Line number -> names taken by each ``from X import …`` statement of the module's source."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+    origin = _source_file(module)
+    if origin is None:
         return {}
-    with open(spec.origin, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), filename=spec.origin)
+    tree = ast.parse(origin.read_text(encoding="utf-8"), filename=str(origin))
     return {
         node.lineno: tuple(alias.name for alias in node.names)
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom)
     }
+
+
+def _source_file(module: str) -> Path | None:
+    """The module's source file, found from its top package's directory.
+
+    Not ``importlib.util.find_spec(module)``: that imports every parent package, and a package
+    whose ``__init__`` imports models (``apps.attempts.selectors``) needs Django set up, which the
+    linter never does.
+    """
+    top, *rest = module.split(".")
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = Path(location).joinpath(*rest)
+        for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
 
 
 class AppBoundariesContract(Contract):
