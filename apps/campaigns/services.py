@@ -54,6 +54,7 @@ __all__ = [
     "TaskCounts",
     "evaluator_configs",
     "campaign_after_record",
+    "campaign_hand_on",
     "campaign_cancel",
     "campaign_create",
     "campaign_dispatch",
@@ -436,6 +437,15 @@ def campaigns_wait(
             last_sweep = time.monotonic()
         time.sleep(poll_s)
     return False
+
+
+def campaign_hand_on(*, campaign: Campaign) -> int:
+    """Dispatch the campaign's next attempt into the slot a record just freed; how many were sent.
+
+    Passed to apps.attempts.services.attempt_record as its ``hand_on``: it runs inside the
+    record's transaction, so the freed slot and the next dispatch commit together.
+    """
+    return campaign_dispatch(campaign=campaign, limit=1)
 
 
 def campaign_after_record(*, campaign: Campaign, recorded: Recorded) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
-from apps.attempts.models import Attempt
 from apps.attempts.services import (
     AttemptOutcome,
     attempt_claim,
@@ -13,7 +13,7 @@ from apps.attempts.services import (
     worker_identity,
 )
 from apps.campaigns.models import Campaign
-from apps.campaigns.services import campaign_after_record, campaign_dispatch
+from apps.campaigns.services import campaign_after_record, campaign_hand_on
 from apps.worker.execution import AttemptCancelled, run_engine_attempt
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,14 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
         log.exception("attempt %s crashed", attempt_id)
         outcome = AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")
+    campaign: Campaign = attempt.campaign
+    hand_on = partial(campaign_hand_on, campaign=campaign)
+
+    # Recorded here, not in a helper: with inline (eager) Celery each record runs the next attempt
+    # inside itself, so every frame per attempt counts against the recursion limit.
     try:
-        return _record(attempt, worker, outcome)
+        recorded = attempt_record(attempt=attempt, worker=worker, outcome=outcome, hand_on=hand_on)
+        campaign_after_record(campaign=campaign, recorded=recorded)
     except Exception as exc:
         # The result itself could not be stored (a value the database refuses, a lost connection):
         # the attempt must not stay running forever. Record an infra error without the result.
@@ -55,17 +61,6 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
         )
         failed.agent_usage, failed.eval_usage = outcome.agent_usage, outcome.eval_usage
         failed.agent_cost, failed.eval_cost = outcome.agent_cost, outcome.eval_cost
-        return _record(attempt, worker, failed)
-
-
-def _record(attempt: Attempt, worker: str, outcome: AttemptOutcome | None) -> str:
-    """Record the attempt (handing its slot to the campaign's next one), then what follows for its campaign."""
-    campaign: Campaign = attempt.campaign
-    recorded = attempt_record(
-        attempt=attempt,
-        worker=worker,
-        outcome=outcome,
-        hand_on=lambda: campaign_dispatch(campaign=campaign, limit=1),
-    )
-    campaign_after_record(campaign=campaign, recorded=recorded)
+        recorded = attempt_record(attempt=attempt, worker=worker, outcome=failed, hand_on=hand_on)
+        campaign_after_record(campaign=campaign, recorded=recorded)
     return recorded.what
