@@ -475,6 +475,6 @@ def task_grid(campaigns: list[Campaign], *, domain: str = "", kind: str = "") ->
 def attempt_strip(*, task: Task, campaigns: list[Campaign]) -> dict[int, list[Attempt]]:
     """Every attempt behind one task's c/n in the campaigns, by campaign, without the result JSON (one query)."""
     strips: dict[int, list[Attempt]] = {campaign.pk: [] for campaign in campaigns}
-    for attempt in task_attempts(task=task, campaign_ids=strips):
+    for attempt in task_attempts(task_id=task.pk, campaign_ids=strips):
         strips[attempt.campaign_id].append(attempt)
     return strips

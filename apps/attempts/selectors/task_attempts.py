@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from apps.attempts.models import Attempt
-from apps.suites.models import Task
 
 # What a strip shows of each attempt: never the result JSON, which is where an attempt's bytes are.
 STRIP_COLUMNS = (
@@ -20,10 +19,10 @@ STRIP_COLUMNS = (
 )
 
 
-def task_attempts(*, task: Task, campaign_ids: Iterable[int]) -> list[Attempt]:
+def task_attempts(*, task_id: int, campaign_ids: Iterable[int]) -> list[Attempt]:
     """The task's attempts in the campaigns, by campaign then index, with STRIP_COLUMNS only (one query)."""
     return list(
-        Attempt.objects.filter(task=task, campaign_id__in=list(campaign_ids))
+        Attempt.objects.filter(task_id=task_id, campaign_id__in=list(campaign_ids))
         .only(*STRIP_COLUMNS)
         .order_by("campaign_id", "index")
     )
