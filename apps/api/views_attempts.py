@@ -6,7 +6,8 @@ are; the detail returns it split into transcript, diff, effects, checks and rubr
 
 from __future__ import annotations
 
-from django.db import connection
+from typing import Any
+
 from django.http import Http404
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -14,7 +15,10 @@ from rest_framework.response import Response
 
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.attempt_lists import listed_attempts, visible_attempt
+from apps.attempts.selectors.results import attempt_result
 from apps.campaigns.selectors import campaigns_visible_to
+from tb_engine.results import AttemptResult
 
 TAGS = ["attempts"]
 # SPEC §3: the classes of diff items plus the two non-state failure kinds.
@@ -45,7 +49,7 @@ ATTEMPT_COLUMNS = (
     "started_at",
     "finished_at",
 )
-# The signature digest lives in the attempt's AttemptSignature row (select_related by visible_attempts).
+# The signature digest lives in the attempt's AttemptSignature row (joined by the attempts selectors).
 LIST_FIELDS = (
     "id",
     "campaign_id",
@@ -152,6 +156,7 @@ class AttemptDetailOutput(AttemptOutput):
     effects = serializers.SerializerMethodField()
     checks = serializers.SerializerMethodField()
     rubrics = serializers.SerializerMethodField()
+    _typed_result: AttemptResult | None = None  # the attempt being represented, read by to_representation
 
     class Meta(AttemptOutput.Meta):
         fields = [
@@ -164,30 +169,37 @@ class AttemptDetailOutput(AttemptOutput):
             "rubrics",
         ]
 
-    def _part(self, attempt: Attempt, name: str, empty):
-        return (attempt.result or {}).get(name) or empty
+    def to_representation(self, attempt: Attempt) -> dict[str, Any]:
+        # Five fields come from the one stored result: read it, typed, once per attempt.
+        self._typed_result = attempt_result(attempt)
+        return super().to_representation(attempt)
 
     @extend_schema_field(TranscriptOutput)
     def get_transcript(self, attempt: Attempt) -> dict:
         """Messages, executed tool calls (index, name, arguments, result, error) and usage."""
-        return self._part(attempt, "transcript", {})
+        result = self._typed_result
+        return result.transcript.to_dict() if result is not None else {}
 
     @extend_schema_field(DiffItemOutput(many=True))
-    def get_diff(self, attempt: Attempt) -> list[DiffItemOutput]:
-        return self._part(attempt, "diff", [])
+    def get_diff(self, attempt: Attempt) -> list[dict[str, Any]]:
+        result = self._typed_result
+        return [item.to_dict() for item in result.diff] if result is not None else []
 
     @extend_schema_field(EffectOutput(many=True))
-    def get_effects(self, attempt: Attempt) -> list[dict]:
+    def get_effects(self, attempt: Attempt) -> list[dict[str, Any]]:
         """S0 -> SR changes: op, table, key, field, before, after, written_by."""
-        return self._part(attempt, "effects", [])
+        result = self._typed_result
+        return [effect.to_dict() for effect in result.effects] if result is not None else []
 
     @extend_schema_field(CheckOutput(many=True))
-    def get_checks(self, attempt: Attempt) -> list[CheckOutput]:
-        return self._part(attempt, "checks", [])
+    def get_checks(self, attempt: Attempt) -> list[dict[str, Any]]:
+        result = self._typed_result
+        return [check.to_dict() for check in result.checks] if result is not None else []
 
     @extend_schema_field(RubricOutput(many=True))
-    def get_rubrics(self, attempt: Attempt) -> list[RubricOutput]:
-        return self._part(attempt, "rubrics", [])
+    def get_rubrics(self, attempt: Attempt) -> list[dict[str, Any]]:
+        result = self._typed_result
+        return [rubric.to_dict() for rubric in result.rubrics] if result is not None else []
 
 
 class AttemptFilter(serializers.Serializer):
@@ -210,36 +222,6 @@ class AttemptFilter(serializers.Serializer):
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
 
 
-def visible_attempts():
-    return Attempt.objects.select_related("task__domain", "failure_signature")
-
-
-def filter_attempts(queryset, query: dict):
-    """Apply an AttemptFilter's validated values to an attempt queryset."""
-    if "campaign" in query:
-        queryset = queryset.filter(campaign_id=query["campaign"])
-    if query.get("task"):
-        task = query["task"]
-        queryset = (
-            queryset.filter(task_id=int(task))
-            if task.isdigit() and len(task) < 18
-            else queryset.filter(task__task_id=task)
-        )
-    for field in ("status", "verdict"):
-        if query.get(field):
-            queryset = queryset.filter(**{field: query[field]})
-    if query.get("category"):
-        category = query["category"]
-        if connection.features.supports_json_field_contains:
-            queryset = queryset.filter(categories__contains=[category])
-        else:
-            # SQLite has no JSON containment; the JSON text of a list of known names is matched exactly quoted.
-            queryset = queryset.filter(categories__icontains=f'"{category}"')
-    if query.get("clean_looking") is not None:
-        queryset = queryset.filter(clean_looking=query["clean_looking"])
-    return queryset
-
-
 class AttemptListView(ApiView):
     @api_schema(
         summary="List attempts of your teams' campaigns",
@@ -250,11 +232,15 @@ class AttemptListView(ApiView):
     )
     def get(self, request):
         query = self.validated_query(AttemptFilter)
-        attempts = visible_attempts().filter(campaign__in=campaigns_visible_to(request.user).values("pk"))
-        attempts = (
-            filter_attempts(attempts, query)
-            .only(*LIST_FIELDS)
-            .order_by("campaign_id", "task__task_id", "index")
+        attempts = listed_attempts(
+            campaigns=campaigns_visible_to(request.user),
+            columns=LIST_FIELDS,
+            campaign_id=query.get("campaign"),
+            task=query.get("task") or "",
+            status=query.get("status") or "",
+            verdict=query.get("verdict") or "",
+            category=query.get("category") or "",
+            clean_looking=query.get("clean_looking"),
         )
         return self.paginate(attempts, AttemptOutput)
 
@@ -267,11 +253,7 @@ class AttemptDetailView(ApiView):
         errors=(401, 403, 404),
     )
     def get(self, request, pk: int):
-        attempt = (
-            visible_attempts()
-            .filter(pk=pk, campaign__in=campaigns_visible_to(request.user).values("pk"))
-            .first()
-        )
+        attempt = visible_attempt(pk=pk, campaigns=campaigns_visible_to(request.user))
         if attempt is None:
             raise Http404("no such attempt")
         return Response(AttemptDetailOutput(attempt).data)

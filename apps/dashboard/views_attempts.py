@@ -1,4 +1,8 @@
-"""Attempt drilldown: transcript on the left, state diff / checks / verdict on the right."""
+"""Attempt drilldown: transcript on the left, state diff / checks / verdict on the right.
+
+The stored result is read once, as the engine's typed AttemptResult (apps.attempts.selectors.results);
+the helpers below turn it into the plain values the templates show.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,26 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from apps.attempts.models import Attempt
+from apps.attempts.selectors.drilldown import attempt_neighbours, drilldown_attempts, raw_result_attempts
+from apps.attempts.selectors.results import attempt_result
 from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role
 from apps.core.roles import Role
-from apps.dashboard.selectors import attempt_neighbours
+from tb_engine.results import AttemptResult, DiffItem
+from tb_engine.transcript import Transcript
 
 KIND_LABELS = {"missing_effect": "missing", "extra_effect": "extra", "wrong_value": "wrong value"}
 POSITIONAL_SHOWN = 200  # the server's positional diff can run to thousands of items
 
 
-def state_verdicts(result: dict) -> list[dict]:
+def thinkingbox_evidence(result: AttemptResult | None) -> dict:
+    """What the ThinkingBox adapter recorded about the attempt ({} for our own runs and unfinished ones)."""
+    return (result.extra.get("thinkingbox") or {}) if result is not None else {}
+
+
+def state_verdicts(result: AttemptResult | None) -> list[dict]:
     """Per server of a ThinkingBox attempt: our state verdict, its hash verdict, which decided, its own diff."""
-    evidence = (result.get("extra") or {}).get("thinkingbox") or {}
+    evidence = thinkingbox_evidence(result)
     of_record = evidence.get("verdict_of_record") == "server hash"
     servers = []
     for name, server in sorted((evidence.get("effects") or {}).items()):
@@ -46,84 +57,82 @@ def state_verdicts(result: dict) -> list[dict]:
     return servers
 
 
-def diff_groups(diff: list[dict]) -> list[dict]:
+def diff_groups(diff: list[DiffItem]) -> list[dict]:
     """Diff items grouped by table, then row key, each with its headline and writer call indexes."""
     tables: dict[str, dict[str, list[dict]]] = {}
     for position, item in enumerate(diff):
         entry = {
-            **item,
+            **item.to_dict(),
             "position": position,
-            "headline": diff_headline(item),
-            "kind_label": KIND_LABELS.get(item["kind"], item["kind"]),
-            "calls": " ".join(str(i) for i in item.get("written_by") or []),
+            "headline": diff_headline(item.to_dict()),
+            "kind_label": KIND_LABELS.get(item.kind, item.kind),
+            "calls": " ".join(str(i) for i in item.written_by),
         }
-        tables.setdefault(item["table"], {}).setdefault(str(item["key"]), []).append(entry)
+        tables.setdefault(item.table, {}).setdefault(str(item.key), []).append(entry)
     return [
         {"table": table, "rows": [{"key": key, "items": items} for key, items in rows.items()]}
         for table, rows in sorted(tables.items())
     ]
 
 
-def transcript_steps(transcript: dict, diff: list[dict]) -> list[dict]:
-    """Messages in order, with each requested tool call replaced by its executed record (result, error, timing)."""
-    executed = {call.get("id"): call for call in transcript.get("tool_calls", [])}
+def transcript_steps(transcript: Transcript, diff: list[DiffItem]) -> list[dict]:
+    """Messages in order, with each requested tool call replaced by its executed record (a ToolCall:
+    result, error, timing)."""
+    executed = {call.id: call for call in transcript.tool_calls}
     writes: dict[int, list[int]] = {}
     for position, item in enumerate(diff):
-        for index in item.get("written_by") or []:
-            writes.setdefault(int(index), []).append(position)
-    shown: set = set()
-    steps = []
-    for message in transcript.get("messages", []):
-        role = message.get("role")
-        if role == "tool" and message.get("tool_call_id") in executed:
+        for index in item.written_by:
+            writes.setdefault(index, []).append(position)
+    shown: set[str] = set()
+    steps: list[dict] = []
+    for message in transcript.messages:
+        if message.role == "tool" and message.tool_call_id in executed:
             continue  # its content is the result of a call already shown with that call
-        if message.get("content") or role != "assistant":
+        if message.content or message.role != "assistant":
             steps.append(
                 {
                     "kind": "message",
-                    "role": role,
-                    "content": message.get("content") or "",
-                    "turn": message.get("turn", 0),
-                    "at_ms": message.get("at_ms", 0.0),
-                    "is_error": message.get("is_error", False),
+                    "role": message.role,
+                    "content": message.content,
+                    "turn": message.turn,
+                    "at_ms": message.at_ms,
+                    "is_error": message.is_error,
                 }
             )
-        for request in message.get("tool_calls") or []:
-            call = executed.get(request.get("id"))
+        for request in message.tool_calls:
+            call = executed.get(request.id)
             if call is None:
-                steps.append(
-                    {"kind": "unexecuted", "name": request.get("name"), "arguments": request.get("arguments")}
-                )
+                steps.append({"kind": "unexecuted", "name": request.name, "arguments": request.arguments})
                 continue
-            shown.add(call.get("id"))
+            shown.add(call.id)
             steps.append(
                 {
                     "kind": "call",
                     "call": call,
-                    "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), [])),
+                    "diff_items": " ".join(str(p) for p in writes.get(call.index, [])),
                 }
             )
     # Calls no message announced (e.g. imported transcripts) still appear, in index order.
-    for call in sorted(transcript.get("tool_calls", []), key=lambda c: c.get("index", 0)):
-        if call.get("id") not in shown:
+    for call in sorted(transcript.tool_calls, key=lambda c: c.index):
+        if call.id not in shown:
             steps.append(
                 {
                     "kind": "call",
                     "call": call,
-                    "diff_items": " ".join(str(p) for p in writes.get(int(call["index"]), [])),
+                    "diff_items": " ".join(str(p) for p in writes.get(call.index, [])),
                 }
             )
     return steps
 
 
-def imported_check(result: dict) -> dict | None:
+def imported_check(result: AttemptResult | None) -> dict | None:
     """ThinkingBox's own test outcome of an attempt imported from ``tb infer`` (None for our own runs).
 
     Keys: passed, line, code, message (the exception line: the assert's text or the hash
     mismatch), traceback, judge (the judge's motivation), all from ``extra.thinkingbox.failure``.
     """
-    evidence = (result.get("extra") or {}).get("thinkingbox") or {}
-    if "finish_reason" not in evidence:  # only imported rows carry tb infer's finish reason
+    evidence = thinkingbox_evidence(result)
+    if result is None or "finish_reason" not in evidence:  # only imported rows carry tb infer's finish reason
         return None
     failure = evidence.get("failure") or {}
     traceback = str(failure.get("tb") or "")
@@ -131,7 +140,7 @@ def imported_check(result: dict) -> dict | None:
         (line.strip() for line in reversed(traceback.splitlines()) if line.strip()), ""
     )
     return {
-        "passed": result.get("verdict") == "pass",
+        "passed": result.verdict == "pass",
         "line": failure.get("lineno"),
         "code": str(failure.get("line_content") or "").strip(),
         "message": message,
@@ -140,13 +149,13 @@ def imported_check(result: dict) -> dict | None:
     }
 
 
-def empty_diff_note(result: dict, imported: dict | None) -> str:
+def empty_diff_note(result: AttemptResult | None, imported: dict | None) -> str:
     """What the diff pane says when it has no item: 'no difference' only when that is known and the attempt passed."""
-    if result.get("status") != "done":
+    if result is None or result.status != "done":
         return "No state diff: the attempt did not finish."
-    if result.get("verdict") == "pass":
+    if result.verdict == "pass":
         return "No difference from the golden end state."
-    evidence = (result.get("extra") or {}).get("thinkingbox") or {}
+    evidence = thinkingbox_evidence(result)
     if imported is not None and not evidence.get("effects"):
         if evidence.get("raw_effects"):
             return (
@@ -190,23 +199,22 @@ def superseded_note(runs: list[dict]) -> dict | None:
 @require_role(Role.VIEWER)
 def attempt_detail(request, pk: int):
     """The drilldown of one attempt of a visible campaign (404 for everyone else)."""
-    attempt = get_visible_or_404(
-        Attempt.objects.select_related("campaign__agent", "task__domain"), request.user, pk=pk
-    )
-    result = attempt.result or {}
-    diff = result.get("diff") or []
-    previous_id, next_id = attempt_neighbours(attempt)
+    attempt = get_visible_or_404(drilldown_attempts(), request.user, pk=pk)
+    result = attempt_result(attempt)  # None until the attempt has a result (queued, running, cancelled)
+    diff = result.diff if result is not None else []
+    previous_id, next_id = attempt_neighbours(attempt=attempt)
     imported = imported_check(result)
     context = {
         "attempt": attempt,
         "campaign": attempt.campaign,
         "task": attempt.task,
-        "result": result,
-        "steps": transcript_steps(result.get("transcript") or {}, diff),
+        "steps": transcript_steps(result.transcript, diff) if result is not None else [],
         "groups": diff_groups(diff),
-        "headlines": [diff_headline(item) for item in diff[:3]],
-        "checks": result.get("checks") or [],
-        "rubrics": result.get("rubrics") or [],
+        "headlines": [diff_headline(item.to_dict()) for item in diff[:3]],
+        "checks": result.checks if result is not None else [],
+        "rubrics": result.rubrics if result is not None else [],
+        # The tool server's start-up evidence (adapter-defined, free-form): None for sandbox runs.
+        "backend": result.extra.get("backend") if result is not None else None,
         "state_verdicts": state_verdicts(result),
         "imported_check": imported,
         "empty_diff_note": empty_diff_note(result, imported),
@@ -221,7 +229,7 @@ def attempt_detail(request, pk: int):
 @require_role(Role.VIEWER)
 def attempt_raw(request, pk: int):
     """The stored AttemptResult JSON as a download."""
-    attempt = get_visible_or_404(Attempt.objects.only("id", "campaign_id", "result"), request.user, pk=pk)
+    attempt = get_visible_or_404(raw_result_attempts(), request.user, pk=pk)
     response = HttpResponse(
         json.dumps(attempt.result, indent=2, sort_keys=True), content_type="application/json"
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from apps.attempts.models import Attempt
+from apps.attempts.selectors.providers import provider_identity_lists
 from apps.campaigns.models import Campaign
 from apps.figures import selectors as figures
 
@@ -18,7 +18,7 @@ def provider_identities(campaign: Campaign) -> list[dict[str, Any]]:
     """Distinct endpoint identities over the campaign's attempts, most attempts first (one query)."""
     counts: Counter[tuple] = Counter()
     examples: dict[tuple, dict[str, Any]] = {}
-    for identities in Attempt.objects.filter(campaign=campaign).values_list("provider", flat=True):
+    for identities in provider_identity_lists(campaign_id=campaign.pk):
         for identity in identities or []:
             key = (
                 identity.get("model"),

@@ -13,11 +13,11 @@ import json
 from dataclasses import asdict
 from datetime import UTC, datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
-from apps.attempts.models import Attempt
+from apps.attempts.selectors.campaign_counts import attempt_status_counts
 from apps.campaigns.models import Campaign
 from apps.exports.tables import Column
 from apps.exports.writers import first_sheet, write_sheet
@@ -197,17 +197,7 @@ def _attempt_counts(campaigns: list[Campaign]) -> list[dict]:
         .annotate(n=Count("id"))
         .values_list("campaign_id", "n")  # type: ignore[misc]
     )
-    counted = (
-        Attempt.objects.filter(campaign_id__in=ids)
-        .order_by()
-        .values("campaign_id")
-        .annotate(
-            total=Count("id"),
-            done=Count("id", filter=Q(status=Attempt.Status.DONE)),
-            infra=Count("id", filter=Q(status=Attempt.Status.INFRA_ERROR)),
-        )
-    )
-    rows: list[dict] = [{**row} for row in counted]
+    rows = attempt_status_counts(campaign_ids=ids)
     seen = {row["campaign_id"] for row in rows}
     rows += [{"campaign_id": pk, "total": 0, "done": 0, "infra": 0} for pk in ids if pk not in seen]
     for row in rows:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from django.http import QueryDict
 
-from apps.attempts.models import Attempt
+from apps.attempts.selectors.exports import campaign_attempts
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.exports import procurement, stream
@@ -115,7 +115,5 @@ def attempt_rows(*, user, campaign_ids: Iterable[int], fmt: str, with_result: bo
     visible = list(campaigns_visible_to(user).filter(pk__in=list(campaign_ids)).values_list("pk", flat=True))
     if not visible:
         return None
-    pieces = stream.attempt_export(
-        Attempt.objects.filter(campaign_id__in=visible), fmt=fmt, with_result=with_result
-    )
+    pieces = stream.attempt_export(campaign_attempts(campaign_ids=visible), fmt=fmt, with_result=with_result)
     return StreamedExport(pieces, stream.CONTENT_TYPES[fmt], f"attempts-{'-'.join(map(str, visible))}.{fmt}")

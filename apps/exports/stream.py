@@ -20,40 +20,12 @@ from django.db.models.expressions import Col
 from django.db.models.sql.constants import LOUTER, MULTI
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.exports import export_rows
 from apps.exports.cells import Column, ColumnCells, csv_cells, fast_driver_types, json_cells
 
 CHUNK_SIZE = 2000
 # With the result JSON a row can be megabytes (whole transcripts): fetch fewer at a time.
 RESULT_CHUNK_SIZE = 100
-# (output name, ORM path) in column order.
-FIELDS: tuple[tuple[str, str], ...] = (
-    ("attempt_id", "id"),
-    ("campaign_id", "campaign_id"),
-    ("task_id", "task__task_id"),
-    ("domain", "task__domain__name"),
-    ("index", "index"),
-    ("status", "status"),
-    ("termination", "termination"),
-    ("verdict", "verdict"),
-    ("categories", "categories"),
-    ("clean_looking", "clean_looking"),
-    ("input_tokens", "input_tokens"),
-    ("cached_input_tokens", "cached_input_tokens"),
-    ("output_tokens", "output_tokens"),
-    ("reasoning_tokens", "reasoning_tokens"),
-    ("eval_tokens", "eval_tokens"),
-    ("agent_cost", "agent_cost"),
-    ("eval_cost", "eval_cost"),
-    ("tool_calls", "tool_calls"),
-    ("diff_items", "diff_items"),
-    ("duration_ms", "duration_ms"),
-    ("retries", "retries"),
-    ("task_hash", "task_hash"),
-    # What the endpoint said about the model that answered (drift tracking); [] for simulated agents.
-    ("provider", "provider"),
-    ("started_at", "started_at"),
-    ("finished_at", "finished_at"),
-)
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 # Columns whose values repeat across attempts: their formatted text is remembered (bounded).
 REPEATING = frozenset(
@@ -68,9 +40,7 @@ def attempt_export(queryset: QuerySet[Attempt], *, fmt: str, with_result: bool =
     """
     if fmt not in CONTENT_TYPES:
         raise ValueError(f"attempt export as {fmt!r}: choose one of {', '.join(CONTENT_TYPES)}")
-    names = [name for name, _ in FIELDS] + (["result"] if with_result else [])
-    paths = [path for _, path in FIELDS] + (["result"] if with_result else [])
-    rows = queryset.order_by("campaign_id", "task_id", "index").values_list(*paths)
+    names, rows = export_rows(queryset, with_result=with_result)
     return _pieces(rows, names, fmt=fmt, chunk_size=RESULT_CHUNK_SIZE if with_result else CHUNK_SIZE)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.task_attempts import task_attempts
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.figures import noise as _noise
@@ -474,11 +475,6 @@ def task_grid(campaigns: list[Campaign], *, domain: str = "", kind: str = "") ->
 def attempt_strip(*, task: Task, campaigns: list[Campaign]) -> dict[int, list[Attempt]]:
     """Every attempt behind one task's c/n in the campaigns, by campaign, without the result JSON (one query)."""
     strips: dict[int, list[Attempt]] = {campaign.pk: [] for campaign in campaigns}
-    attempts = (
-        Attempt.objects.filter(task=task, campaign_id__in=list(strips))
-        .only("id", "campaign_id", "index", "status", "verdict", "termination", "categories", "clean_looking")
-        .order_by("campaign_id", "index")
-    )
-    for attempt in attempts:
+    for attempt in task_attempts(task_id=task.pk, campaign_ids=strips):
         strips[attempt.campaign_id].append(attempt)
     return strips

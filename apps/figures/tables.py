@@ -1,7 +1,7 @@
 """Per-task tables (one row per campaign x task) from TaskSummary rows, and the cache they live in.
 
 Pages never scan attempts for figures: every figure comes from TaskSummary rows (one per
-campaign x task, kept current by the campaigns app), loaded in a constant number of queries.
+campaign x task, kept current by the attempts app), loaded in a constant number of queries.
 
 Cache keys carry each campaign's summary stamp (max updated_at, row count and the sums of the
 counted columns of its TaskSummary rows), so a finished attempt changes the stamp and the next
@@ -17,9 +17,13 @@ from typing import Any, TypeVar
 
 import pandas as pd
 from django.core.cache import cache
-from django.db.models import Count, Max, QuerySet, Sum
 
-from apps.attempts.models import TaskSummary
+from apps.attempts.selectors.task_summaries import (
+    STAMPED_COLUMNS,
+    SUMMARY_TOKEN_COLUMNS,
+    summary_changes,
+    summary_counts,
+)
 from apps.campaigns.models import Campaign
 
 CACHE_SECONDS = 6 * 3600
@@ -28,18 +32,7 @@ CACHE_SECONDS = 6 * 3600
 # attempts in the frames and coverage).
 CACHE_VERSION = 4
 
-TOKEN_COLUMNS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens")
-STAMP_SUMS = (
-    "n_done",
-    "n_pass",
-    "n_infra_error",
-    "n_unjudged",
-    "n_clean_looking",
-    "input_tokens",
-    "output_tokens",
-    "agent_cost",
-    "eval_cost",
-)
+TOKEN_COLUMNS = SUMMARY_TOKEN_COLUMNS
 FRAME_COLUMNS = (
     "task_pk",
     "task_id",
@@ -80,17 +73,10 @@ def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
     updated_at alone would miss a re-graded attempt.
     """
     ids = list(campaign_ids)
-    sums = {f"sum_{name}": Sum(name) for name in STAMP_SUMS}
-    # Mapping: the plugin types the rows without the sums' keys, passed as **sums.
-    rows: QuerySet[TaskSummary, Mapping[str, Any]] = (
-        TaskSummary.objects.filter(campaign_id__in=ids)
-        .order_by()
-        .values("campaign_id")
-        .annotate(latest=Max("updated_at"), rows=Count("id"), **sums)
-    )
     stamps = dict.fromkeys(ids, "empty")
-    for row in rows:
-        parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])] + [str(row[key]) for key in sums]
+    for row in summary_changes(campaign_ids=ids):
+        parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]
+        parts += [str(row[f"sum_{name}"]) for name in STAMPED_COLUMNS]
         stamps[row["campaign_id"]] = "-".join(parts)
     return stamps
 
@@ -101,20 +87,7 @@ def per_task_frames(campaign_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
     membership = Campaign.tasks.through.objects.filter(campaign_id__in=ids).values_list(
         "campaign_id", "task_id", "task__task_id", "task__domain__name", "task__tags"
     )
-    summaries = TaskSummary.objects.filter(campaign_id__in=ids).values_list(
-        "campaign_id",
-        "task_id",
-        "n_done",
-        "n_pass",
-        "n_infra_error",
-        "n_unjudged",
-        "n_clean_looking",
-        "agent_cost",
-        "eval_cost",
-        "unpriced_attempts",
-        *TOKEN_COLUMNS,
-    )
-    counts = {(row[0], row[1]): row[2:] for row in summaries}
+    counts = summary_counts(campaign_ids=ids)
     empty = (0, 0, 0, 0, 0, 0.0, 0.0, 0, *([0] * len(TOKEN_COLUMNS)))
     rows: dict[int, list[tuple]] = {campaign_id: [] for campaign_id in ids}
     for campaign_id, task_pk, task_id, domain, tags in membership:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.exports import EXPORT_COLUMNS
 from apps.exports import cells, stream
 from apps.suites.models import Domain, Task
 
@@ -30,8 +31,8 @@ JSON_NULL = Value(None, JSONField())  # a JSON null, not SQL NULL (the columns a
 
 def reference_export(queryset, *, fmt: str, with_result: bool = False) -> str:
     """The export as the ORM sees the rows: values_list() values, written by csv.writer or json."""
-    names = [name for name, _ in stream.FIELDS] + (["result"] if with_result else [])
-    paths = [path for _, path in stream.FIELDS] + (["result"] if with_result else [])
+    names = [name for name, _ in EXPORT_COLUMNS] + (["result"] if with_result else [])
+    paths = [path for _, path in EXPORT_COLUMNS] + (["result"] if with_result else [])
     rows = queryset.order_by("campaign_id", "task_id", "index").values_list(*paths)
     out = io.StringIO()
     if fmt == "csv":
@@ -279,7 +280,7 @@ def test_export_of_no_attempts_is_a_header_or_nothing(tricky_campaign):
     assert (
         export(none, fmt="csv")
         == reference_export(none, fmt="csv")
-        == ",".join(name for name, _ in stream.FIELDS) + "\r\n"
+        == ",".join(name for name, _ in EXPORT_COLUMNS) + "\r\n"
     )
     assert export(none, fmt="jsonl") == ""
     assert export(Attempt.objects.filter(campaign_id__in=[]), fmt="csv") == reference_export(none, fmt="csv")
