@@ -10,13 +10,14 @@ from typing import Any
 
 from django.http import Http404
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.attempts.models import Attempt
 from apps.attempts.selectors.attempt_lists import listed_attempts, visible_attempt
-from apps.attempts.selectors.results import attempt_result
+from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import campaigns_visible_to
 from tb_engine.results import AttemptResult
 
@@ -59,6 +60,13 @@ LIST_FIELDS = (
     "failure_signature__digest",
     *(name for name in ATTEMPT_COLUMNS if name != "signature"),
 )
+
+
+class UnreadableResult(APIException):
+    """A stored result written in a format this version cannot read: named, never guessed at."""
+
+    status_code = status.HTTP_500_INTERNAL_SERVER_ERROR
+    default_code = "unreadable_result"
 
 
 class AttemptOutput(serializers.ModelSerializer):
@@ -171,7 +179,10 @@ class AttemptDetailOutput(AttemptOutput):
 
     def to_representation(self, attempt: Attempt) -> dict[str, Any]:
         # Five fields come from the one stored result: read it, typed, once per attempt.
-        self._typed_result = attempt_result(attempt)
+        try:
+            self._typed_result = attempt_result(attempt)
+        except StoredResultError as error:
+            raise UnreadableResult(error.message) from error
         return super().to_representation(attempt)
 
     @extend_schema_field(TranscriptOutput)

@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.attempts.selectors.drilldown import attempt_neighbours, drilldown_attempts, raw_result_attempts
-from apps.attempts.selectors.results import attempt_result
+from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role
 from apps.core.roles import Role
@@ -200,7 +200,12 @@ def superseded_note(runs: list[dict]) -> dict | None:
 def attempt_detail(request, pk: int):
     """The drilldown of one attempt of a visible campaign (404 for everyone else)."""
     attempt = get_visible_or_404(drilldown_attempts(), request.user, pk=pk)
-    result = attempt_result(attempt)  # None until the attempt has a result (queued, running, cancelled)
+    try:
+        result = attempt_result(attempt)  # None until the attempt has a result (queued, running, cancelled)
+        result_error = ""
+    except StoredResultError as error:
+        # A result this version cannot read is shown as such (the row's columns still are), never guessed at.
+        result, result_error = None, error.message
     diff = result.diff if result is not None else []
     previous_id, next_id = attempt_neighbours(attempt=attempt)
     imported = imported_check(result)
@@ -221,6 +226,7 @@ def attempt_detail(request, pk: int):
         "previous_id": previous_id,
         "next_id": next_id,
         "superseded": superseded_note(attempt.superseded_runs),
+        "result_error": result_error,
     }
     return render(request, "dashboard/attempt.html", context)
 

@@ -132,3 +132,18 @@ def test_attempt_list_query_count_is_the_same_for_one_and_three_attempts(api_for
         assert client.get("/api/attempts/").json()["count"] == 3
 
     assert len(three) == len(one)
+
+
+def test_attempt_detail_names_a_stored_result_it_cannot_read(api_for, bob, careless):
+    attempt = Attempt.objects.filter(campaign=careless).first()
+    Attempt.objects.filter(pk=attempt.pk).update(result={**attempt.result, "format_version": 99})
+
+    response = api_for(bob).get(f"/api/attempts/{attempt.pk}/")
+
+    assert response.status_code == 500
+    assert error_of(response) == {
+        "code": "unreadable_result",
+        "message": f"attempt {attempt.pk}: stored result: field format_version is 99, a format this "
+        "engine does not read (it reads version 1)",
+        "details": None,
+    }

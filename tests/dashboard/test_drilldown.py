@@ -165,3 +165,18 @@ def test_drilldown_says_the_golden_run_took_a_step_when_no_attempt_call_wrote_a_
     assert 'data-calls=""' in item
     assert "the golden run had a step the attempt never took" in item
     assert "written by tool call" not in item
+
+
+def test_drilldown_names_a_stored_result_it_cannot_read(client, bob, careless_hold):
+    attempt = Attempt.objects.get(campaign=careless_hold, index=9)
+    Attempt.objects.filter(pk=attempt.pk).update(result={**attempt.result, "format_version": 99})
+    client.force_login(bob)
+
+    response = client.get(f"/attempts/{attempt.pk}/")
+
+    assert response.status_code == 200
+    assert (
+        f'<p class="message error" role="alert" id="result-error">The stored result cannot be shown: '
+        f"attempt {attempt.pk}: stored result: field format_version is 99, a format this engine does not "
+        "read (it reads version 1). The raw JSON download has it as stored.</p>"
+    ) in response.content.decode()
