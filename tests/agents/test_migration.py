@@ -16,6 +16,8 @@ from django.db import IntegrityError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 
+from tests.support.old_rows import old_suite_rows
+
 DDL = ("CREATE", "ALTER", "DROP")
 # The migrations of the move itself: they must not touch the schema.
 MOVE = [("agents", "0001_initial"), ("campaigns", "0003_agents_own_agent_configs_and_price_sheets")]
@@ -23,15 +25,8 @@ MOVE = [("agents", "0001_initial"), ("campaigns", "0003_agents_own_agent_configs
 
 def _rows_before_the_move(old_apps) -> dict:
     """One of everything that points at an agent or price sheet, written through the old models."""
-    user = old_apps.get_model("auth", "User").objects.create(username="old-owner")
-    team = old_apps.get_model("core", "Team").objects.create(name="Old team", slug="old-team")
-    suite = old_apps.get_model("suites", "Suite").objects.create(
-        name="old-suite", version="1", content_hash="s"
-    )
-    domain = old_apps.get_model("suites", "Domain").objects.create(suite=suite, name="retail", title="Retail")
-    task = old_apps.get_model("suites", "Task").objects.create(
-        suite=suite, domain=domain, task_id="retail/one", content_hash="t", spec={}
-    )
+    rows = old_suite_rows(old_apps)
+    user, team, suite, task = rows.user, rows.team, rows.suite, rows.task
     agent = old_apps.get_model("campaigns", "AgentConfig").objects.create(
         name="gpt endpoint", kind="openai", model="gpt-4.1-mini", parameters={"temperature": 0.2}
     )

@@ -16,6 +16,8 @@ from django.db import IntegrityError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 
+from tests.support.old_rows import old_campaign, old_sim_agent, old_suite_rows
+
 DDL = ("CREATE", "ALTER", "DROP")
 BEFORE = [
     ("attempts", None),
@@ -33,29 +35,9 @@ MOVED = ["attempt", "attemptsignature", "signaturecount", "signaturevariant", "t
 
 def _rows_before_the_move(old_apps) -> dict:
     """One row of every moved model, and a triage review of the attempt, written through the old models."""
-    user = old_apps.get_model("auth", "User").objects.create(username="old-owner")
-    team = old_apps.get_model("core", "Team").objects.create(name="Old team", slug="old-team")
-    suite = old_apps.get_model("suites", "Suite").objects.create(
-        name="old-suite", version="1", content_hash="s"
-    )
-    domain = old_apps.get_model("suites", "Domain").objects.create(suite=suite, name="retail", title="Retail")
-    task = old_apps.get_model("suites", "Task").objects.create(
-        suite=suite, domain=domain, task_id="retail/one", content_hash="t", spec={}
-    )
-    agent = old_apps.get_model("agents", "AgentConfig").objects.create(
-        name="sim", kind="sim", persona="steady"
-    )
-    campaign = old_apps.get_model("campaigns", "Campaign").objects.create(
-        name="old campaign",
-        team=team,
-        owner=user,
-        agent=agent,
-        suite=suite,
-        harness_version="tbw-1.0",
-        suite_version="1",
-        suite_hash="s",
-        status="done",
-    )
+    rows = old_suite_rows(old_apps)
+    task = rows.task
+    campaign = old_campaign(old_apps, rows, agent=old_sim_agent(old_apps))
     attempt = old_apps.get_model("campaigns", "Attempt").objects.create(
         campaign=campaign,
         task=task,

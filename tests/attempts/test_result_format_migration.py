@@ -14,6 +14,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from apps.attempts.selectors.results import stored_result
 from tb_engine.results import AttemptResult, CheckResult, DiffItem
+from tests.support.old_rows import old_campaign, old_sim_agent, old_suite_rows
 
 BEFORE = [("attempts", "0001_initial")]
 STAMP = [("attempts", "0002_stamp_result_format_version")]
@@ -40,29 +41,9 @@ def _unversioned_result(task_id: str) -> dict:
 
 
 def _attempts_before_the_stamp(old_apps) -> dict[str, int]:
-    user = old_apps.get_model("auth", "User").objects.create(username="old-owner")
-    team = old_apps.get_model("core", "Team").objects.create(name="Old team", slug="old-team")
-    suite = old_apps.get_model("suites", "Suite").objects.create(
-        name="old-suite", version="1", content_hash="s"
-    )
-    domain = old_apps.get_model("suites", "Domain").objects.create(suite=suite, name="retail", title="Retail")
-    task = old_apps.get_model("suites", "Task").objects.create(
-        suite=suite, domain=domain, task_id="retail/one", content_hash="t", spec={}
-    )
-    agent = old_apps.get_model("agents", "AgentConfig").objects.create(
-        name="sim", kind="sim", persona="steady"
-    )
-    campaign = old_apps.get_model("campaigns", "Campaign").objects.create(
-        name="old campaign",
-        team=team,
-        owner=user,
-        agent=agent,
-        suite=suite,
-        harness_version="tbw-1.0",
-        suite_version="1",
-        suite_hash="s",
-        status="done",
-    )
+    rows = old_suite_rows(old_apps)
+    task = rows.task
+    campaign = old_campaign(old_apps, rows, agent=old_sim_agent(old_apps))
     attempt = old_apps.get_model("attempts", "Attempt")
     results = {
         "old": _unversioned_result("old"),
