@@ -80,7 +80,9 @@ class Replayer:
                 "type": "function",
                 "function": {"name": tool, "arguments": json.dumps(arguments)},
             }
-            return _completion(body, {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
+            return _completion(
+                body, {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+            )
         return _completion(body, {"role": "assistant", "content": CLOSING_TEXT}, "stop")
 
 
@@ -92,11 +94,17 @@ def _completion(body: dict[str, Any], message: dict[str, Any], finish: str) -> d
         "created": int(time.time()),
         "model": body.get("model", "golden-replay"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": 20, "total_tokens": prompt_chars // 4 + 20},
+        "usage": {
+            "prompt_tokens": prompt_chars // 4,
+            "completion_tokens": 20,
+            "total_tokens": prompt_chars // 4 + 20,
+        },
     }
 
 
-async def _serve_connection(replayer: Replayer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _serve_connection(
+    replayer: Replayer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
     try:
         while True:
             request_line = await reader.readline()

@@ -50,9 +50,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import run as project_runner  # noqa: E402  (free ports)
 from campaign_throughput import django_on_services, node_name, start_worker, stop, wait_ready  # noqa: E402
 from thinkingbox_servers import import_suite, shared_dataset  # noqa: E402
+
+import run as project_runner  # noqa: E402  (free ports)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -254,7 +255,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=160, help="attempts in flight per worker process")
     parser.add_argument("--window", type=int, default=512, help="the campaign's window (attempts in flight)")
     parser.add_argument("--pool-size", type=int, default=4, help="ready servers per domain and worker")
-    parser.add_argument("--golden", action="store_true", help="first run the golden agent for the CPU reference")
+    parser.add_argument(
+        "--golden", action="store_true", help="first run the golden agent for the CPU reference"
+    )
     parser.add_argument("--settle", type=float, default=8.0)
     parser.add_argument("--timeout", type=float, default=3600.0)
     args = parser.parse_args()
@@ -363,7 +366,9 @@ def main() -> None:
     golden_note = ""
     if "golden" in results:
         ratio = llm["cpu_s_per_attempt"] / max(results["golden"]["cpu_s_per_attempt"], 1e-9)
-        golden_note = f" golden_cpu_s_per_attempt={results['golden']['cpu_s_per_attempt']:.3f} cpu_ratio={ratio:.2f}"
+        golden_note = (
+            f" golden_cpu_s_per_attempt={results['golden']['cpu_s_per_attempt']:.3f} cpu_ratio={ratio:.2f}"
+        )
     print(f"load after {os.getloadavg()[0]:.2f}", flush=True)
     print(
         f"RESULT in_flight={llm['in_flight']:.0f} attempts_per_s={llm['per_s']:.2f} pct_of_ideal={pct:.0f} "

@@ -61,15 +61,8 @@ def normalise_value(column_type: str, value: Any) -> Any:
     """Normalise one cell value of the given column type for comparison."""
     if value is None:
         return None
-    if column_type in ("integer", "real"):
-        return _normalise_number(value)
-    if column_type == "boolean":
-        if isinstance(value, str):
-            return value.strip().lower() in ("1", "true", "yes")
-        return bool(value)
-    if column_type == "json":
-        return _normalise_json(value)
-    return value
+    normaliser = _column_normaliser(column_type)
+    return value if normaliser is None else normaliser(value)
 
 
 def key_function(spec: TableSpec) -> Callable[[Mapping[str, Any]], str]:
@@ -104,14 +97,46 @@ class TableState:
         return {c: row[c] for c in stable_columns(self.spec)}
 
 
+def _normalise_boolean(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return bool(value)
+
+
+def _column_normaliser(column_type: str) -> Callable[[Any], Any] | None:
+    """What ``normalise_value`` does to a non-null cell of this type; None: the value is kept as is."""
+    if column_type in ("integer", "real"):
+        return _normalise_number
+    if column_type == "boolean":
+        return _normalise_boolean
+    if column_type == "json":
+        return _normalise_json
+    return None
+
+
 def build_table(spec: TableSpec, rows: Iterable[Mapping[str, Any]], *, source: str = "") -> TableState:
-    """Normalise raw rows of one table into a TableState (raises ValueError on a duplicate key)."""
-    types = list(spec.columns.items())
+    """Normalise raw rows of one table into a TableState (raises ValueError on a duplicate key).
+
+    Cell by cell as ``normalise_value`` does, without a call per cell of a column kept as is
+    (text), nor per integer already an int: building snapshots was half of a ThinkingBox
+    attempt's CPU, a call per cell most of it.
+    """
+    names = list(spec.columns)
+    converted = [
+        (name, normaliser)
+        for name, kind in spec.columns.items()
+        if (normaliser := _column_normaliser(kind)) is not None
+    ]
     key_of = key_function(spec)
     stable_names = stable_columns(spec)
     by_key: dict[str, dict[str, Any]] = {}
     for raw in rows:
-        row = {name: normalise_value(kind, raw.get(name)) for name, kind in types}
+        get = raw.get
+        row = {name: get(name) for name in names}  # spec order, as before
+        for name, normaliser in converted:
+            value = row[name]
+            if value is not None and (value.__class__ is not int or normaliser is not _normalise_number):
+                row[name] = normaliser(value)
         key = key_of(row)
         if key in by_key:
             raise ValueError(f"{source or 'snapshot'}: table {spec.name}: duplicate row key {key!r}")

@@ -216,6 +216,9 @@ API_KEY_ENV_ALLOWED = read_list(env, "TB_API_KEY_ENV_ALLOWED", default=["TB_KEY_
 PROVIDER_HEADERS = read_list(env, "TB_PROVIDER_HEADERS", default=["openai-version"])
 # Threads-pool workers open every pool thread's database connection at start (one per thread).
 WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=True)
+# A threads pool of more attempts than this gives each attempt's connection back while it waits on
+# its model (claim and record open one again): hundreds of waiting attempts, a handful of connections.
+WORKER_HOLD_CONNECTIONS_UP_TO = read_int(env, "TB_WORKER_HOLD_CONNECTIONS_UP_TO", 16)
 
 # --- ThinkingBox MCP servers (tb_engine.thinkingbox; docs/thinkingbox.md "Runtime"). How a fresh
 # server process starts per attempt: fork (from a parent that imported the server module once) or

@@ -379,6 +379,29 @@ def update_owned(
         return cursor.rowcount == 1
 
 
+def extend_leases(*, attempt_ids: list[int], worker: str, until, connection=None) -> set[int]:
+    """Set ``lease_expires_at`` of those running attempts still owned by ``worker`` in a running
+    campaign, in one statement; the ids it was set on."""
+    connection = connection or default_connection
+    if not attempt_ids:
+        return set()
+    q = lambda name: _quote(connection, name)  # noqa: E731
+    table = q(Attempt._meta.db_table)
+    lease_field = cast(Field, Attempt._meta.get_field("lease_expires_at"))
+    marks = ", ".join(["%s"] * len(attempt_ids))
+    sql = (
+        f"UPDATE {table} SET {q(lease_field.column)} = %s WHERE {q('id')} IN ({marks}) "
+        f"AND {q('status')} = %s AND {q('worker')} = %s "
+        f"AND EXISTS (SELECT 1 FROM {q(campaign_model()._meta.db_table)} rc "
+        f"WHERE rc.id = {table}.{q('campaign_id')} AND rc.{q('status')} = %s) RETURNING {q('id')}"
+    )
+    params = [lease_field.get_db_prep_save(until, connection), *attempt_ids]
+    params += [Attempt.Status.RUNNING, worker, _campaign_running()]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0] for row in cursor.fetchall()}
+
+
 def _dispatch_sql(connection, campaign_id: int, limit: int, now, guard: str = "") -> tuple[str, list[Any]]:
     q = lambda name: _quote(connection, name)  # noqa: E731
     table = q(Attempt._meta.db_table)

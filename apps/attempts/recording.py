@@ -74,6 +74,13 @@ def attempt_heartbeat(*, attempt_id: int, worker: str) -> bool:
     )
 
 
+def attempts_heartbeat(*, attempt_ids: list[int], worker: str) -> set[int]:
+    """Extend the leases of many attempts in one statement; the ids that are still ours (the others
+    were taken over by the sweep, or their campaign is no longer running)."""
+    lease = timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
+    return attempt_sql.extend_leases(attempt_ids=attempt_ids, worker=worker, until=timezone.now() + lease)
+
+
 # --- Record ---------------------------------------------------------------------------------------
 
 

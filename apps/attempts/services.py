@@ -29,6 +29,7 @@ from apps.attempts.recording import (
     attempt_claim_prepare,
     attempt_heartbeat,
     attempt_record,
+    attempts_heartbeat,
 )
 from apps.attempts.signature_rows import signatures_store
 from apps.attempts.signatures import BackfillReport, backfill_signatures
@@ -45,6 +46,7 @@ __all__ = [
     "attempt_claim",
     "attempt_claim_prepare",
     "attempt_heartbeat",
+    "attempts_heartbeat",
     "attempt_record",
     "attempts_add",
     "attempts_backfill_signatures",

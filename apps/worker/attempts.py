@@ -5,16 +5,20 @@ from __future__ import annotations
 import logging
 from functools import partial
 
+from django.conf import settings
+
 from apps.attempts.services import (
     AttemptOutcome,
     attempt_claim,
-    attempt_heartbeat,
     attempt_record,
+    attempts_heartbeat,
     worker_identity,
 )
 from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_after_record, campaign_hand_on
+from apps.worker.connections import connection_release_while_waiting
 from apps.worker.execution import AttemptCancelled, run_engine_attempt
+from apps.worker.leases import process_leases
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +37,19 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
     if attempt is None:
         return "not-claimed"
     outcome: AttemptOutcome | None
+    # Its lease is extended with those of all this process's attempts in flight (one UPDATE per beat).
+    lease = process_leases(_extend_leases).hold(
+        attempt_id, worker, every_s=settings.ATTEMPT_HEARTBEAT_SECONDS
+    )
     try:
-        outcome = run_engine_attempt(
-            attempt, heartbeat=lambda: attempt_heartbeat(attempt_id=attempt_id, worker=worker)
-        )
+        outcome = run_engine_attempt(attempt, heartbeat=lease.still_ours)
     except AttemptCancelled:
         outcome = None
     except Exception as exc:  # a crash of the harness is an infrastructure error, not an agent failure
         log.exception("attempt %s crashed", attempt_id)
         outcome = AttemptOutcome.infra_error(f"harness error: {type(exc).__name__}: {exc}")
+    finally:
+        lease.release()
     campaign: Campaign = attempt.campaign
     hand_on = partial(campaign_hand_on, campaign=campaign)
 
@@ -63,4 +71,9 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
         failed.agent_cost, failed.eval_cost = outcome.agent_cost, outcome.eval_cost
         recorded = attempt_record(attempt=attempt, worker=worker, outcome=failed, hand_on=hand_on)
         campaign_after_record(campaign=campaign, recorded=recorded)
+    connection_release_while_waiting()
     return recorded.what
+
+
+def _extend_leases(attempt_ids: list[int], worker: str) -> set[int]:
+    return attempts_heartbeat(attempt_ids=attempt_ids, worker=worker)

@@ -7,7 +7,6 @@ attempt. A stored task's engine objects come from apps.worker.selectors (parsed 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from apps.campaigns.models import Campaign
 from apps.suites.models import Domain, Suite
 from apps.suites.selectors import builtin_suite_sources
 from apps.thinkingbox.selectors import runnable_mcp_domain
+from apps.worker.connections import connection_release_while_waiting
 from apps.worker.selectors import builtin_suite, task_domain, task_spec_of
 from tb_engine.attempt_setup import AttemptSetup
 from tb_engine.golden import golden_snapshot
@@ -58,14 +58,14 @@ def check_key_variables(campaign: Campaign) -> None:
 
 
 class HeartbeatAgent:
-    """Wraps an agent: extends the attempt's lease between steps and stops on cancellation."""
+    """Wraps an agent: before each step, asks whether the attempt is still ours (its lease, its
+    campaign still running) and stops on cancellation. ``heartbeat`` is cheap when no beat is due
+    (apps.worker.leases.Lease.still_ours)."""
 
-    def __init__(self, agent, heartbeat: Callable[[], bool], every_s: float | None = None):
+    def __init__(self, agent, heartbeat: Callable[[], bool]):
         self._agent = agent
         self.name = getattr(agent, "name", "agent")
         self._heartbeat = heartbeat
-        self._every_s = every_s if every_s is not None else getattr(settings, "ATTEMPT_HEARTBEAT_SECONDS", 2)
-        self._last = time.monotonic()
 
     def provider_report(self) -> list[dict[str, Any]]:
         """What the wrapped agent's endpoint said about the model that answered (empty for local agents)."""
@@ -73,11 +73,8 @@ class HeartbeatAgent:
         return report() if callable(report) else []
 
     def step(self, view: AgentView) -> AgentStep:
-        now = time.monotonic()
-        if now - self._last >= self._every_s:
-            self._last = now
-            if not self._heartbeat():
-                raise AttemptCancelled()
+        if not self._heartbeat():
+            raise AttemptCancelled()
         return self._agent.step(view)
 
 
@@ -122,14 +119,21 @@ def _warm_sandboxes(suite) -> None:
 
 
 def warm_mcp_servers() -> int:
-    """Start the warm pool (and fork server) of every imported MCP domain's launch config in this process.
+    """Start the warm pool (and fork server) of the MCP domains of running campaigns in this process.
 
     So the first attempts of a fresh worker process find server processes ready instead of
-    waiting for a server module's import (about a second and a half). Domains whose launch
-    config cannot be used are skipped: their attempts fail with the reason later.
+    waiting for a server module's import (about a second and a half). Only domains a running
+    campaign uses: every fork server holds its imported module (tens of MB) for as long as the
+    worker lives; other domains start theirs at their first attempt, and pools left idle close
+    (tb_engine.thinkingbox.mcp_pool.IDLE_CLOSE_S). Domains whose launch config cannot be used are
+    skipped: their attempts fail with the reason later.
     """
     started = set()
-    rows = Domain.objects.filter(backend="mcp").exclude(suite__source=Suite.Source.BUILTIN)
+    rows = (
+        Domain.objects.filter(backend="mcp", suite__campaigns__status=Campaign.Status.RUNNING)
+        .exclude(suite__source=Suite.Source.BUILTIN)
+        .distinct()
+    )
     for suite_id, spec in rows.values_list("suite_id", "spec"):
         try:
             domain = runnable_mcp_domain(suite_id=suite_id, spec=spec)
@@ -188,6 +192,8 @@ def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> At
         judge=campaign.judge,
         prices=price_list(campaign),
     )
+    # While it waits on its model it holds no database connection (many attempts may wait at once).
+    connection_release_while_waiting()
     result = setup.with_agent(HeartbeatAgent(setup.agent, heartbeat)).run()
     cost = setup.cost(result)
     return AttemptOutcome.from_result(result, agent_cost=cost.agent, eval_cost=cost.overhead)

@@ -13,6 +13,7 @@ from django.db import connection
 
 from apps.attempts.services import attempt_claim_prepare
 from apps.campaigns.services import campaigns_sweep
+from apps.worker.connections import release_connections_while_waiting
 from apps.worker.execution import warm_builtin_suites, warm_mcp_servers
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,14 @@ def _import_llm_client(**_kwargs) -> None:
 
 
 @worker_ready.connect
+def _release_connections_of_many_attempts(sender=None, **_kwargs) -> None:
+    """A threads pool larger than WORKER_HOLD_CONNECTIONS_UP_TO gives connections back while attempts wait."""
+    pool = getattr(sender, "pool", None)
+    many = isinstance(pool, ThreadsPool) and pool.limit > settings.WORKER_HOLD_CONNECTIONS_UP_TO
+    release_connections_while_waiting(many)
+
+
+@worker_ready.connect
 def _connect_pool_threads(sender=None, **_kwargs) -> None:
     """Threads pool: open every pool thread's database connection (and prepare the claim) up front.
 
@@ -88,6 +97,8 @@ def _connect_pool_threads(sender=None, **_kwargs) -> None:
     pool = getattr(sender, "pool", None)
     if not isinstance(pool, ThreadsPool) or pool.limit < 2 or not settings.WORKER_CONNECT_THREADS:
         return
+    if pool.limit > settings.WORKER_HOLD_CONNECTIONS_UP_TO:
+        return  # its attempts give their connections back while they wait: nothing to open ahead
     # Every job waits for all the others, so each lands on its own thread: the pool only starts a
     # new thread while none is idle.
     barrier = threading.Barrier(pool.limit, timeout=30)

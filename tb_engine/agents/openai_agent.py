@@ -25,12 +25,16 @@ import json
 from typing import Any
 
 from tb_engine.agents.openai_parameters import AGENT_OPTIONS
-from tb_engine.interfaces import AgentOutputError, AgentStep, AgentView
+from tb_engine.interfaces import AgentOutputError, AgentStep, AgentView, ToolSchema
 from tb_engine.llm.budget import TokenBudget
-from tb_engine.llm.client import ChatClient, ChatResult, ProviderIdentity, RawToolCall
+from tb_engine.llm.client import ChatClient, ChatResult, EncodedMessages, ProviderIdentity, RawToolCall
 from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import strip_marker, truncate_text
 from tb_engine.transcript import Message, ToolCallRequest, Usage
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class ModelOutputError(AgentOutputError):
@@ -72,6 +76,10 @@ class OpenAIAgent:
         self._client = ChatClient(config)
         self._unreported = Usage()  # usage of calls whose output was unusable, billed with the next step
         self._identities: dict[ProviderIdentity, int] = {}  # what answered, and how many calls
+        # Each message and the tool list encoded once per attempt (the dialogue only grows).
+        self._encoded: list[tuple[Message, bytes]] = []
+        self._encoded_system: tuple[str, bytes] | None = None
+        self._encoded_tools: tuple[list[ToolSchema], bytes] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OpenAIAgent:
@@ -85,6 +93,31 @@ class OpenAIAgent:
         messages: list[dict[str, Any]] = [{"role": "system", "content": view.system_prompt}]
         messages.extend(self._to_openai_message(m) for m in view.messages)
         return messages, [tool.to_openai() for tool in view.tools]
+
+    def encode_request(self, view: AgentView) -> EncodedMessages:
+        """``build_request`` encoded as JSON, each message and the tool list encoded once per attempt.
+
+        The view's messages are the transcript's own objects, so a message seen on an earlier
+        turn is found at the same position; anything else is encoded afresh.
+        """
+        if self._encoded_system is None or self._encoded_system[0] != view.system_prompt:
+            system = {"role": "system", "content": view.system_prompt}
+            self._encoded_system = (view.system_prompt, _json_bytes(system))
+        parts = [self._encoded_system[1]]
+        for position, message in enumerate(view.messages):
+            if position < len(self._encoded) and self._encoded[position][0] is message:
+                parts.append(self._encoded[position][1])
+                continue
+            del self._encoded[position:]
+            encoded = _json_bytes(self._to_openai_message(message))
+            self._encoded.append((message, encoded))
+            parts.append(encoded)
+        tools = None
+        if view.tools:
+            if self._encoded_tools is None or self._encoded_tools[0] is not view.tools:
+                self._encoded_tools = (view.tools, _json_bytes([tool.to_openai() for tool in view.tools]))
+            tools = self._encoded_tools[1]
+        return EncodedMessages(b"[" + b",".join(parts) + b"]", tools)
 
     def _to_openai_message(self, message: Message) -> dict[str, Any]:
         if message.role == "tool":
@@ -115,8 +148,7 @@ class OpenAIAgent:
     def step(self, view: AgentView) -> AgentStep:
         """Ask the model for its next step; raise ModelOutputError on unusable output, InfraError on endpoint failure."""
         self.budget.ensure_available(f"agent {self.name}")
-        messages, tools = self.build_request(view)
-        result = self._client.complete(messages, tools=tools or None)
+        result = self._client.complete(self.encode_request(view))
         if result.provider is not None:
             self._identities[result.provider] = self._identities.get(result.provider, 0) + 1
         self.budget.charge(result.usage)

@@ -100,6 +100,33 @@ class ProviderIdentity:
         )
 
 
+@dataclass(frozen=True)
+class EncodedMessages:
+    """A request's messages and tools already encoded as JSON arrays (UTF-8).
+
+    An agent re-sends its whole conversation and tool list on every call; encoding them anew each
+    time was most of an LLM attempt's own CPU with ThinkingBox's tool lists (tens of KB). The
+    agent encodes each message once (tb_engine.agents.openai_agent) and the client splices them in.
+    """
+
+    messages: bytes
+    tools: bytes | None = None
+
+
+def _json_bytes(value: Any) -> bytes:
+    """JSON as the SDK itself sends it (UTF-8, compact)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _request_content(body: dict[str, Any], encoded: EncodedMessages) -> bytes:
+    rest = _json_bytes(body)  # model, options, extra body: everything but messages and tools
+    parts = [b'{"messages":', encoded.messages]
+    if encoded.tools is not None:
+        parts += [b',"tools":', encoded.tools]
+    parts.append(b"," + rest[1:] if len(rest) > 2 else b"}")
+    return b"".join(parts)
+
+
 def usage_from_completion(usage: dict[str, Any] | None) -> Usage:
     """Token counts of one completion's usage block; input includes cached input, output includes reasoning."""
     if not isinstance(usage, dict):
@@ -161,23 +188,35 @@ class ChatClient:
         return f"{self.config.label} endpoint {self.config.base_url} (model {self.config.model!r})"
 
     def complete(
-        self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None
+        self,
+        messages: list[dict[str, Any]] | EncodedMessages,
+        *,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult:
-        """Send one chat-completions request, retrying per the policy; raise InfraError when the budget is spent."""
+        """Send one chat-completions request, retrying per the policy; raise InfraError when the budget is spent.
+
+        ``messages`` may come encoded (``EncodedMessages``, tools included): the body is then sent
+        as those bytes plus the endpoint's own fields, through the SDK's ``content`` parameter.
+        """
         policy = self.config.retry
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": messages,
-            **self.config.request_options(),
-        }
-        if tools:
+        encoded = messages if isinstance(messages, EncodedMessages) else None
+        body: dict[str, Any] = {"model": self.config.model}
+        if encoded is None:
+            body["messages"] = messages
+        body.update(self.config.request_options())
+        if tools and encoded is None:
             body["tools"] = tools
-            if self.config.parallel_tool_calls is not None:
-                body["parallel_tool_calls"] = self.config.parallel_tool_calls
+        if (tools or (encoded is not None and encoded.tools is not None)) and (
+            self.config.parallel_tool_calls is not None
+        ):
+            body["parallel_tool_calls"] = self.config.parallel_tool_calls
         body.update(self.config.extra_body)
-        options: openai.RequestOptions = (
-            {"headers": dict(self.config.extra_headers)} if self.config.extra_headers else {}
-        )
+        headers = dict(self.config.extra_headers)
+        content = None
+        if encoded is not None:
+            content = _request_content(body, encoded)
+            headers["Content-Type"] = "application/json"
+        options: openai.RequestOptions = {"headers": headers} if headers else {}
         errors = rate_limits = 0
         waited = 0.0
         while True:
@@ -187,9 +226,14 @@ class ChatClient:
                     # pool as chat.completions.create, without its per-call type transform of
                     # the whole conversation (8 ms vs 2 ms of CPU on a 10-message dialogue,
                     # which decides throughput with 64 attempts sharing one GIL).
-                    response = self._sdk.post(
-                        "/chat/completions", body=body, cast_to=httpx2.Response, options=options
-                    )
+                    if content is None:
+                        response = self._sdk.post(
+                            "/chat/completions", body=body, cast_to=httpx2.Response, options=options
+                        )
+                    else:
+                        response = self._sdk.post(
+                            "/chat/completions", content=content, cast_to=httpx2.Response, options=options
+                        )
                 completion = _decode(response)
             except openai.RateLimitError as exc:
                 rate_limits += 1

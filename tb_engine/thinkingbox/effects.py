@@ -196,16 +196,36 @@ def snapshots_of(states: EffectsStates, specs: dict[str, TableSpec] | None = Non
     }
 
 
-def classified_diff(states: EffectsStates, writes: Writes | None = None) -> list[DiffItem]:
-    """Every SR-vs-SG difference classified against S0 (SPEC §3), by row key rather than list position."""
-    snaps = snapshots_of(states)
+def classified_diff(
+    states: EffectsStates, writes: Writes | None = None, *, built: dict[str, Snapshot] | None = None
+) -> list[DiffItem]:
+    """Every SR-vs-SG difference classified against S0 (SPEC §3), by row key rather than list position.
+
+    ``built``: S0, SR and SG (keyed initial / result / golden) already built from these states;
+    used when they were built under exactly ``states.specs`` (the same input gives the same
+    snapshots), else the snapshots are built here.
+    """
+    snaps = built if built is not None and _built_under(built, states.specs) else snapshots_of(states)
     return diff_states(snaps["initial"], snaps["result"], snaps["golden"], writes)
 
 
+def _built_under(built: dict[str, Snapshot], specs: dict[str, TableSpec]) -> bool:
+    return all(key in built and built[key].specs() == specs for key in ("initial", "result", "golden"))
+
+
 def compare_effects(
-    server: str, answer: dict[str, Any], declarations: ServerDeclarations | None = None
+    server: str,
+    answer: dict[str, Any],
+    declarations: ServerDeclarations | None = None,
+    *,
+    built: dict[str, Snapshot] | None = None,
 ) -> EffectsComparison:
-    """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict."""
+    """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict.
+
+    ``built``: the snapshots of this answer's states a backend already built for grading; reused
+    when their table specs equal those inferred here (building them again was a third of a
+    ThinkingBox attempt's CPU).
+    """
     declarations = resolve_declarations(answer, declarations)
     states = effects_states(server, answer, declarations)
     result_hash, golden_hash = answer.get("result_db_hash"), answer.get("golden_db_hash")
@@ -217,7 +237,7 @@ def compare_effects(
         )
     return EffectsComparison(
         server=server,
-        diff=classified_diff(states),
+        diff=classified_diff(states, built=built),
         hash_pass=result_hash is not None and result_hash == golden_hash,
         result_hash=str(result_hash or ""),
         golden_hash=str(golden_hash or ""),

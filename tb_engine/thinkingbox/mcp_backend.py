@@ -237,7 +237,16 @@ class McpBackend:
 
     def comparison(self) -> EffectsComparison:
         """Our diff beside the server's hash verdict for this attempt."""
-        return compare_effects(self.server, self.effects(), self._declarations())
+        built = {
+            name: self._snapshots[key]
+            for name, key in (
+                ("initial", "initial_db_state"),
+                ("result", "result_db_state"),
+                ("golden", "golden_db_state"),
+            )
+            if key in self._snapshots
+        }
+        return compare_effects(self.server, self.effects(), self._declarations(), built=built)
 
     def state_verdict_of_record(self) -> bool | None:
         """The server's own hash verdict (SPEC §2: the verdict of record for ThinkingBox suites)."""

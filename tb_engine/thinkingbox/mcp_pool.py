@@ -13,6 +13,7 @@ import concurrent.futures
 import json
 import os
 import threading
+import time
 from typing import Any
 
 from tb_engine.interfaces import InfraError
@@ -39,6 +40,7 @@ class McpServerPool:
         self._closing: set[concurrent.futures.Future[None]] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self.last_used = time.monotonic()
         self._tools: list[dict[str, Any]] | None = None
         self._tools_fork_start = 0
         for _ in range(self.size):
@@ -56,6 +58,7 @@ class McpServerPool:
         with self._lock:
             if self._closed:
                 raise InfraError("MCP server pool is closed")
+            self.last_used = time.monotonic()
             stale: list[McpSession] = []
             if self.fork is not None and self.fork.starts and not self.fork.alive():
                 # The fork server died: its children (the ready sessions) died with it.
@@ -137,8 +140,12 @@ class McpServerPool:
 # --- Process-wide warm pools, one per launch config (what the campaign worker uses) ---------
 
 DEFAULT_POOL_SIZE = 2
+# A pool no attempt took a server from for this long (longer than an attempt may run) is closed:
+# its fork server and ready servers hold tens of MB for a domain no running campaign uses.
+IDLE_CLOSE_S = float(os.environ.get("TB_MCP_IDLE_CLOSE_S", "900"))
 _pools: dict[str, McpServerPool] = {}
 _pools_lock = threading.Lock()
+_idle_checked = time.monotonic()
 
 
 def _pool_key(config: McpServerConfig) -> str:
@@ -163,7 +170,20 @@ def pool_for(config: McpServerConfig, size: int | None = None) -> McpServerPool:
         pool = _pools.get(key)
         if pool is None:
             pool = _pools[key] = McpServerPool(config, size=size or DEFAULT_POOL_SIZE)
-        return pool
+        idle = _take_idle_pools(time.monotonic(), keep=pool)
+    for stale in idle:  # in the background: closing waits for the servers' teardown
+        threading.Thread(target=stale.close, name="tb-mcp-close-idle", daemon=True).start()
+    return pool
+
+
+def _take_idle_pools(now: float, *, keep: McpServerPool) -> list[McpServerPool]:
+    """Remove (under the lock) and return the pools idle longer than IDLE_CLOSE_S; checked once a minute."""
+    global _idle_checked
+    if now - _idle_checked < min(60.0, IDLE_CLOSE_S):
+        return []
+    _idle_checked = now
+    idle = [k for k, p in _pools.items() if p is not keep and now - p.last_used > IDLE_CLOSE_S]
+    return [_pools.pop(k) for k in idle]
 
 
 def backend_for_domain(domain: DomainSpec, task: TaskSpec) -> McpBackend:

@@ -323,3 +323,52 @@ def test_attempt_result_carries_the_provider_report_of_an_endpoint_agent(
     ]
     golden = AttemptSetup.from_config(retail_domain, task, agent="golden").run()
     assert "provider" not in golden.extra  # local agents report nothing
+
+
+def test_openai_agent_sends_what_build_request_says_encoding_each_message_once(scripted_server, monkeypatch):
+    scripted_server.script(
+        "agent-model",
+        [{"tool_calls": [{"name": "get_order", "arguments": {"order_id": "ORD-1"}}]}, {"text": "Shipped."}],
+    )
+    config = EndpointConfig(
+        model="agent-model",
+        base_url=scripted_server.base_url,
+        api_key_env=None,
+        temperature=0.5,
+        parallel_tool_calls=False,
+        extra_body={"top_k": 3},
+        label="agent",
+    )
+    agent = OpenAIAgent(config)
+    converted = []
+    original = agent._to_openai_message
+
+    def counted(message):
+        converted.append(message.content)
+        return original(message)
+
+    monkeypatch.setattr(agent, "_to_openai_message", counted)
+    first = view(Message(role="user", content="Where is ORD-1?"))
+    step = agent.step(first)
+    second = view(
+        *first.messages,
+        Message(role="assistant", content="", tool_calls=step.tool_calls),
+        Message(role="tool", content='{"status": "shipped"}', tool_call_id=step.tool_calls[0].id),
+    )
+    agent.step(second)
+
+    bodies = [request.body for request in scripted_server.requests_for("agent-model")]
+    for body, sent_view in zip(bodies, (first, second), strict=True):
+        messages, tools = agent.build_request(sent_view)
+        expected = {
+            "model": "agent-model",
+            "messages": messages,
+            "tools": tools,
+            "temperature": 0.5,
+            "parallel_tool_calls": False,
+            "top_k": 3,
+        }
+        assert body == expected
+    # Each message was converted once by the requests (then again by build_request above).
+    assert converted[:3] == ["Where is ORD-1?", "", '{"status": "shipped"}']
+    assert len(converted) == 3 + 1 + 3

@@ -16,6 +16,7 @@ from tb_engine.thinkingbox.effects import (
     compare_effects,
     effects_states,
     infer_table_specs,
+    snapshot_of,
     snapshots_of,
     state_writes,
 )
@@ -175,3 +176,41 @@ def test_infer_table_specs_without_id_uses_whole_row_key():
         "any", [{"tags": [{"name": "a", "n": 1}, {"name": "a", "n": 2}, {"name": "b", "n": 1}]}]
     )
     assert specs["tags"].primary_key == ("name", "n")
+
+
+@pytest.mark.parametrize("case", ["golden", "change_arg"])
+def test_compare_effects_reuses_snapshots_built_under_the_same_specs(case, monkeypatch):
+    server, answer = _load(*RETAIL, case)
+    declarations = _declarations(server)
+    states = effects_states(server, answer, declarations)
+    built = snapshots_of(states)
+    expected = [(i.kind, i.table, i.key, i.field) for i in compare_effects(server, answer, declarations).diff]
+
+    def no_second_build(*_args, **_kwargs):
+        raise AssertionError("the snapshots were built again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("tb_engine.thinkingbox.effects.snapshots_of", no_second_build)
+        reused = compare_effects(server, answer, declarations, built=built)
+    assert [(i.kind, i.table, i.key, i.field) for i in reused.diff] == expected
+
+
+def test_compare_effects_builds_its_own_snapshots_when_the_given_specs_differ():
+    server, answer = _load(*RETAIL, "change_arg")
+    declarations = _declarations(server)
+    states = effects_states(server, answer, declarations)
+    expected = compare_effects(server, answer, declarations)
+    changed = {item.table for item in expected.diff}
+    # Snapshots of the tables the change did not touch only: used by mistake, they would show no diff.
+    untouched = {name: spec for name, spec in states.specs.items() if name not in changed}
+    partial = {
+        key: snapshot_of(rows, untouched)
+        for key, rows in (("initial", states.initial), ("result", states.result), ("golden", states.golden))
+    }
+
+    compared = compare_effects(server, answer, declarations, built=partial)
+
+    assert expected.diff != []
+    assert [(i.kind, i.table, i.key) for i in compared.diff] == [
+        (i.kind, i.table, i.key) for i in expected.diff
+    ]
