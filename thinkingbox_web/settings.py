@@ -219,6 +219,10 @@ WORKER_CONNECT_THREADS = read_bool(env, "TB_WORKER_CONNECT_THREADS", default=Tru
 # A threads pool of more attempts than this gives each attempt's connection back while it waits on
 # its model (claim and record open one again): hundreds of waiting attempts, a handful of connections.
 WORKER_HOLD_CONNECTIONS_UP_TO = read_int(env, "TB_WORKER_HOLD_CONNECTIONS_UP_TO", 16)
+# A worker whose process tree (PSS: worker, fork servers, attempts' servers) uses more than this many
+# MB takes no new attempt until some finish; the message returns to the queue after a few seconds.
+WORKER_MEMORY_MB = read_int(env, "TB_WORKER_MEMORY_MB", 0)
+WORKER_MEMORY_RETRY_SECONDS = read_int(env, "TB_WORKER_MEMORY_RETRY_SECONDS", 5)
 
 # --- ThinkingBox MCP servers (tb_engine.thinkingbox; docs/thinkingbox.md "Runtime"). How a fresh
 # server process starts per attempt: fork (from a parent that imported the server module once) or
