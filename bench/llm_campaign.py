@@ -140,6 +140,7 @@ class Sampler(threading.Thread):
                         "running": counts["running"],
                         "pss_mb": trees_pss(self.roots),
                         "cpu_s": trees_cpu(self.roots),
+                        "worker_cpu_s": sum(cpu_seconds(root) for root in self.roots),
                     }
                 )
                 self.finished.wait(self.every_s)
@@ -238,6 +239,8 @@ def figures(label: str, campaign, total: int, elapsed: float, samples: list[dict
         "in_flight": in_flight,
         "pss_mb": statistics.median(s["pss_mb"] for s in window),
         "cpu_s_per_attempt": (last["cpu_s"] - first["cpu_s"]) / recorded,
+        # The worker processes alone (without fork servers and attempts' server processes).
+        "worker_cpu_s_per_attempt": (last["worker_cpu_s"] - first["worker_cpu_s"]) / recorded,
         "infra_errors": sum(a.status == "infra_error" for a in attempts),
         "passed": sum(a.verdict == "pass" for a in attempts),
         "verdicts_equal": verdicts_equal,
@@ -308,7 +311,11 @@ def main() -> None:
             flush=True,
         )
         results = {}
-        if args.golden:
+        if args.golden or args.golden_only:
+            golden_agent = agent_config_for("golden")
+            if args.golden_window:
+                golden_agent.max_concurrency = args.golden_window
+                golden_agent.save(update_fields=["max_concurrency"])
             results["golden"] = run_campaign(
                 args,
                 env,
@@ -317,13 +324,21 @@ def main() -> None:
                     name="bench golden",
                     team=team,
                     owner=owner,
-                    agent=agent_config_for("golden"),
+                    agent=golden_agent,
                     suite=suite,
                     n_attempts=per_task,
                 ),
                 scratch,
             )
             report(results["golden"], None)
+            if args.golden_only:
+                golden = results["golden"]
+                print(
+                    f"RESULT golden_in_flight={golden['in_flight']:.0f} golden_attempts_per_s={golden['per_s']:.2f} "
+                    f"golden_cpu_s_per_attempt={golden['cpu_s_per_attempt']:.3f} "
+                    f"golden_worker_cpu_s_per_attempt={golden['worker_cpu_s_per_attempt']:.3f}"
+                )
+                return
         agent, _ = AgentConfig.objects.update_or_create(
             name="bench golden-replay endpoint",
             defaults={
@@ -384,7 +399,8 @@ def report(found: dict, ideal_latency: float | None) -> None:
         f"{found['label']}: {found['total']} attempts in {found['elapsed']:.1f} s; steady {found['per_s']:.2f}/s "
         f"with {found['in_flight']:.0f} in flight{pct}; PSS {found['pss_mb']:.0f} MB "
         f"({found['pss_mb'] / max(found['in_flight'], 1):.1f} MB per attempt in flight); "
-        f"CPU {found['cpu_s_per_attempt']:.3f} s per attempt; {found['infra_errors']} infra errors; "
+        f"CPU {found['cpu_s_per_attempt']:.3f} s per attempt ({found['worker_cpu_s_per_attempt']:.3f} in the "
+        f"worker processes); {found['infra_errors']} infra errors; "
         f"{found['passed']} passed, {found['state_passed']} with the golden end state; state verdict equal to the server hash {found['verdicts_equal']}/{found['total']}",
         flush=True,
     )

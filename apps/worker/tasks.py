@@ -17,7 +17,6 @@ from apps.worker import attempts, broker
 from apps.worker.connections import connection_distrusted, connection_served, drop_stale_connections
 from apps.worker.memory import MemoryBudget
 
-
 _budget: MemoryBudget | None = None
 
 

@@ -149,10 +149,13 @@ def infer_table_specs(
     specs: dict[str, TableSpec] = {}
     for name in names:
         rows_by_state = [state.get(name) or [] for state in states]
-        columns: list[str] = []
+        # Columns in the order first seen; a dict keeps that order without a list scan per cell
+        # (which made spec inference a seventh of a ThinkingBox attempt's CPU).
+        seen: dict[str, Any] = {}
         for rows in rows_by_state:
             for row in rows:
-                columns.extend(c for c in row if c not in columns)
+                seen.update(row)
+        columns = list(seen)
         types = {c: _column_type([row.get(c) for rows in rows_by_state for row in rows]) for c in columns}
         unstable_columns = declarations.unstable_columns(name, columns)
         stable_columns = [c for c in columns if c not in unstable_columns]
