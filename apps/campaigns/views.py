@@ -137,6 +137,7 @@ def campaign_launch(request):
                 judge=data["judge"],
                 price_sheet=data["price_sheet"],
                 adaptive=form.adaptive_options(),
+                exclude_non_discriminating=data["exclude_non_discriminating"],
             )
         except ValueError as exc:
             form.add_error(None, str(exc))
@@ -164,7 +165,12 @@ def _estimate(request, teams) -> LaunchEstimate | None:
     return launch_estimate(
         agent=agent,
         suite=data["suite"],
-        tasks=[task for task in tasks if task.is_gradable],
+        tasks=[
+            task
+            for task in tasks
+            if task.is_gradable
+            and not (data.get("exclude_non_discriminating") and task.is_non_discriminating)
+        ],
         n_attempts=data["n_attempts"],
         price_sheet=data.get("price_sheet"),
     )

@@ -57,7 +57,8 @@ def test_a_do_nothing_pass_flags_the_task_non_discriminating_until_it_is_fixed(s
     task.refresh_from_db()
     assert (issue.label.name, task.validation) == (NON_DISCRIMINATING, "non_discriminating")
     assert f"{HOLD}: non-discriminating" in out.getvalue().splitlines()
-    assert not task.is_gradable  # campaigns no longer select it
+    # Campaigns keep it by default (flagged); only an explicit option leaves it out.
+    assert (task.is_gradable, task.is_non_discriminating) == (True, True)
 
     task.spec, task.content_hash = original
     task.save(update_fields=["spec", "content_hash"])
