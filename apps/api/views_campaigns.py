@@ -117,7 +117,6 @@ class CampaignOutput(serializers.ModelSerializer):
             "finished_at",
         ]
 
-
     def get_non_discriminating(self, campaign: Campaign) -> str:
         return campaign.non_discriminating_statement(included=campaign.non_discriminating_count)
 

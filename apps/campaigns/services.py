@@ -198,7 +198,9 @@ def campaign_replicate(
     replicate.replicate_of = root
     replicate.exclude_non_discriminating = root.exclude_non_discriminating
     replicate.non_discriminating_excluded = root.non_discriminating_excluded
-    replicate.save(update_fields=["replicate_of", "exclude_non_discriminating", "non_discriminating_excluded"])
+    replicate.save(
+        update_fields=["replicate_of", "exclude_non_discriminating", "non_discriminating_excluded"]
+    )
     if start:
         campaign_start(campaign=replicate)
     return replicate

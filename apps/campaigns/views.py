@@ -20,6 +20,7 @@ from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
     LaunchEstimate,
     campaign_list_rows,
+    campaign_non_discriminating_tasks,
     campaign_progress,
     campaigns_visible_to,
     launch_estimate,
@@ -89,6 +90,12 @@ def campaign_detail(request, pk: int):
             response.status_code = HttpResponseStopPolling.status_code
             return response
         return render(request, "campaigns/detail.html#progress", context)
+    # Outside the polled fragment: what the campaign ran of the non-discriminating tasks.
+    non_discriminating = campaign_non_discriminating_tasks(campaign=campaign)
+    context["non_discriminating_tasks"] = non_discriminating
+    context["non_discriminating_note"] = campaign.non_discriminating_statement(
+        included=len(non_discriminating)
+    )
     return render(request, "campaigns/detail.html", context)
 
 

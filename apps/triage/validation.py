@@ -3,7 +3,8 @@
 Each task runs golden twice and do-nothing on a fresh backend per run — a SQLite sandbox or the
 imported suite's real MCP server (tb_engine.validation.validate_task) — and the outcome is kept in
 triage's task-health tables (TaskValidation, with every run's verdicts and both diffs) and on
-the task row campaigns select by (invalid and non-discriminating tasks are not selected). A stored
+the task row campaigns select by (invalid tasks are not selected; non-discriminating ones are, and are
+flagged, unless a campaign excludes them explicitly). A stored
 task's engine objects come from the worker's front door (apps.worker.selectors), so a validation
 runs the task exactly as an attempt would; the suite page's button runs it as a Celery task
 (apps.triage.tasks) in a worker.
