@@ -6,7 +6,7 @@ everyone but admins. Writes call the campaigns app's services, exactly as the la
 
 from __future__ import annotations
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -30,7 +30,7 @@ from apps.campaigns.services import (
 )
 from apps.core.access import teams_for
 from apps.core.roles import Role
-from apps.suites.models import Suite
+from apps.suites.models import Suite, Task
 
 TAGS = ["campaigns"]
 
@@ -66,6 +66,21 @@ class CampaignOutput(serializers.ModelSerializer):
         read_only=True, help_text="An adaptive campaign: its full figures are estimated, never observed."
     )
     adaptive_options = serializers.DictField(read_only=True)
+    exclude_non_discriminating = serializers.BooleanField(
+        read_only=True, help_text="Created with the option that leaves non-discriminating tasks out."
+    )
+    non_discriminating_excluded = serializers.IntegerField(
+        read_only=True, help_text="How many non-discriminating tasks that option left out."
+    )
+    non_discriminating_included = serializers.IntegerField(
+        source="non_discriminating_count",
+        read_only=True,
+        help_text="The campaign's tasks whose latest validation says non-discriminating (run and flagged).",
+    )
+    non_discriminating = serializers.SerializerMethodField(
+        help_text='What its figures state, e.g. "includes 1 non-discriminating task" or '
+        '"non-discriminating tasks excluded (1)".'
+    )
 
     class Meta:
         model = Campaign
@@ -93,10 +108,19 @@ class CampaignOutput(serializers.ModelSerializer):
             "replicate_of",
             "adaptive",
             "adaptive_options",
+            "exclude_non_discriminating",
+            "non_discriminating_excluded",
+            "non_discriminating_included",
+            "non_discriminating",
             "created_at",
             "started_at",
             "finished_at",
         ]
+
+    def get_non_discriminating(self, campaign: Campaign) -> str:
+        # An annotation of visible_campaigns, where every campaign this serializer is given comes from.
+        included: int = campaign.non_discriminating_count  # type: ignore[attr-defined]
+        return campaign.non_discriminating_statement(included=included)
 
 
 class CampaignFilter(serializers.Serializer):
@@ -150,9 +174,15 @@ class CampaignInput(serializers.Serializer):
     task_ids = serializers.ListField(
         child=serializers.CharField(max_length=300),
         required=False,
-        help_text="Stable task ids of the suite; default every gradable task (or every task of `domains`).",
+        help_text="Stable task ids of the suite; default every gradable (not invalid) task (or every task of "
+        "`domains`).",
     )
     domains = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
+    exclude_non_discriminating = serializers.BooleanField(
+        default=False,
+        help_text="Leave out tasks a do-nothing attempt passes (suite validation); by default they run "
+        "and are flagged. The campaign records the choice (`non_discriminating`).",
+    )
     n_attempts = serializers.IntegerField(min_value=1, max_value=200, default=20)
     seed = serializers.IntegerField(default=0, min_value=-(2**63), max_value=2**63 - 1)
     price_sheet = serializers.PrimaryKeyRelatedField(
@@ -234,7 +264,12 @@ class CampaignInput(serializers.Serializer):
 
 
 def visible_campaigns(user):
-    return campaigns_visible_to(user).annotate(task_count=Count("tasks", distinct=True))
+    return campaigns_visible_to(user).annotate(
+        task_count=Count("tasks", distinct=True),
+        non_discriminating_count=Count(
+            "tasks", filter=Q(tasks__validation=Task.Validation.NON_DISCRIMINATING), distinct=True
+        ),
+    )
 
 
 def get_campaign_for_user(user, pk: int) -> Campaign:
@@ -286,6 +321,7 @@ class CampaignListView(ApiView):
                 judge=data["judge"],
                 price_sheet=data.get("price_sheet"),
                 adaptive=dict(data["adaptive"]) if data.get("adaptive") is not None else None,
+                exclude_non_discriminating=data["exclude_non_discriminating"],
             )
         except ValueError as exc:  # e.g. no gradable task selected, an adaptive option out of range
             field = (

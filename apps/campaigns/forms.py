@@ -58,7 +58,13 @@ class CampaignLaunchForm(forms.Form):
         queryset=Task.objects.none(),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 8}),
-        help_text="None chosen: every gradable task of the ticked domains.",
+        help_text="None chosen: every gradable (not invalid) task of the ticked domains.",
+    )
+    exclude_non_discriminating = forms.BooleanField(
+        required=False,
+        label="Exclude non-discriminating tasks",
+        help_text="Tasks a do-nothing attempt passes (suite validation). Left unticked they are run "
+        "and flagged; ticked, the campaign leaves them out and its figures say how many.",
     )
     n_attempts = forms.IntegerField(min_value=1, max_value=200, initial=20, label="Attempts per task (N)")
     seed = forms.IntegerField(initial=0)

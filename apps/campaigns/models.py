@@ -45,6 +45,10 @@ class Campaign(models.Model):
     # engine's AdaptiveConfig plus the calibration to use (None: the suite's latest for the team).
     adaptive = models.BooleanField(default=False)
     adaptive_options = models.JSONField(default=dict, blank=True)
+    # Non-discriminating tasks (a do-nothing attempt passes them) stay in a campaign unless it asks
+    # to leave them out; the figures state which it did, and how many the option left out.
+    exclude_non_discriminating = models.BooleanField(default=False)
+    non_discriminating_excluded = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -68,3 +72,17 @@ class Campaign(models.Model):
     def is_harness_check(self) -> bool:
         """A golden-replay campaign checks the harness and the tasks; it is never ranked against models."""
         return self.agent.kind == "golden"
+
+    @property
+    def non_discriminating_note(self) -> str:
+        """What the campaign did with non-discriminating tasks, as its figures state it (one query)."""
+        included = self.tasks.filter(validation=Task.Validation.NON_DISCRIMINATING).count()
+        return self.non_discriminating_statement(included=included)
+
+    def non_discriminating_statement(self, *, included: int) -> str:
+        """The note for a campaign holding ``included`` non-discriminating tasks (e.g. an annotation)."""
+        if self.exclude_non_discriminating:
+            return f"non-discriminating tasks excluded ({self.non_discriminating_excluded})"
+        if not included:
+            return "no non-discriminating tasks"
+        return f"includes {included} non-discriminating task{'s' if included != 1 else ''}"

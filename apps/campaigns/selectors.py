@@ -23,6 +23,7 @@ from apps.attempts.selectors.token_averages import done_attempt_token_averages
 from apps.campaigns.models import Campaign
 from apps.core.access import teams_for
 from apps.core.models import WorkerHeartbeat
+from apps.suites.models import Task
 from tb_engine.pricing import cost_of
 from tb_engine.results import DiffItem
 from tb_engine.transcript import Usage
@@ -31,6 +32,15 @@ from tb_engine.transcript import Usage
 def campaign_name_taken(*, team, name: str) -> bool:
     """Whether the team already has a campaign of that name."""
     return Campaign.objects.filter(team=team, name=name).exists()
+
+
+def campaign_non_discriminating_tasks(*, campaign: Campaign) -> list[Task]:
+    """The campaign's tasks whose validation says non-discriminating (run, and flagged on its page)."""
+    return list(
+        campaign.tasks.filter(validation=Task.Validation.NON_DISCRIMINATING)
+        .select_related("domain")
+        .order_by("task_id")
+    )
 
 
 def campaigns_visible_to(user) -> QuerySet[Campaign]:

@@ -96,6 +96,7 @@ def campaign_create(
     judge: dict | None = None,
     price_sheet: PriceSheet | None = None,
     adaptive: dict | None = None,
+    exclude_non_discriminating: bool = False,
 ) -> Campaign:
     """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
 
@@ -105,7 +106,9 @@ def campaign_create(
     ``AdaptiveConfig`` (budget_share, target_se, …; its n_attempts is the campaign's N) plus
     ``calibration`` (an id, or None for the suite's latest calibration for the team, pinned when
     the campaign starts). Side effects: one Campaign row and its task selection. Invalid tasks are
-    never selected. Raises ValueError naming a bad option.
+    never selected; non-discriminating ones are (flagged wherever tasks are listed) unless
+    ``exclude_non_discriminating``, which the campaign records with how many it left out. Raises
+    ValueError naming a bad option.
     """
     if n_attempts < 1:
         raise ValueError("n_attempts must be at least 1")
@@ -113,8 +116,11 @@ def campaign_create(
     options = _adaptive_options(adaptive, n_attempts) if adaptive is not None else {}
     selected = list(tasks) if tasks is not None else list(suite.tasks.all())
     selected = [t for t in selected if t.is_gradable]
+    excluded = [t for t in selected if exclude_non_discriminating and t.is_non_discriminating]
+    selected = [t for t in selected if not (exclude_non_discriminating and t.is_non_discriminating)]
     if not selected:
-        raise ValueError(f"no gradable tasks selected from suite {suite.name}")
+        left_out = f" ({len(excluded)} non-discriminating left out)" if excluded else ""
+        raise ValueError(f"no gradable tasks selected from suite {suite.name}{left_out}")
     with transaction.atomic():
         campaign = Campaign.objects.create(
             name=name,
@@ -132,6 +138,8 @@ def campaign_create(
             suite_hash=suite.content_hash,
             adaptive=adaptive is not None,
             adaptive_options=options,
+            exclude_non_discriminating=exclude_non_discriminating,
+            non_discriminating_excluded=len(excluded),
         )
         campaign.tasks.set(selected)
     return campaign
@@ -185,8 +193,14 @@ def campaign_replicate(
         price_sheet=root.price_sheet,
         adaptive=dict(root.adaptive_options) if root.adaptive else None,
     )
+    # The root's tasks are passed as they are (the same selection even if validation changed since),
+    # and so is what the root recorded about non-discriminating tasks.
     replicate.replicate_of = root
-    replicate.save(update_fields=["replicate_of"])
+    replicate.exclude_non_discriminating = root.exclude_non_discriminating
+    replicate.non_discriminating_excluded = root.non_discriminating_excluded
+    replicate.save(
+        update_fields=["replicate_of", "exclude_non_discriminating", "non_discriminating_excluded"]
+    )
     if start:
         campaign_start(campaign=replicate)
     return replicate

@@ -20,6 +20,7 @@ from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
     LaunchEstimate,
     campaign_list_rows,
+    campaign_non_discriminating_tasks,
     campaign_progress,
     campaigns_visible_to,
     launch_estimate,
@@ -89,6 +90,12 @@ def campaign_detail(request, pk: int):
             response.status_code = HttpResponseStopPolling.status_code
             return response
         return render(request, "campaigns/detail.html#progress", context)
+    # Outside the polled fragment: what the campaign ran of the non-discriminating tasks.
+    non_discriminating = campaign_non_discriminating_tasks(campaign=campaign)
+    context["non_discriminating_tasks"] = non_discriminating
+    context["non_discriminating_note"] = campaign.non_discriminating_statement(
+        included=len(non_discriminating)
+    )
     return render(request, "campaigns/detail.html", context)
 
 
@@ -137,6 +144,7 @@ def campaign_launch(request):
                 judge=data["judge"],
                 price_sheet=data["price_sheet"],
                 adaptive=form.adaptive_options(),
+                exclude_non_discriminating=data["exclude_non_discriminating"],
             )
         except ValueError as exc:
             form.add_error(None, str(exc))
@@ -164,7 +172,12 @@ def _estimate(request, teams) -> LaunchEstimate | None:
     return launch_estimate(
         agent=agent,
         suite=data["suite"],
-        tasks=[task for task in tasks if task.is_gradable],
+        tasks=[
+            task
+            for task in tasks
+            if task.is_gradable
+            and not (data.get("exclude_non_discriminating") and task.is_non_discriminating)
+        ],
         n_attempts=data["n_attempts"],
         price_sheet=data.get("price_sheet"),
     )

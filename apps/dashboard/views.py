@@ -417,6 +417,12 @@ def tasks(request):
     context = {
         "campaigns": campaigns,
         "page": page,
+        # Rows carry the task's pk, not its validation (the per-task tables are cached): flag from here.
+        "non_discriminating": set(
+            Task.objects.filter(
+                pk__in=[row.task_pk for row in page], validation=Task.Validation.NON_DISCRIMINATING
+            ).values_list("pk", flat=True)
+        ),
         "filter": kind,
         "filters": figures.TASK_FILTERS,
         "domain": domain,

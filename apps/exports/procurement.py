@@ -169,6 +169,7 @@ def _provenance(
             ("  suite hash", campaign.suite_hash),
             ("  harness version", campaign.harness_version),
             ("  N attempts per task", campaign.n_attempts),
+            ("  non-discriminating tasks", campaign.non_discriminating_note),
             (
                 "  attempts planned / done / infra errors / other",
                 f"{planned} / {done} / {count.get('infra', 0)} / {count.get('total', 0) - done - count.get('infra', 0)}",

@@ -388,10 +388,9 @@ def replicate_sets(campaigns: list[Campaign], tables: PerTaskTables | None = Non
 
 
 def gradable_task_count(*, suite_id: int) -> int:
-    """Tasks of the suite a campaign may select (valid or not yet validated): what a plan can draw on."""
-    return Task.objects.filter(
-        suite_id=suite_id, validation__in=[Task.Validation.VALID, Task.Validation.UNKNOWN]
-    ).count()
+    """Tasks of the suite a campaign selects by default (every task but an invalid one, non-discriminating
+    ones included): what a plan can draw on."""
+    return Task.objects.filter(suite_id=suite_id).exclude(validation=Task.Validation.INVALID).count()
 
 
 def attempts_plan(

@@ -89,4 +89,13 @@ class Task(models.Model):
 
     @property
     def is_gradable(self) -> bool:
-        return self.validation in (self.Validation.VALID, self.Validation.UNKNOWN)
+        """Campaigns may run it: every task but an invalid one (its golden trajectory fails or errors).
+
+        A non-discriminating task is gradable (its grading works; a do-nothing attempt passes it too):
+        campaigns keep it unless they exclude such tasks explicitly, and pages flag it.
+        """
+        return self.validation != self.Validation.INVALID
+
+    @property
+    def is_non_discriminating(self) -> bool:
+        return self.validation == self.Validation.NON_DISCRIMINATING

@@ -29,6 +29,7 @@ QUEUE_ROW_FIELDS = (
     "tool_calls",
     "diff_items",
     "task__task_id",
+    "task__validation",  # the non-discriminating flag beside the task id
     "task__domain__name",
     "campaign__name",
 )

@@ -103,6 +103,15 @@ def recent_errors(*, campaign_id: int, limit: int = 5) -> list[Attempt]:
         Attempt.objects.filter(campaign_id=campaign_id)
         .exclude(error_detail="")
         .select_related("task")
-        .only("id", "index", "status", "error_detail", "retries", "task__task_id", "finished_at")
+        .only(
+            "id",
+            "index",
+            "status",
+            "error_detail",
+            "retries",
+            "task__task_id",
+            "task__validation",
+            "finished_at",
+        )
         .order_by("-finished_at")[:limit]
     )

@@ -1,5 +1,6 @@
 """The page frame's formatting: shares, intervals, points, money and counts ("—" when undefined), the
-non-model badge and the glossary popover. Loaded as `core_format` by every app's templates."""
+non-model badge, the non-discriminating task flag and the glossary popover. Loaded as `core_format` by
+every app's templates."""
 
 from __future__ import annotations
 
@@ -94,6 +95,18 @@ def sim_badge(agent):
     if agent is not None and agent.badge_text:
         return format_html(
             '<span class="badge sim" title="{}">{}</span>', agent.get_kind_display(), agent.badge_text
+        )
+    return ""
+
+
+@register.simple_tag
+def task_flag(validation):
+    """The flag a non-discriminating task carries wherever a campaign's tasks are listed (given the task's
+    ``validation``): campaigns run it unless told not to, so its passes need this caveat beside them."""
+    if validation == "non_discriminating":
+        return format_html(
+            '<span class="badge task-flag" title="{}">non-discriminating</span>',
+            "Suite validation: a do-nothing attempt passes this task, so a pass shows little",
         )
     return ""
 

@@ -1,4 +1,7 @@
-"""python manage.py run_campaign --suite NAME --agent AGENT --repeat N [--tasks ...] [--wait]
+"""python manage.py run_campaign --suite NAME --agent AGENT --repeat N [--tasks ...] [--exclude-non-discriminating] [--wait]
+
+Every task but an invalid one runs, non-discriminating ones included (flagged on the pages) unless
+``--exclude-non-discriminating``; the start line says which.
 
 User simulator and judge: ``--user scripted|llm`` with ``--user-model/-base-url/-api-key-env/-prompt-file``,
 ``--judge keyword|llm`` with ``--judge-model/-base-url/-api-key-env/-prompt-file`` (an LLM judge runs
@@ -36,7 +39,14 @@ class Command(BaseCommand):
             "| name of an AgentConfig",
         )
         parser.add_argument("--repeat", type=int, default=20, help="attempts per task (N)")
-        parser.add_argument("--tasks", nargs="*", help="task ids (default: every gradable task)")
+        parser.add_argument(
+            "--tasks", nargs="*", help="task ids (default: every gradable task, i.e. every task not invalid)"
+        )
+        parser.add_argument(
+            "--exclude-non-discriminating",
+            action="store_true",
+            help="leave out tasks a do-nothing attempt passes (default: run them; the campaign records which)",
+        )
         parser.add_argument("--name", help="campaign name")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--owner", default=None, help="username (default: the first superuser)")
@@ -118,7 +128,9 @@ class Command(BaseCommand):
                 f"estimated figures on /adaptive/campaigns/{campaign.pk}/"
             )
         else:
-            self.stdout.write(f"campaign {campaign.pk} started: {created} attempts queued")
+            self.stdout.write(
+                f"campaign {campaign.pk} started: {created} attempts queued ({campaign.non_discriminating_note})"
+            )
         self._wait(options, campaign)
 
     def _create(self, options, suite, tasks, owner, agent, adaptive, kind, user, judge):
@@ -135,6 +147,7 @@ class Command(BaseCommand):
             judge=judge,
             price_sheet=price_sheet_default(),
             adaptive=adaptive,
+            exclude_non_discriminating=options["exclude_non_discriminating"],
         )
 
     def _wait(self, options, campaign):
