@@ -261,6 +261,10 @@ def main() -> None:
     parser.add_argument(
         "--golden", action="store_true", help="first run the golden agent for the CPU reference"
     )
+    parser.add_argument(
+        "--golden-window", type=int, default=0, help="the golden campaign's window (default: its agent's)"
+    )
+    parser.add_argument("--golden-only", action="store_true", help="stop after the golden campaign")
     parser.add_argument("--settle", type=float, default=8.0)
     parser.add_argument("--timeout", type=float, default=3600.0)
     args = parser.parse_args()
