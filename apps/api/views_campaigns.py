@@ -339,7 +339,8 @@ class LiveEndpointOutput(serializers.Serializer):
         required=False, allow_null=True, help_text="What is left of a 429 pause."
     )
     calls = serializers.IntegerField(required=False, allow_null=True)
-    errors = serializers.IntegerField(required=False, allow_null=True)
+    # The metaclass takes declared fields off the class, so this never hides Serializer.errors.
+    errors = serializers.IntegerField(required=False, allow_null=True)  # type: ignore[assignment]
     rate_limited = serializers.IntegerField(required=False, allow_null=True)
     error_rate = serializers.FloatField(required=False, allow_null=True)
     rate_limited_rate = serializers.FloatField(required=False, allow_null=True)

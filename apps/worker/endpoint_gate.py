@@ -134,7 +134,14 @@ class RedisEndpointGate:
             endpoint_redis_key(endpoint, "pause"),
             endpoint_redis_key(endpoint, "stats:"),
         ]
-        args = [token, outcome, latency_ms, latency_bucket(latency_ms), int(pause_s * 1000), STATS_TTL_S]
+        args: list[str | int] = [
+            token,
+            outcome,
+            latency_ms,
+            latency_bucket(latency_ms),
+            int(pause_s * 1000),
+            STATS_TTL_S,
+        ]
         try:
             self._leave(keys=keys, args=args)
         except redis.RedisError:
