@@ -249,7 +249,13 @@ def part_golden(args, env, owner, team, log_dir: Path) -> dict:
         workers,
         logs,
         lambda: campaign_create(
-            name="bench golden", team=team, owner=owner, agent=agent, suite=suite, n_attempts=args.repeat
+            name="bench golden",
+            team=team,
+            owner=owner,
+            agent=agent,
+            suite=suite,
+            n_attempts=args.repeat,
+            window=64,
         ),
         timeout=args.timeout,
     )
@@ -333,6 +339,7 @@ def part_llm(args, env, owner, team, log_dir: Path) -> dict[int, float]:
                     suite=suite,
                     tasks=selected,
                     n_attempts=per_task,
+                    window=level,
                 ),
                 timeout=args.timeout,
             )

@@ -205,6 +205,9 @@ ATTEMPT_MAX_RETRIES = read_int(env, "TB_ATTEMPT_MAX_RETRIES", 3)
 ATTEMPT_RETRY_BACKOFF_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_SECONDS", 2)
 ATTEMPT_RETRY_BACKOFF_MAX_SECONDS = read_int(env, "TB_ATTEMPT_RETRY_BACKOFF_MAX_SECONDS", 60)
 ATTEMPT_REDISPATCH_SECONDS = read_int(env, "TB_ATTEMPT_REDISPATCH_SECONDS", 120)
+# A campaign's window: its attempts queued at the broker or running at once (Campaign.window, else
+# this default), never above the maximum. The agent's max_concurrency caps its endpoint instead.
+CAMPAIGN_DEFAULT_WINDOW = read_int(env, "TB_CAMPAIGN_DEFAULT_WINDOW", 256)
 CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
 # Environment variables an agent (or user simulator, judge) may name as its API key: the worker
 # sends that variable's value to the endpoint the operator picked. Comma-separated names or

@@ -36,7 +36,9 @@ class AgentConfig(models.Model):
     parameters = models.JSONField(
         default=dict, blank=True, help_text="temperature, max_tokens, reasoning, headers…"
     )
-    max_concurrency = models.PositiveIntegerField(default=16, help_text="Concurrent attempts per endpoint.")
+    max_concurrency = models.PositiveIntegerField(
+        default=256, help_text="Requests in flight to this agent's endpoint at once, across all workers."
+    )
     # The team that owns the configuration: its operators edit it and its members see and use it.
     # None is shared (the built-in golden, simulated and harness-check agents, an administrator's):
     # everyone may use it, only administrators edit it.

@@ -120,7 +120,7 @@ def agent_config_create(
     base_url: str = "",
     api_key_env: str = "",
     parameters: dict | None = None,
-    max_concurrency: int = 16,
+    max_concurrency: int = 256,
     team=None,
 ) -> AgentConfig:
     """Create an agent configuration. Side effects: one AgentConfig row (credentials only by env-var name).

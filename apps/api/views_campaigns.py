@@ -6,8 +6,10 @@ everyone but admins. Writes call the campaigns app's services, exactly as the la
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import Count, Q
 from django.http import Http404
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -17,7 +19,7 @@ from apps.agents.services import UnknownAgent, agent_config_for
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import campaign_progress, campaigns_visible_to
+from apps.campaigns.selectors import campaign_live, campaign_progress, campaigns_visible_to
 from apps.campaigns.services import (
     EvaluatorConfigError,
     NotReplicable,
@@ -81,6 +83,11 @@ class CampaignOutput(serializers.ModelSerializer):
         help_text='What its figures state, e.g. "includes 1 non-discriminating task" or '
         '"non-discriminating tasks excluded (1)".'
     )
+    window = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="Attempts queued or running at once (null: the server's default, TB_CAMPAIGN_DEFAULT_WINDOW).",
+    )
 
     class Meta:
         model = Campaign
@@ -101,6 +108,7 @@ class CampaignOutput(serializers.ModelSerializer):
             "harness_version",
             "task_count",
             "n_attempts",
+            "window",
             "seed",
             "user_simulator",
             "judge",
@@ -184,6 +192,13 @@ class CampaignInput(serializers.Serializer):
         "and are flagged. The campaign records the choice (`non_discriminating`).",
     )
     n_attempts = serializers.IntegerField(min_value=1, max_value=200, default=20)
+    window = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text="Attempts queued or running at once (default TB_CAMPAIGN_DEFAULT_WINDOW, at most "
+        "TB_CAMPAIGN_MAX_WINDOW). Requests to the model are capped by the agent's max_concurrency.",
+    )
     seed = serializers.IntegerField(default=0, min_value=-(2**63), max_value=2**63 - 1)
     price_sheet = serializers.PrimaryKeyRelatedField(
         queryset=PriceSheet.objects.all(), required=False, allow_null=True
@@ -215,6 +230,13 @@ class CampaignInput(serializers.Serializer):
         if team is None:
             raise serializers.ValidationError("not one of your teams")
         return team
+
+    def validate_window(self, value: int | None) -> int | None:
+        if value is not None and value > settings.CAMPAIGN_MAX_WINDOW:
+            raise serializers.ValidationError(
+                f"at most {settings.CAMPAIGN_MAX_WINDOW} (TB_CAMPAIGN_MAX_WINDOW)"
+            )
+        return value
 
     def validate(self, data: dict) -> dict:
         suite_team = data["suite"].team_id
@@ -322,6 +344,7 @@ class CampaignListView(ApiView):
                 price_sheet=data.get("price_sheet"),
                 adaptive=dict(data["adaptive"]) if data.get("adaptive") is not None else None,
                 exclude_non_discriminating=data["exclude_non_discriminating"],
+                window=data.get("window"),
             )
         except ValueError as exc:  # e.g. no gradable task selected, an adaptive option out of range
             field = (
@@ -338,10 +361,72 @@ class CampaignListView(ApiView):
         )
 
 
+class LiveEndpointOutput(serializers.Serializer):
+    """An endpoint the campaign calls; its figures are null without Redis (embedded broker)."""
+
+    endpoint = serializers.CharField(help_text="The endpoint's normalised base URL.")
+    roles = serializers.ListField(child=serializers.CharField(), help_text="agent, user simulator, judge")
+    cap = serializers.IntegerField(allow_null=True, help_text="Requests in flight across all workers.")
+    in_flight = serializers.IntegerField(required=False, allow_null=True)
+    waiting = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Requests waiting for a slot or a 429 pause."
+    )
+    paused_s = serializers.FloatField(
+        required=False, allow_null=True, help_text="What is left of a 429 pause."
+    )
+    calls = serializers.IntegerField(required=False, allow_null=True)
+    # The metaclass takes declared fields off the class, so this never hides Serializer.errors.
+    errors = serializers.IntegerField(required=False, allow_null=True)  # type: ignore[assignment]
+    rate_limited = serializers.IntegerField(required=False, allow_null=True)
+    error_rate = serializers.FloatField(required=False, allow_null=True)
+    rate_limited_rate = serializers.FloatField(required=False, allow_null=True)
+    latency_p50_ms = serializers.FloatField(required=False, allow_null=True)
+    latency_p95_ms = serializers.FloatField(required=False, allow_null=True)
+    minutes = serializers.IntegerField(
+        required=False, allow_null=True, help_text="The window of the calls and rates."
+    )
+
+
+class LiveOutput(serializers.Serializer):
+    in_flight = serializers.IntegerField(help_text="Attempts running now.")
+    remaining = serializers.IntegerField(help_text="Attempts queued or running.")
+    endpoint_figures = serializers.ChoiceField(
+        choices=["live", "embedded", "unavailable", "none"],
+        help_text="embedded: no Redis (embedded broker), so no endpoint figures; none: no model endpoint.",
+    )
+    ended_recently = serializers.IntegerField()
+    pace_window_s = serializers.FloatField()
+    mean_attempt_s = serializers.FloatField(allow_null=True)
+    eta_seconds = serializers.FloatField(allow_null=True)
+    eta_basis = serializers.CharField(allow_blank=True)
+    endpoints = LiveEndpointOutput(many=True)
+
+
+class CampaignDetailOutput(CampaignOutput):
+    live = serializers.SerializerMethodField(
+        help_text="While the campaign runs: attempts in flight, its endpoints' load and an ETA (else null)."
+    )
+
+    class Meta(CampaignOutput.Meta):
+        fields = [*CampaignOutput.Meta.fields, "live"]
+
+    @extend_schema_field(LiveOutput(allow_null=True))
+    def get_live(self, campaign: Campaign) -> dict | None:
+        if not campaign.is_active:
+            return None
+        live = campaign_live(campaign=campaign, progress=campaign_progress(campaign=campaign))
+        return LiveOutput(live.to_dict()).data
+
+
 class CampaignDetailView(ApiView):
-    @api_schema(summary="One campaign", tags=TAGS, responses={200: CampaignOutput}, errors=(401, 403, 404))
+    @api_schema(
+        summary="One campaign (with its live figures while it runs)",
+        tags=TAGS,
+        responses={200: CampaignDetailOutput},
+        errors=(401, 403, 404),
+    )
     def get(self, request, pk: int):
-        return Response(CampaignOutput(get_campaign_for_user(request.user, pk)).data)
+        return Response(CampaignDetailOutput(get_campaign_for_user(request.user, pk)).data)
 
 
 class ProgressOutput(serializers.Serializer):

@@ -113,7 +113,12 @@ class AgentInput(serializers.Serializer):
         "extra_headers, retry…) and agent options (end_marker, max_attempt_tokens, max_reply_chars, "
         "max_tool_result_chars); golden and simulated agents take none. Unknown or mistyped ones are a 400.",
     )
-    max_concurrency = serializers.IntegerField(min_value=1, max_value=1024, required=False)
+    max_concurrency = serializers.IntegerField(
+        min_value=1,
+        max_value=1024,
+        required=False,
+        help_text="Requests in flight to the agent's endpoint at once, across all workers (default 256).",
+    )
     team = serializers.IntegerField(
         required=False,
         allow_null=True,

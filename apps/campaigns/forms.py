@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django import forms
+from django.conf import settings
+from django.core.validators import MaxValueValidator
 from django.db.models import Q
 
 from apps.agents.models import AgentConfig, PriceSheet
@@ -68,6 +70,13 @@ class CampaignLaunchForm(forms.Form):
     )
     n_attempts = forms.IntegerField(min_value=1, max_value=200, initial=20, label="Attempts per task (N)")
     seed = forms.IntegerField(initial=0)
+    window = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Window (attempts in flight)",
+        help_text="Attempts queued or running at once. Empty: the server's default. Requests to a model "
+        "are capped apart, by its agent's max concurrency across all workers.",
+    )
     price_sheet = forms.ModelChoiceField(queryset=PriceSheet.objects.all(), required=False)
     adaptive = forms.BooleanField(
         required=False,
@@ -145,6 +154,12 @@ class CampaignLaunchForm(forms.Form):
             team_field.initial = teams[0].pk
         # Shared suites and the teams' own (a suite made from imported results is one team's).
         suite_field.queryset = Suite.objects.filter(Q(team__isnull=True) | Q(team__in=team_field.queryset))
+        window_field = cast(forms.IntegerField, self.fields["window"])
+        window_field.max_value = settings.CAMPAIGN_MAX_WINDOW
+        window_field.validators.append(MaxValueValidator(settings.CAMPAIGN_MAX_WINDOW))
+        window_field.widget.attrs.update(
+            max=settings.CAMPAIGN_MAX_WINDOW, placeholder=settings.CAMPAIGN_DEFAULT_WINDOW
+        )
         self.fields["budget_share"].required = False
         self.fields["target_se"].required = False
         suites = suite_field.queryset

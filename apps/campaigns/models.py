@@ -24,6 +24,12 @@ class Campaign(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="campaigns")
     tasks = models.ManyToManyField(Task, related_name="campaigns", blank=True)
     n_attempts = models.PositiveIntegerField(default=20)
+    window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Attempts queued or running at once (empty: TB_CAMPAIGN_DEFAULT_WINDOW), "
+        "never above TB_CAMPAIGN_MAX_WINDOW.",
+    )
     seed = models.BigIntegerField(default=0)
     user_simulator = models.JSONField(
         default=dict, blank=True, help_text='{"kind": "scripted"} or an endpoint config.'

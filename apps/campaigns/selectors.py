@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+import redis
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from apps.agents.models import PriceSheet
 from apps.attempts.selectors.progress import (
     StatusCounts,
+    attempt_pace,
     attempts_ended_since,
     campaigns_with_status_counts,
     status_counts,
@@ -22,8 +24,11 @@ from apps.attempts.selectors.progress import (
 from apps.attempts.selectors.token_averages import done_attempt_token_averages
 from apps.campaigns.models import Campaign
 from apps.core.access import teams_for
+from apps.core.endpoint_load import EndpointLoad, endpoint_loads
 from apps.core.models import WorkerHeartbeat
 from apps.suites.models import Task
+from tb_engine.llm.config import EndpointConfig
+from tb_engine.llm.gate import endpoint_key
 from tb_engine.pricing import cost_of
 from tb_engine.results import DiffItem
 from tb_engine.transcript import Usage
@@ -114,6 +119,135 @@ def campaign_progress(*, campaign: Campaign) -> CampaignProgress:
     counts = status_counts(campaign_id=campaign.pk)
     recent = attempts_ended_since(campaign_id=campaign.pk, since=timezone.now() - THROUGHPUT_WINDOW)
     return CampaignProgress.of(campaign, counts, ended_last_minute=recent)
+
+
+# The live figures' ETA: completions over the last few minutes, when there are enough of them.
+PACE_WINDOW = timedelta(minutes=5)
+MIN_RECENT_COMPLETIONS = 5
+
+
+@dataclass(frozen=True)
+class LiveEndpoint:
+    """A model endpoint the campaign calls, the roles that call it, its cap and its load now."""
+
+    endpoint: str
+    roles: tuple[str, ...]  # "agent", "user simulator", "judge"
+    cap: int | None  # requests in flight across all workers (None: no cap)
+    load: EndpointLoad | None  # None: no figures (embedded broker, or Redis did not answer)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The endpoint with its load's figures (each None when there are no figures)."""
+        load = self.load.to_dict() if self.load else dict.fromkeys(LOAD_FIGURES)
+        return {**load, "endpoint": self.endpoint, "roles": list(self.roles), "cap": self.cap}
+
+
+LOAD_FIGURES = (
+    "in_flight",
+    "waiting",
+    "paused_s",
+    "calls",
+    "errors",
+    "rate_limited",
+    "error_rate",
+    "rate_limited_rate",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "minutes",
+)
+
+
+@dataclass(frozen=True)
+class CampaignLive:
+    """What a running campaign is doing now: attempts in flight, its endpoints' load, an ETA."""
+
+    in_flight: int  # attempts running now
+    remaining: int  # queued or running
+    # "live"; "embedded" (no Redis: the embedded broker); "unavailable" (Redis did not answer);
+    # "none" (the campaign calls no model endpoint: golden, simulated, scripted, keyword).
+    endpoint_figures: str
+    ended_recently: int  # over PACE_WINDOW
+    mean_attempt_s: float | None
+    eta_seconds: float | None
+    eta_basis: str  # "recent completions", "in flight / mean attempt duration" or ""
+    endpoints: tuple[LiveEndpoint, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "in_flight": self.in_flight,
+            "remaining": self.remaining,
+            "endpoint_figures": self.endpoint_figures,
+            "ended_recently": self.ended_recently,
+            "pace_window_s": PACE_WINDOW.total_seconds(),
+            "mean_attempt_s": self.mean_attempt_s,
+            "eta_seconds": self.eta_seconds,
+            "eta_basis": self.eta_basis,
+            "endpoints": [endpoint.to_dict() for endpoint in self.endpoints],
+        }
+
+
+def campaign_endpoints(campaign: Campaign) -> list[tuple[str, str, int | None]]:
+    """(endpoint, role, cap) of each model endpoint the campaign calls, as the engine names them."""
+    found = []
+    agent = campaign.agent
+    if agent.kind == agent.Kind.OPENAI:
+        parameters = agent.parameters or {}
+        base_url = agent.base_url or parameters.get("base_url") or EndpointConfig.base_url
+        found.append((base_url, "agent", parameters.get("max_concurrency") or agent.max_concurrency))
+    for role, config in (("user simulator", campaign.user_simulator), ("judge", campaign.judge)):
+        if (config or {}).get("kind") == "llm" and config.get("base_url"):
+            found.append((config["base_url"], role, config.get("max_concurrency")))
+    return [(endpoint_key(base_url), role, cap) for base_url, role, cap in found]
+
+
+def campaign_live(*, campaign: Campaign, progress: CampaignProgress) -> CampaignLive:
+    """The running campaign's live figures (one query, and two Redis round trips when the broker is Redis).
+
+    ETA: the attempts left over the completion rate of the last PACE_WINDOW; with fewer than
+    MIN_RECENT_COMPLETIONS completions in it, over in flight / mean attempt duration instead.
+    """
+    now = timezone.now()
+    pace = attempt_pace(campaign_id=campaign.pk, since=now - PACE_WINDOW)
+    remaining = progress.queued + progress.running
+    eta, basis = None, ""
+    if campaign.is_active and remaining:
+        elapsed = min(PACE_WINDOW, now - (campaign.started_at or now - PACE_WINDOW)).total_seconds()
+        if pace.ended_recently >= MIN_RECENT_COMPLETIONS and elapsed > 0:
+            eta, basis = remaining * elapsed / pace.ended_recently, "recent completions"
+        elif progress.running and pace.mean_seconds:
+            eta, basis = remaining * pace.mean_seconds / progress.running, "in flight / mean attempt duration"
+
+    roles: dict[str, list[str]] = {}
+    caps: dict[str, int | None] = {}
+    for endpoint, role, cap in campaign_endpoints(campaign):
+        roles.setdefault(endpoint, []).append(role)
+        known = caps.get(endpoint)
+        caps[endpoint] = cap if known is None else min(known, cap or known)  # the smaller cap wins
+    loads: dict[str, EndpointLoad] | None = None
+    figures = "none"
+    if roles:
+        try:
+            loads = endpoint_loads(list(roles))
+            figures = "embedded" if loads is None else "live"
+        except redis.RedisError:
+            figures = "unavailable"
+    return CampaignLive(
+        in_flight=progress.running,
+        remaining=remaining,
+        endpoint_figures=figures,
+        ended_recently=pace.ended_recently,
+        mean_attempt_s=pace.mean_seconds,
+        eta_seconds=eta,
+        eta_basis=basis,
+        endpoints=tuple(
+            LiveEndpoint(
+                endpoint=endpoint,
+                roles=tuple(names),
+                cap=caps[endpoint],
+                load=None if loads is None else loads[endpoint],
+            )
+            for endpoint, names in roles.items()
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,7 @@ def campaign_create(
     price_sheet: PriceSheet | None = None,
     adaptive: dict | None = None,
     exclude_non_discriminating: bool = False,
+    window: int | None = None,
 ) -> Campaign:
     """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
 
@@ -105,13 +106,16 @@ def campaign_create(
     ``adaptive`` (None: a full campaign) makes it an adaptive campaign: options of the engine's
     ``AdaptiveConfig`` (budget_share, target_se, …; its n_attempts is the campaign's N) plus
     ``calibration`` (an id, or None for the suite's latest calibration for the team, pinned when
-    the campaign starts). Side effects: one Campaign row and its task selection. Invalid tasks are
-    never selected; non-discriminating ones are (flagged wherever tasks are listed) unless
-    ``exclude_non_discriminating``, which the campaign records with how many it left out. Raises
-    ValueError naming a bad option.
+    the campaign starts). ``window`` (None: TB_CAMPAIGN_DEFAULT_WINDOW) bounds the attempts queued
+    or running at once (``campaign_window``). Side effects: one Campaign row and its task
+    selection. Invalid tasks are never selected; non-discriminating ones are (flagged wherever
+    tasks are listed) unless ``exclude_non_discriminating``, which the campaign records with how
+    many it left out. Raises ValueError naming a bad option.
     """
     if n_attempts < 1:
         raise ValueError("n_attempts must be at least 1")
+    if window is not None and window < 1:
+        raise ValueError("window must be at least 1")
     user_simulator, judge = evaluator_configs(user=user_simulator, judge=judge)
     options = _adaptive_options(adaptive, n_attempts) if adaptive is not None else {}
     selected = list(tasks) if tasks is not None else list(suite.tasks.all())
@@ -129,6 +133,7 @@ def campaign_create(
             agent=agent,
             suite=suite,
             n_attempts=n_attempts,
+            window=window,
             seed=seed,
             user_simulator=user_simulator,
             judge=judge,
@@ -192,6 +197,7 @@ def campaign_replicate(
         judge=root.judge,
         price_sheet=root.price_sheet,
         adaptive=dict(root.adaptive_options) if root.adaptive else None,
+        window=root.window,
     )
     # The root's tasks are passed as they are (the same selection even if validation changed since),
     # and so is what the root recorded about non-discriminating tasks.
@@ -289,8 +295,14 @@ def campaign_start(*, campaign: Campaign) -> int:
 
 
 def campaign_window(campaign: Campaign) -> int:
-    """How many of a campaign's attempts may be queued at the broker or running at once."""
-    return max(1, min(campaign.agent.max_concurrency, settings.CAMPAIGN_MAX_WINDOW))
+    """How many of a campaign's attempts may be queued at the broker or running at once.
+
+    The campaign's own window (default TB_CAMPAIGN_DEFAULT_WINDOW), capped by TB_CAMPAIGN_MAX_WINDOW.
+    How many requests reach the agent's endpoint is its max_concurrency, enforced per call by the
+    workers' endpoint gate, not here.
+    """
+    window = campaign.window or settings.CAMPAIGN_DEFAULT_WINDOW
+    return max(1, min(window, settings.CAMPAIGN_MAX_WINDOW))
 
 
 def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:

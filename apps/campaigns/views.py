@@ -21,6 +21,7 @@ from apps.campaigns.selectors import (
     LaunchEstimate,
     campaign_list_rows,
     campaign_non_discriminating_tasks,
+    campaign_live,
     campaign_progress,
     campaigns_visible_to,
     launch_estimate,
@@ -66,6 +67,7 @@ def campaign_list(request):
 def campaign_detail(request, pk: int):
     campaign = _get_campaign_for_user(request, pk)
     root = campaign.replicate_of or campaign
+    progress = campaign_progress(campaign=campaign)
     context = {
         "campaign": campaign,
         "evaluators": {
@@ -77,7 +79,8 @@ def campaign_detail(request, pk: int):
             .filter(Q(pk=root.pk) | Q(replicate_of=root))
             .order_by("created_at", "pk")
         ),
-        "progress": campaign_progress(campaign=campaign),
+        "progress": progress,
+        "live": campaign_live(campaign=campaign, progress=progress) if campaign.is_active else None,
         "errors": recent_errors(campaign_id=campaign.pk),
         "can_operate": user_has_role(request.user, "operator"),
         "workers_alive": workers_alive(),
@@ -145,6 +148,7 @@ def campaign_launch(request):
                 price_sheet=data["price_sheet"],
                 adaptive=form.adaptive_options(),
                 exclude_non_discriminating=data["exclude_non_discriminating"],
+                window=data.get("window"),
             )
         except ValueError as exc:
             form.add_error(None, str(exc))

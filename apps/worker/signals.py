@@ -14,6 +14,7 @@ from django.db import connection
 from apps.attempts.services import attempt_claim_prepare
 from apps.campaigns.services import campaigns_sweep
 from apps.worker.connections import release_connections_while_waiting
+from apps.worker.endpoint_gate import install_endpoint_gate
 from apps.worker.execution import warm_builtin_suites, warm_mcp_servers
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,13 @@ def _warm_mcp_servers(sender=None, **_kwargs) -> None:
         log.exception("warming MCP servers failed")
     finally:
         connection.close()
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _install_endpoint_gate(**_kwargs) -> None:
+    """Every process that runs attempts shares its endpoints' caps and 429 pauses through Redis."""
+    install_endpoint_gate()
 
 
 @worker_init.connect

@@ -3,6 +3,7 @@
 from tb_engine.llm.budget import TokenBudget, TokenLimitExceeded
 from tb_engine.llm.client import ChatClient, ChatResult, ProviderIdentity, RawToolCall, usage_from_completion
 from tb_engine.llm.config import EndpointConfig, LLMConfigError, RetryPolicy
+from tb_engine.llm.gate import EndpointGate, endpoint_gate, endpoint_key, set_endpoint_gate
 from tb_engine.llm.limiter import EndpointLimiter, limiter_for
 from tb_engine.llm.retry import backoff_delay, parse_retry_after
 from tb_engine.llm.text import strip_marker, truncate_text
@@ -11,6 +12,7 @@ __all__ = [
     "ChatClient",
     "ChatResult",
     "EndpointConfig",
+    "EndpointGate",
     "EndpointLimiter",
     "LLMConfigError",
     "ProviderIdentity",
@@ -19,8 +21,11 @@ __all__ = [
     "TokenBudget",
     "TokenLimitExceeded",
     "backoff_delay",
+    "endpoint_gate",
+    "endpoint_key",
     "limiter_for",
     "parse_retry_after",
+    "set_endpoint_gate",
     "strip_marker",
     "truncate_text",
     "usage_from_completion",

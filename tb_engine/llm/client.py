@@ -12,7 +12,9 @@ Whatever ends the attempt here is raised as ``InfraError`` — never an agent fa
 
 SDK clients are cached per (provider, base URL, API version, key, timeout) and
 shared by every thread; each request holds one slot of the base URL's
-``EndpointLimiter`` and releases it before any backoff sleep.
+``EndpointLimiter`` and, inside it, passes the process-wide ``EndpointGate`` when one is
+installed (``tb_engine.llm.gate``: a cap shared by all workers, 429 pauses); both are
+released before any backoff sleep.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import openai
 
 from tb_engine.interfaces import InfraError
 from tb_engine.llm.config import EndpointConfig
+from tb_engine.llm.gate import Outcome, endpoint_gate, endpoint_key
 from tb_engine.llm.limiter import EndpointLimiter, limiter_for
 from tb_engine.llm.retry import backoff_delay, parse_retry_after
 from tb_engine.transcript import Usage
@@ -183,6 +186,7 @@ class ChatClient:
         self.config = config
         self._sdk = _sdk_client_for(config)
         self.limiter: EndpointLimiter = limiter_for(config.base_url, config.max_concurrency)
+        self.endpoint = endpoint_key(config.base_url)  # the gate's name for it: never the key
 
     def _describe(self) -> str:
         return f"{self.config.label} endpoint {self.config.base_url} (model {self.config.model!r})"
@@ -222,18 +226,7 @@ class ChatClient:
         while True:
             try:
                 with self.limiter.slot():
-                    # The SDK's documented raw-request path: same auth, errors and connection
-                    # pool as chat.completions.create, without its per-call type transform of
-                    # the whole conversation (8 ms vs 2 ms of CPU on a 10-message dialogue,
-                    # which decides throughput with 64 attempts sharing one GIL).
-                    if content is None:
-                        response = self._sdk.post(
-                            "/chat/completions", body=body, cast_to=httpx2.Response, options=options
-                        )
-                    else:
-                        response = self._sdk.post(
-                            "/chat/completions", content=content, cast_to=httpx2.Response, options=options
-                        )
+                    response = self._post(body, content, options)
                 completion = _decode(response)
             except openai.RateLimitError as exc:
                 rate_limits += 1
@@ -280,6 +273,44 @@ class ChatClient:
             log.info("%s: %s, retrying in %.3fs", self._describe(), reason, delay)
             time.sleep(delay)
             waited += delay
+
+    def _post(
+        self, body: dict[str, Any], content: bytes | None, options: openai.RequestOptions
+    ) -> httpx2.Response:
+        """One HTTP request, admitted by the endpoint gate (if one is installed) and reported to it."""
+        gate = endpoint_gate()
+        if gate is None:
+            return self._post_raw(body, content, options)
+        gate.enter(self.endpoint, self.config.max_concurrency)
+        started = time.monotonic()
+        outcome: Outcome = "error"
+        retry_after: float | None = None
+        try:
+            response = self._post_raw(body, content, options)
+            outcome = "ok"
+            return response
+        except openai.RateLimitError as exc:
+            outcome = "rate_limited"
+            asked = parse_retry_after(exc.response.headers)
+            retry_after = None if asked is None else min(asked, self.config.retry.max_retry_after_s)
+            raise
+        finally:
+            # Before any backoff sleep: the caller sleeps only after this returns.
+            gate.leave(
+                self.endpoint, seconds=time.monotonic() - started, outcome=outcome, retry_after_s=retry_after
+            )
+
+    def _post_raw(
+        self, body: dict[str, Any], content: bytes | None, options: openai.RequestOptions
+    ) -> httpx2.Response:
+        # The SDK's documented raw-request path: same auth, errors and connection
+        # pool as chat.completions.create, without its per-call type transform of
+        # the whole conversation (8 ms vs 2 ms of CPU on a 10-message dialogue,
+        # which decides throughput with 64 attempts sharing one GIL). Pre-encoded
+        # messages go as the body's bytes (the SDK's ``content`` parameter).
+        if content is None:
+            return self._sdk.post("/chat/completions", body=body, cast_to=httpx2.Response, options=options)
+        return self._sdk.post("/chat/completions", content=content, cast_to=httpx2.Response, options=options)
 
 
 class _MalformedCompletion(Exception):

@@ -86,7 +86,7 @@ def test_agent_update_refuses_behaviour_changes_once_a_campaign_uses_it(make_cam
         "steady v1",
         "steady v1",
         "steady",
-        16,
+        256,  # the default, unchanged
     )
 
 

@@ -41,7 +41,7 @@ def test_api_operator_edit_of_another_teams_agent_is_a_404_and_changes_nothing(a
     response = api_for(bert).patch(f"/api/agents/{agents['a'].pk}/", {"max_concurrency": 1}, format="json")
 
     assert response.status_code == 404
-    assert AgentConfig.objects.get(pk=agents["a"].pk).max_concurrency == 16
+    assert AgentConfig.objects.get(pk=agents["a"].pk).max_concurrency == 256
 
 
 def test_api_operator_edit_of_a_shared_agent_is_a_403(api_for, alice, agents):
@@ -53,7 +53,7 @@ def test_api_operator_edit_of_a_shared_agent_is_a_403(api_for, alice, agents):
         403,
         "a shared agent: only administrators edit it",
     )
-    assert AgentConfig.objects.get(pk=agents["shared"].pk).max_concurrency == 16
+    assert AgentConfig.objects.get(pk=agents["shared"].pk).max_concurrency == 256
 
 
 def test_api_operator_edits_their_teams_agent_and_admin_edits_any(api_for, alice, admin_user_persona, agents):

@@ -173,10 +173,7 @@ def one_at_a_time(make_campaign):
     """A golden campaign of 3 tasks x 2 whose window is one attempt."""
 
     def make():
-        agent = AgentConfig.objects.create(
-            name="golden one at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=1
-        )
-        return make_campaign(agent, tasks=3, n=2)
+        return make_campaign(tasks=3, n=2, window=1)
 
     return make
 
@@ -204,10 +201,7 @@ def test_each_record_dispatches_the_next_attempt_in_order_and_the_last_finishes(
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_steady_state_attempt_is_two_round_trips(make_campaign, sent):
-    agent = AgentConfig.objects.create(
-        name="golden two at a time", kind=AgentConfig.Kind.GOLDEN, max_concurrency=2
-    )
-    campaign = make_campaign(agent, tasks=2, n=3)
+    campaign = make_campaign(tasks=2, n=3, window=2)
     campaign_start(campaign=campaign)
     ids = list(
         Attempt.objects.filter(campaign=campaign).order_by("index", "task_id").values_list("id", flat=True)

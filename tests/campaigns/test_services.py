@@ -11,7 +11,14 @@ from django.utils import timezone
 from apps.agents.models import AgentConfig
 from apps.attempts.models import Attempt, TaskSummary
 from apps.campaigns.models import Campaign
-from apps.campaigns.services import campaign_cancel, campaign_resume, campaign_start, campaigns_sweep
+from apps.campaigns.services import (
+    campaign_cancel,
+    campaign_replicate,
+    campaign_resume,
+    campaign_start,
+    campaign_window,
+    campaigns_sweep,
+)
 from apps.worker.attempts import attempt_execute
 from tests.campaigns.conftest import drain, recount, summaries
 
@@ -185,19 +192,36 @@ def test_sweep_requeues_dead_worker_on_this_host_at_once(make_campaign):
 
 
 def test_dispatch_window_bounds_messages_in_flight(make_campaign):
-    agent = AgentConfig.objects.create(name="narrow golden", kind=AgentConfig.Kind.GOLDEN, max_concurrency=3)
-    campaign = make_campaign(agent, tasks=3, n=4)
+    campaign = make_campaign(tasks=3, n=4, window=3)
 
     campaign_start(campaign=campaign)
 
     assert Attempt.objects.filter(campaign=campaign, dispatched_at__isnull=False).count() == 3
 
 
+def test_campaign_window_is_the_campaigns_own_not_the_agents_max_concurrency(make_campaign, settings):
+    settings.CAMPAIGN_DEFAULT_WINDOW, settings.CAMPAIGN_MAX_WINDOW = 100, 150
+    narrow_endpoint = AgentConfig.objects.create(name="narrow endpoint", kind="golden", max_concurrency=2)
+
+    default = make_campaign(narrow_endpoint)
+    chosen = make_campaign(narrow_endpoint, window=7)
+    too_wide = make_campaign(narrow_endpoint, window=1000)
+
+    assert [campaign_window(c) for c in (default, chosen, too_wide)] == [100, 7, 150]
+
+
+def test_a_replicate_keeps_its_campaigns_window(make_campaign, alice):
+    campaign = make_campaign(window=5)
+    replicate = campaign_replicate(campaign=campaign, owner=alice, start=False)
+    assert replicate.window == 5
+
+
+def test_new_agent_configs_cap_their_endpoint_at_256_requests():
+    assert AgentConfig.objects.create(name="fresh", kind="openai").max_concurrency == 256
+
+
 def test_small_campaign_is_dispatched_at_once_beside_a_huge_one(make_campaign):
-    huge_agent = AgentConfig.objects.create(
-        name="huge golden", kind=AgentConfig.Kind.GOLDEN, max_concurrency=4
-    )
-    huge = make_campaign(huge_agent, tasks=6, n=10)
+    huge = make_campaign(tasks=6, n=10, window=4)
     campaign_start(campaign=huge)
     small = make_campaign(tasks=2, n=1)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.db.models import Count, Model, Q, QuerySet
+from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Model, Q, QuerySet
 
 from apps.attempts.models import Attempt
 
@@ -59,6 +59,26 @@ def attempts_ended_since(*, campaign_id: int, since: datetime) -> int:
     Cancelled attempts are not counted: cancelling a queue is no work done.
     """
     return Attempt.objects.filter(campaign_id=campaign_id, finished_at__gte=since, status__in=ENDED).count()
+
+
+@dataclass(frozen=True)
+class AttemptPace:
+    """How fast a campaign's attempts end: how many ended recently, and how long one runs."""
+
+    ended_recently: int  # done or infra error since the ``since`` asked for
+    mean_seconds: float | None  # mean run time (claimed to recorded) of its ended attempts
+
+
+def attempt_pace(*, campaign_id: int, since: datetime) -> AttemptPace:
+    """The campaign's attempts ended since ``since`` and the mean run time of all it has ended (one query)."""
+    run_time = ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
+    row = Attempt.objects.filter(
+        campaign_id=campaign_id, status__in=ENDED, started_at__isnull=False, finished_at__isnull=False
+    ).aggregate(recent=Count("id", filter=Q(finished_at__gte=since)), mean=Avg(run_time))
+    mean = row["mean"]
+    return AttemptPace(
+        ended_recently=row["recent"], mean_seconds=None if mean is None else mean.total_seconds()
+    )
 
 
 def campaigns_with_status_counts(

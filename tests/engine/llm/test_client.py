@@ -16,7 +16,10 @@ from tb_engine.llm import (
     LLMConfigError,
     RetryPolicy,
     backoff_delay,
+    endpoint_gate,
+    endpoint_key,
     parse_retry_after,
+    set_endpoint_gate,
 )
 from tb_engine.transcript import Usage
 from tests.support.scripted_openai_server import ScriptedOpenAIServer, scripted_server_fixture
@@ -247,3 +250,97 @@ def test_probe_reports_the_identity_of_the_model_that_answers():
     }
     assert second.system_fingerprint == "fp_2"
     assert (body["messages"], body["max_tokens"]) == ([{"role": "user", "content": "Reply with OK."}], 16)
+
+
+class RecordingGate:
+    """An in-test EndpointGate: records every enter and leave, admits at once."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.lock = threading.Lock()
+
+    def enter(self, endpoint, limit):
+        with self.lock:
+            self.calls.append(("enter", endpoint, limit))
+
+    def leave(self, endpoint, *, seconds, outcome, retry_after_s):
+        with self.lock:
+            self.calls.append(("leave", endpoint, outcome, retry_after_s))
+            self.last_seconds = seconds
+
+
+@pytest.fixture
+def recording_gate():
+    gate = RecordingGate()
+    set_endpoint_gate(gate)
+    yield gate
+    set_endpoint_gate(None)
+
+
+def test_chat_client_passes_each_request_through_the_installed_gate(scripted_server, recording_gate):
+    scripted_server.script("m", [{"status": 503}, {"delay_ms": 50, "text": "ok"}])
+    client = client_for(scripted_server, max_concurrency=5)
+    result = client.complete(HELLO)
+    endpoint = scripted_server.base_url.rstrip("/")
+    assert result.text == "ok"
+    assert recording_gate.calls == [
+        ("enter", endpoint, 5),
+        ("leave", endpoint, "error", None),
+        ("enter", endpoint, 5),
+        ("leave", endpoint, "ok", None),
+    ]
+    assert recording_gate.last_seconds >= 0.05  # the request's own time: the latency the page shows
+
+
+def test_chat_client_reports_a_429s_retry_after_to_the_gate(scripted_server, recording_gate):
+    scripted_server.script("m", [{"status": 429, "retry_after": "0.2"}, {"text": "after the pause"}])
+    result = client_for(scripted_server).complete(HELLO)
+    endpoint = scripted_server.base_url.rstrip("/")
+    assert (result.text, result.rate_limited) == ("after the pause", 1)
+    assert recording_gate.calls == [
+        ("enter", endpoint, None),
+        ("leave", endpoint, "rate_limited", 0.2),
+        ("enter", endpoint, None),
+        ("leave", endpoint, "ok", None),
+    ]
+
+
+def test_chat_client_leaves_the_gate_before_sleeping_out_a_backoff(scripted_server):
+    class TimedGate(RecordingGate):
+        def __init__(self) -> None:
+            super().__init__()
+            self.moments: list[tuple[str, float]] = []
+
+        def enter(self, endpoint, limit):
+            self.moments.append(("enter", time.monotonic()))
+
+        def leave(self, endpoint, **report):
+            self.moments.append(("leave", time.monotonic()))
+
+    gate = TimedGate()
+    set_endpoint_gate(gate)
+    try:
+        scripted_server.script("m", [{"status": 429, "retry_after": "0.3"}, {"text": "ok"}])
+        client_for(scripted_server).complete(HELLO)
+    finally:
+        set_endpoint_gate(None)
+    events = [event for event, _ in gate.moments]
+    first_leave, second_enter = gate.moments[1][1], gate.moments[2][1]
+    assert events == ["enter", "leave", "enter", "leave"]
+    # The 0.3 s Retry-After was slept between leaving and entering again, outside the gate.
+    assert second_enter - first_leave >= 0.3
+
+
+def test_chat_client_without_a_gate_uses_only_the_in_process_limiter(scripted_server):
+    assert endpoint_gate() is None
+    scripted_server.script("m", [{"text": "ok"}])
+    assert client_for(scripted_server).complete(HELLO).text == "ok"
+
+
+def test_endpoint_key_is_the_normalised_base_url_without_credentials():
+    assert (
+        endpoint_key("HTTPS://User:sk-secret@API.Example.com:8443/v1/?x=1")
+        == "https://api.example.com:8443/v1"
+    )
+    assert endpoint_key("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000/v1"
+    assert endpoint_key("https://api.openai.com/v1") == "https://api.openai.com/v1"
