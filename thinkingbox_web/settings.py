@@ -225,6 +225,8 @@ WORKER_HOLD_CONNECTIONS_UP_TO = read_int(env, "TB_WORKER_HOLD_CONNECTIONS_UP_TO"
 # A worker whose process tree (PSS: worker, fork servers, attempts' servers) uses more than this many
 # MB takes no new attempt until some finish; the message returns to the queue after a few seconds.
 WORKER_MEMORY_MB = read_int(env, "TB_WORKER_MEMORY_MB", 0)
+# sys.setswitchinterval in worker processes, seconds (0: Python's default, 0.005).
+WORKER_SWITCH_INTERVAL = float(env.get("TB_WORKER_SWITCH_INTERVAL", "0") or 0)
 WORKER_MEMORY_RETRY_SECONDS = read_int(env, "TB_WORKER_MEMORY_RETRY_SECONDS", 5)
 
 # --- ThinkingBox MCP servers (tb_engine.thinkingbox; docs/thinkingbox.md "Runtime"). How a fresh

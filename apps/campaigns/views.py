@@ -20,8 +20,8 @@ from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
     LaunchEstimate,
     campaign_list_rows,
-    campaign_non_discriminating_tasks,
     campaign_live,
+    campaign_non_discriminating_tasks,
     campaign_progress,
     campaigns_visible_to,
     launch_estimate,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 
 from celery.concurrency.solo import TaskPool as SoloPool
@@ -66,6 +67,17 @@ def _warm_mcp_servers(sender=None, **_kwargs) -> None:
 def _install_endpoint_gate(**_kwargs) -> None:
     """Every process that runs attempts shares its endpoints' caps and 429 pauses through Redis."""
     install_endpoint_gate()
+
+
+@worker_init.connect
+def _set_switch_interval(**_kwargs) -> None:
+    """TB_WORKER_SWITCH_INTERVAL: how long a thread may hold the GIL before another one that waits gets it.
+
+    A worker of a hundred threads that mostly wait on a model hands the GIL over at every answer;
+    a longer interval lets the thread grading an attempt finish its slice first.
+    """
+    if settings.WORKER_SWITCH_INTERVAL > 0:
+        sys.setswitchinterval(settings.WORKER_SWITCH_INTERVAL)
 
 
 @worker_init.connect
