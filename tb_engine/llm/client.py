@@ -10,8 +10,8 @@ policy (``RetryPolicy``) governs every endpoint:
 * other 4xx (bad key, unknown model, bad request): not retried.
 Whatever ends the attempt here is raised as ``InfraError`` — never an agent failure.
 
-SDK clients are cached per (provider, base URL, API version, key, timeout) and
-shared by every thread; each request holds one slot of the base URL's
+SDK clients are cached per thread and (provider, base URL, API version, key,
+timeout); each request holds one slot of the base URL's
 ``EndpointLimiter`` and, inside it, passes the process-wide ``EndpointGate`` when one is
 installed (``tb_engine.llm.gate``: a cap shared by all workers, 429 pauses); both are
 released before any backoff sleep.
@@ -145,8 +145,10 @@ def usage_from_completion(usage: dict[str, Any] | None) -> Usage:
     )
 
 
-_sdk_clients: dict[tuple[str, ...], openai.OpenAI] = {}
-_sdk_lock = threading.Lock()
+# One SDK client (and so one HTTP connection pool) per thread and endpoint: a worker thread runs one
+# attempt at a time, and a pool shared by a hundred threads costs each request its lock and its
+# scan of the shared connections (2.08 against 1.77 ms of CPU per call at 128 threads in flight).
+_thread_clients = threading.local()
 
 
 def _sdk_client_for(config: EndpointConfig) -> openai.OpenAI:
@@ -160,22 +162,24 @@ def _sdk_client_for(config: EndpointConfig) -> openai.OpenAI:
         key_digest,
         repr(config.retry.timeout_s),
     )
-    with _sdk_lock:
-        client = _sdk_clients.get(cache_key)
-        if client is None:
-            if config.provider == "azure":
-                client = openai.AzureOpenAI(
-                    azure_endpoint=config.base_url,
-                    api_version=config.api_version,
-                    api_key=api_key,
-                    max_retries=0,
-                    timeout=config.retry.timeout_s,
-                )
-            else:
-                client = openai.OpenAI(
-                    base_url=config.base_url, api_key=api_key, max_retries=0, timeout=config.retry.timeout_s
-                )
-            _sdk_clients[cache_key] = client
+    clients: dict[tuple[str, ...], openai.OpenAI] | None = getattr(_thread_clients, "by_key", None)
+    if clients is None:
+        clients = _thread_clients.by_key = {}
+    client = clients.get(cache_key)
+    if client is None:
+        if config.provider == "azure":
+            client = openai.AzureOpenAI(
+                azure_endpoint=config.base_url,
+                api_version=config.api_version,
+                api_key=api_key,
+                max_retries=0,
+                timeout=config.retry.timeout_s,
+            )
+        else:
+            client = openai.OpenAI(
+                base_url=config.base_url, api_key=api_key, max_retries=0, timeout=config.retry.timeout_s
+            )
+        clients[cache_key] = client
     return client
 
 
