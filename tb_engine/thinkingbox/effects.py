@@ -222,15 +222,18 @@ def compare_effects(
     declarations: ServerDeclarations | None = None,
     *,
     built: dict[str, Snapshot] | None = None,
+    states: EffectsStates | None = None,
 ) -> EffectsComparison:
     """Our classified diff (SR vs SG against S0) for one geteffects answer, beside their hash verdict.
 
     ``built``: the snapshots of this answer's states a backend already built for grading; reused
     when their table specs equal those inferred here (building them again was a third of a
-    ThinkingBox attempt's CPU).
+    ThinkingBox attempt's CPU). ``states``: ``effects_states(server, answer, declarations)`` when
+    the caller already has it (validating and copying the three states again cost as much).
     """
     declarations = resolve_declarations(answer, declarations)
-    states = effects_states(server, answer, declarations)
+    if states is None:
+        states = effects_states(server, answer, declarations)
     result_hash, golden_hash = answer.get("result_db_hash"), answer.get("golden_db_hash")
     verified = None
     if result_hash is not None and golden_hash is not None:

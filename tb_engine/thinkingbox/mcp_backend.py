@@ -21,6 +21,7 @@ from tb_engine.thinkingbox.dataset import init_config
 from tb_engine.thinkingbox.declarations import NO_DECLARATIONS, ServerDeclarations, declarations_for_launch
 from tb_engine.thinkingbox.effects import (
     EffectsComparison,
+    EffectsStates,
     compare_effects,
     effects_states,
     infer_table_specs,
@@ -117,6 +118,7 @@ class McpBackend:
     _timings: dict[str, float] = field(default_factory=dict, init=False)
     _closed: bool = field(default=False, init=False)
     _snapshots: dict[str, Snapshot] = field(default_factory=dict, init=False)
+    _states: tuple[dict[str, Any], EffectsStates] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.attribute_writes is True or self.attribute_writes is False:
@@ -246,7 +248,17 @@ class McpBackend:
             )
             if key in self._snapshots
         }
-        return compare_effects(self.server, self.effects(), self._declarations(), built=built)
+        return compare_effects(
+            self.server, self.effects(), self._declarations(), built=built, states=self._effects_states()
+        )
+
+    def _effects_states(self) -> EffectsStates:
+        """The current effects answer's three states and specs (``effects_states``), once per answer."""
+        answer = self.effects()
+        if self._states is None or self._states[0] is not answer:
+            declarations = resolve_declarations(answer, self._declarations())
+            self._states = (answer, effects_states(self.server, answer, declarations))
+        return self._states[1]
 
     def state_verdict_of_record(self) -> bool | None:
         """The server's own hash verdict (SPEC §2: the verdict of record for ThinkingBox suites)."""
@@ -260,7 +272,7 @@ class McpBackend:
         if self._specs is None:
             answer = self.effects()
             declarations = resolve_declarations(answer, self._declarations())
-            states = effects_states(self.server, answer, declarations)
+            states = self._effects_states()
             self._specs = infer_table_specs(self.server, [states.initial, states.golden], declarations)
         return self._specs
 
