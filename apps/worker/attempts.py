@@ -76,4 +76,9 @@ def attempt_execute(*, attempt_id: int, worker: str | None = None) -> str:
 
 
 def _extend_leases(attempt_ids: list[int], worker: str) -> set[int]:
-    return attempts_heartbeat(attempt_ids=attempt_ids, worker=worker)
+    """One beat for all of this process's attempts in flight, on the beating attempt's thread (which
+    gives its connection back again: it goes on waiting on its model)."""
+    try:
+        return attempts_heartbeat(attempt_ids=attempt_ids, worker=worker)
+    finally:
+        connection_release_while_waiting()

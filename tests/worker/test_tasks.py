@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from celery.concurrency.solo import TaskPool as SoloPool
 from celery.concurrency.thread import TaskPool as ThreadsPool
-from django.db import OperationalError, close_old_connections, connection
+from django.db import OperationalError, close_old_connections, connection, transaction
 
 from apps.attempts.services import RUN_ATTEMPT_TASK
 from apps.campaigns.services import SWEEP_TASK
@@ -118,3 +118,35 @@ def test_other_pools_and_single_threads_are_left_alone(monkeypatch, settings):
     signals._connect_pool_threads(sender=SimpleNamespace(pool=ThreadsPool(limit=4)))
 
     assert warmed == []
+
+
+def test_a_many_threads_worker_gives_its_connection_back_while_attempts_wait(monkeypatch):
+    closed = []
+    monkeypatch.setattr(connection, "close", lambda: closed.append("closed"))
+    connections.release_connections_while_waiting(True)
+    try:
+        connections.connection_served()
+        connections.connection_release_while_waiting()
+        assert (closed, connections._thread.ok_at) == (["closed"], None)
+
+        with transaction.atomic():  # an inline run inside its caller's transaction keeps it
+            connections.connection_release_while_waiting()
+        assert closed == ["closed"]
+    finally:
+        connections.release_connections_while_waiting(False)
+    connections.connection_release_while_waiting()
+    assert closed == ["closed"]  # a worker of few threads keeps its connection
+
+
+def test_the_release_follows_the_pool_size(settings):
+    settings.WORKER_HOLD_CONNECTIONS_UP_TO = 16
+    try:
+        for pool, released in (
+            (ThreadsPool(limit=17), True),
+            (ThreadsPool(limit=16), False),
+            (SoloPool(), False),
+        ):
+            signals._release_connections_of_many_attempts(sender=SimpleNamespace(pool=pool))
+            assert connections._release["while_waiting"] is released
+    finally:
+        connections.release_connections_while_waiting(False)
