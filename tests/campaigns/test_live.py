@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from apps.agents.models import AgentConfig
 from apps.attempts.models import Attempt
+from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_live, campaign_progress
 from apps.campaigns.services import campaign_start
 
@@ -22,7 +23,7 @@ JUDGE_URL = "https://judge.example/v1"
 def model_campaign(make_campaign):
     """A started campaign of an LLM agent whose user simulator shares its endpoint; 3 tasks x 4, all queued."""
 
-    def make(*, base_url: str = MODEL_URL, judge_url: str = JUDGE_URL, **kwargs):
+    def make(*, base_url: str = MODEL_URL, judge_url: str = JUDGE_URL, start: bool = True, **kwargs):
         agent = AgentConfig.objects.create(
             name=f"model at {base_url}", kind="openai", model="m", base_url=base_url, max_concurrency=40
         )
@@ -34,7 +35,10 @@ def model_campaign(make_campaign):
             judge={"kind": "llm", "model": "j", "base_url": judge_url},
             **kwargs,
         )
-        campaign_start(campaign=campaign)  # the unit run dispatches on commit, never: all stay queued
+        if start:
+            campaign_start(campaign=campaign)  # the unit run dispatches on commit, never: all stay queued
+        else:  # running, but with no message a live worker could take (integration runs have one)
+            Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.RUNNING)
         campaign.refresh_from_db()
         return campaign
 
@@ -201,7 +205,7 @@ def test_live_reads_each_endpoints_load_from_redis(client, bob, model_campaign):
     from apps.worker.endpoint_gate import RedisEndpointGate
 
     unique = f"http://live-{timezone.now().timestamp():.0f}-{id(client)}.invalid/v1"
-    campaign = model_campaign(base_url=unique, judge_url=unique + "/judge")
+    campaign = model_campaign(base_url=unique, judge_url=unique + "/judge", start=False)
     gate = RedisEndpointGate(endpoint_load_redis())
     endpoint = unique
     for seconds, outcome in [(0.3, "ok"), (0.3, "ok"), (0.02, "rate_limited"), (0.02, "error")]:
