@@ -338,6 +338,7 @@ def main() -> None:
                     agent=golden_agent,
                     suite=suite,
                     n_attempts=per_task,
+                    window=args.window,
                 ),
                 scratch,
             )
@@ -373,6 +374,7 @@ def main() -> None:
                 agent=agent,
                 suite=suite,
                 n_attempts=per_task,
+                window=args.window,
                 user_simulator=user,
             ),
             scratch,
