@@ -316,3 +316,29 @@ def test_attempt_page_of_an_mcp_attempt_is_hidden_from_outsiders(client, charlie
         client.force_login(user)
         codes.append(client.get(f"/attempts/{infra_attempt.pk}/").status_code)
     assert codes == [403, 404]
+
+
+# --- which server pools a worker warms -----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_worker_warms_servers_only_for_domains_of_running_campaigns(shop_suite, alice, team_a, monkeypatch):
+    from apps.campaigns.models import Campaign
+    from apps.worker import execution
+
+    warmed = []
+    monkeypatch.setattr(execution, "pool_for", lambda config, size=None: warmed.append(config.command))
+    campaign = campaign_create(
+        name="shop golden",
+        team=team_a,
+        owner=alice,
+        agent=agent_config_for("golden"),
+        suite=shop_suite,
+        n_attempts=1,
+    )
+
+    assert (execution.warm_mcp_servers(), warmed) == (0, [])  # a draft runs nothing yet
+
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.RUNNING)
+    assert execution.warm_mcp_servers() == 1
+    assert len(warmed) == 1
