@@ -284,8 +284,9 @@ def main() -> None:
     endpoint = None
     load = os.getloadavg()
     try:
+        # Before Django starts here too: this process dispatches the campaign's first window.
+        os.environ["TB_CAMPAIGN_MAX_WINDOW"] = str(args.window)
         env, owner, team = django_on_services(stack, scratch)
-        env = {**env, "TB_CAMPAIGN_MAX_WINDOW": str(args.window)}
         from apps.agents.models import AgentConfig
         from apps.agents.services import agent_config_for
         from apps.campaigns.services import campaign_create
