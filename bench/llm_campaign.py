@@ -58,31 +58,12 @@ from campaign_throughput import django_on_services, node_name, start_worker, sto
 from thinkingbox_servers import import_suite, shared_dataset  # noqa: E402
 
 import run as project_runner  # noqa: E402  (free ports)
+from apps.worker.memory import process_tree, tree_pss_mb  # noqa: E402  (no Django needed)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # --- process trees: CPU and PSS --------------------------------------------------------------
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as handle:
-                found.extend(int(child) for child in handle.read().split())
-    except OSError:
-        pass
-    return found
-
-
-def tree(pid: int) -> list[int]:
-    pids, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        pids.append(current)
-        todo.extend(_children(current))
-    return pids
 
 
 def cpu_seconds(pid: int) -> float:
@@ -95,24 +76,13 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK_TCK
 
 
-def pss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as handle:
-            for line in handle:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
-
-
 def trees_cpu(roots: list[int]) -> float:
     """CPU of every live process in the trees plus what their reaped children used (counted by parents)."""
-    return sum(cpu_seconds(pid) for root in roots for pid in tree(root))
+    return sum(cpu_seconds(pid) for root in roots for pid in process_tree(root))
 
 
 def trees_pss(roots: list[int]) -> float:
-    return sum(pss_mb(pid) for root in roots for pid in tree(root))
+    return sum(tree_pss_mb(root) for root in roots)
 
 
 class Sampler(threading.Thread):
