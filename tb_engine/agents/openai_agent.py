@@ -27,14 +27,17 @@ from typing import Any
 from tb_engine.agents.openai_parameters import AGENT_OPTIONS
 from tb_engine.interfaces import AgentOutputError, AgentStep, AgentView, ToolSchema
 from tb_engine.llm.budget import TokenBudget
-from tb_engine.llm.client import ChatClient, ChatResult, EncodedMessages, ProviderIdentity, RawToolCall
+from tb_engine.llm.client import (
+    ChatClient,
+    ChatResult,
+    EncodedMessages,
+    ProviderIdentity,
+    RawToolCall,
+    json_bytes,
+)
 from tb_engine.llm.config import EndpointConfig, endpoint_and_options
 from tb_engine.llm.text import strip_marker, truncate_text
 from tb_engine.transcript import Message, ToolCallRequest, Usage
-
-
-def _json_bytes(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class ModelOutputError(AgentOutputError):
@@ -102,20 +105,20 @@ class OpenAIAgent:
         """
         if self._encoded_system is None or self._encoded_system[0] != view.system_prompt:
             system = {"role": "system", "content": view.system_prompt}
-            self._encoded_system = (view.system_prompt, _json_bytes(system))
+            self._encoded_system = (view.system_prompt, json_bytes(system))
         parts = [self._encoded_system[1]]
         for position, message in enumerate(view.messages):
             if position < len(self._encoded) and self._encoded[position][0] is message:
                 parts.append(self._encoded[position][1])
                 continue
             del self._encoded[position:]
-            encoded = _json_bytes(self._to_openai_message(message))
+            encoded = json_bytes(self._to_openai_message(message))
             self._encoded.append((message, encoded))
             parts.append(encoded)
         tools = None
         if view.tools:
             if self._encoded_tools is None or self._encoded_tools[0] is not view.tools:
-                self._encoded_tools = (view.tools, _json_bytes([tool.to_openai() for tool in view.tools]))
+                self._encoded_tools = (view.tools, json_bytes([tool.to_openai() for tool in view.tools]))
             tools = self._encoded_tools[1]
         return EncodedMessages(b"[" + b",".join(parts) + b"]", tools)
 

@@ -116,13 +116,13 @@ class EncodedMessages:
     tools: bytes | None = None
 
 
-def _json_bytes(value: Any) -> bytes:
-    """JSON as the SDK itself sends it (UTF-8, compact)."""
+def json_bytes(value: Any) -> bytes:
+    """JSON as the SDK itself sends it (UTF-8, compact): what ``EncodedMessages`` carries."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _request_content(body: dict[str, Any], encoded: EncodedMessages) -> bytes:
-    rest = _json_bytes(body)  # model, options, extra body: everything but messages and tools
+    rest = json_bytes(body)  # model, options, extra body: everything but messages and tools
     parts = [b'{"messages":', encoded.messages]
     if encoded.tools is not None:
         parts += [b',"tools":', encoded.tools]
