@@ -75,6 +75,22 @@ def _celery_runs_inline(request):
     app.conf.task_always_eager, app.conf.task_eager_propagates = saved
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(request):
+    """Sign-in and API counts start at zero in every test (apps.core.rate_limits), so many tests that
+    sign in or call the API never trip a limit that another test filled."""
+    if not django_enabled(request.config):
+        yield
+        return
+    from django.core.cache import caches
+
+    limits = caches["rate-limits"]
+    # Only this process's memory: a Redis-backed limits cache (TB_RATE_LIMIT_CACHE_URL) is never flushed.
+    if limits.__class__.__name__ == "LocMemCache":
+        limits.clear()
+    yield
+
+
 # --- Personas -------------------------------------------------------------------------------
 
 
