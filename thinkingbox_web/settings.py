@@ -237,6 +237,10 @@ CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
 # sends that variable's value to the endpoint the operator picked. Comma-separated names or
 # shell patterns; the worker's own settings (database, broker, Django) are refused regardless.
 API_KEY_ENV_ALLOWED = read_list(env, "TB_API_KEY_ENV_ALLOWED", default=["TB_KEY_*"])
+# Hosts agents, user simulators and judges may send requests to (tb_engine.llm.outbound): name
+# patterns, addresses, networks. Loopback, private and link-local (cloud metadata) addresses are
+# refused unless listed by address, network or exact name; "*" alone means any public host.
+OUTBOUND_ALLOWED_HOSTS = read_list(env, "TB_OUTBOUND_ALLOWED_HOSTS", default=["*"])
 # Response headers recorded per attempt with the response's model and system_fingerprint, so a
 # provider-side change shows between runs (drift watch). Only headers that name a version belong
 # here; per-request ones (x-request-id, processing time) would look like a change on every call.

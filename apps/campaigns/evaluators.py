@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from apps.agents.services import api_key_env_refusal
+from apps.agents.services import api_key_env_refusal, base_url_refusal
 from tb_engine.attempt_setup import normalise_judge_config, normalise_user_config
 
 # The same rule as the agent configurations' api_key_env (apps.api.views_config).
@@ -49,6 +49,12 @@ def _credentials_checked(config: Mapping[str, Any], what: str) -> None:
     refusal = api_key_env_refusal(env) if env else ""
     if refusal:
         raise EvaluatorConfigError(f"{what}: api_key_env: {refusal}", field="api_key_env")
+    # The outbound policy: the worker POSTs to base_url and keeps what comes back.
+    nested = config.get("endpoint")
+    url = (nested if isinstance(nested, Mapping) else config).get("base_url")
+    refusal = base_url_refusal(url) if isinstance(url, str) else ""
+    if refusal:
+        raise EvaluatorConfigError(f"{what}: base_url: {refusal}", field="base_url")
 
 
 def evaluator_configs(
