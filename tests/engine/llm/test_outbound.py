@@ -28,7 +28,7 @@ def http_server(host: str, answer) -> Iterator[tuple[str, list[str]]]:
     hits: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's name)
+        def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             hits.append(self.path)
             status, headers, body = answer(self.server.server_address[1])
@@ -39,7 +39,7 @@ def http_server(host: str, answer) -> Iterator[tuple[str, list[str]]]:
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_POST  # noqa: N815 (a 302/303 redirect turns the POST into a GET)
+        do_GET = do_POST  # a 302/303 redirect turns the POST into a GET
 
         def log_message(self, *args):
             pass
