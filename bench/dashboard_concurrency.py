@@ -152,7 +152,8 @@ def main() -> int:
         server = start_gunicorn(url, port, data_dir)
         base = f"http://127.0.0.1:{port}"
         cookies = signed_in_cookies(base)
-        workers, threads = os.environ.get("WEB_WORKERS", "4"), os.environ.get("WEB_THREADS", "8")
+        workers = os.environ.get("WEB_WORKERS") or os.cpu_count()
+        threads = os.environ.get("WEB_THREADS", "16")
         print(f"gunicorn gthread, {workers} workers x {threads} threads (docker/gunicorn.conf.py)")
         print(f"load before: {Path('/proc/loadavg').read_text().strip()}")
         all_timings: list[float] = []
