@@ -75,3 +75,23 @@ def test_concurrent_requests_for_a_cold_figure_compute_it_once():
         thread.join()
 
     assert (len(calls), results) == (1, [{"value": 1}] * 8)
+
+
+def test_the_leaderboard_table_is_shared_by_viewers_and_follows_every_change(
+    client, bob, trish, summaries_campaign
+):
+    alpha = summaries_campaign({T1: (4, 4), T2: (4, 0)}, name="Alpha", n=4)
+    client.force_login(bob)
+    first = client.get("/leaderboard/", HTTP_HX_REQUEST="true").content.decode()
+    client.force_login(trish)
+    shared = client.get("/leaderboard/", HTTP_HX_REQUEST="true").content.decode()
+
+    alpha.name = "Alpha renamed"
+    alpha.save(update_fields=["name"])
+    renamed = client.get("/leaderboard/", HTTP_HX_REQUEST="true").content.decode()
+    TaskSummary.objects.filter(campaign=alpha, task__task_id=T2).update(n_pass=4)
+    recounted = client.get("/leaderboard/", HTTP_HX_REQUEST="true").content.decode()
+
+    assert shared == first
+    assert "Alpha renamed" not in first and "Alpha renamed" in renamed
+    assert "50.0%" in renamed and "50.0%" not in recounted and "100.0%" in recounted
