@@ -77,6 +77,20 @@ def start_gunicorn(database_url: str, port: int, data_dir: Path) -> subprocess.P
     sys.exit(f"gunicorn did not answer within 60 s; see {data_dir / 'gunicorn.log'}")
 
 
+def server_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of gunicorn's master and workers so far: the burst's cost, whatever
+    the machine's load (other processes slow the wall clock, not this)."""
+    total = 0.0
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for each in [pid, *map(int, children)]:
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def signed_in_cookies(base: str) -> dict[str, str]:
     with httpx.Client(base_url=base) as client:
         page = client.get("/accounts/login/")
@@ -164,16 +178,17 @@ def main() -> int:
                 "/leaderboard/" if i % 2 == 0 else f"/attempts/{rng.choice(attempt_ids)}/"
                 for i in range(args.concurrency)
             ]
-            started = time.perf_counter()
+            started, cpu_before = time.perf_counter(), server_cpu_s(server.pid)
             timings, errors = burst(base, cookies, paths)
             wall = time.perf_counter() - started
+            cpu_ms = (server_cpu_s(server.pid) - cpu_before) * 1000 / len(paths)
             p95 = percentile(timings, 0.95)
             if number == 0:
                 cold_p95 = p95
             print(
                 f"burst {number + 1} ({'cold' if number == 0 else 'warm'}): {len(timings)} requests in {wall:.1f} s, "
                 f"p50 {percentile(timings, 0.5):.0f} ms, p95 {p95:.0f} ms, max {max(timings):.0f} ms, "
-                f"errors {len(errors)}  load {Path('/proc/loadavg').read_text().split()[0]}"
+                f"errors {len(errors)}, server CPU {cpu_ms:.1f} ms/request  load {Path('/proc/loadavg').read_text().split()[0]}"
             )
             for error in errors[:5]:
                 print("  ", error)

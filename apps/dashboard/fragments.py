@@ -3,7 +3,7 @@
 A leaderboard table is the same HTML for every viewer who sees the same campaigns, figures, scores
 and filters, and rendering it (20 campaigns × a dozen columns) costs more than computing its cached
 figures. The key is a digest of the fragment's whole context — model rows by every stored field and
-the related rows loaded with them, figures dataclasses field by field — so whatever changes what the
+the related rows loaded with them, figures dataclasses field by field or, when they carry one, by their data version — so whatever changes what the
 fragment shows (a recorded attempt, a rename, a new external score, another filter) changes the key:
 the cache can be missing, never stale.
 """
@@ -31,6 +31,15 @@ def _fingerprint(value: Any) -> Any:
             (name, _fingerprint(other)) for name, other in sorted(value._state.fields_cache.items())
         )
         return (value._meta.label, fields, related)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and getattr(value, "version", ""):
+        # A dataclass that names its data version (figures.LeaderboardRow): the version stands for its
+        # figures; the model rows it carries (the campaign) are still read field by field.
+        rows = tuple(
+            _fingerprint(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if isinstance(getattr(value, f.name), Model)
+        )
+        return (type(value).__name__, value.version, rows)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (
             type(value).__name__,

@@ -235,7 +235,7 @@ def leaderboard_rows(
     digest = hashlib.sha1(repr((version, sorted(exclude), domain, tag, rank_by)).encode()).hexdigest()
     parts = cached(cache_key("leaderboard", 0, digest), compute)
     return [
-        LeaderboardRow(campaign=c, figures=figures, reversed_with=partners, band=band, se=se)
+        LeaderboardRow(campaign=c, figures=figures, reversed_with=partners, band=band, se=se, version=digest)
         for c in campaigns
         for figures, partners, band, se in (parts[c.pk],)
     ]
