@@ -31,7 +31,8 @@ def _fingerprint(value: Any) -> Any:
             (name, _fingerprint(other)) for name, other in sorted(value._state.fields_cache.items())
         )
         return (value._meta.label, fields, related)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type) and getattr(value, "version", ""):
+    version = str(getattr(value, "version", None) or "")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and version:
         # A dataclass that names its data version (figures.LeaderboardRow): the version stands for its
         # figures; the model rows it carries (the campaign) are still read field by field.
         rows = tuple(
@@ -39,7 +40,7 @@ def _fingerprint(value: Any) -> Any:
             for f in dataclasses.fields(value)
             if isinstance(getattr(value, f.name), Model)
         )
-        return (type(value).__name__, value.version, rows)
+        return (type(value).__name__, version, rows)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (
             type(value).__name__,

@@ -212,7 +212,14 @@ class _GuardedBackend(httpcore2.SyncBackend):
     def __init__(self, policy: OutboundPolicy) -> None:
         self.policy = policy
 
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
         addresses = self.policy.checked_addresses(host, port)
         last: Exception | None = None
         for address in addresses:
