@@ -14,7 +14,6 @@ from django.shortcuts import get_object_or_404
 from apps.core.models import Team
 from apps.core.roles import ROLE_ORDER, Role, parse_role
 
-
 ROLE_RANK_ATTRIBUTE = "_tb_role_rank"
 
 

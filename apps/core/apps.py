@@ -1,4 +1,6 @@
 from django.apps import AppConfig
+from django.contrib.auth import get_user_model
+from django.db.models.signals import m2m_changed
 
 
 class CoreConfig(AppConfig):
@@ -8,10 +10,7 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.contrib.auth import get_user_model
-        from django.db.models.signals import m2m_changed
-
-        from apps.core.access import ROLE_RANK_ATTRIBUTE
+        from apps.core.access import ROLE_RANK_ATTRIBUTE  # noqa: PLC0415 — imports models: apps not ready when apps.py loads
 
         def forget_role_rank(sender, instance, action, **kwargs) -> None:
             if action.startswith("post_"):
