@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx  # the declared fork of httpx (pyproject.toml)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
