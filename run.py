@@ -323,6 +323,8 @@ def base_test_env(data_dir: Path) -> dict[str, str]:
     for name in ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "DJANGO_SETTINGS_MODULE"):
         env.pop(name, None)
     env.update({"DEBUG": "1", "TB_DATA_DIR": str(data_dir), "PYTHONDONTWRITEBYTECODE": "1"})
+    # Tests reach their scripted servers on loopback, which the outbound policy refuses by default.
+    env.setdefault("TB_OUTBOUND_ALLOWED_HOSTS", "*,127.0.0.1,localhost,::1")
     return env
 
 

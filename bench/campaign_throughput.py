@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# The scripted model server runs on loopback, which the outbound policy refuses unless listed
+# (tb_engine.llm.outbound); worker processes inherit the variable.
+os.environ.setdefault("TB_OUTBOUND_ALLOWED_HOSTS", "*,127.0.0.1,localhost,::1")
 
 import run as project_runner  # noqa: E402  (throwaway PostgreSQL / Redis helpers)
 

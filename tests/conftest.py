@@ -25,6 +25,11 @@ from urllib.parse import quote
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Tests talk to servers on loopback (scripted model servers, MCP and env servers): the test
+# configuration allows it explicitly, as an operator would list an internal host; a deployment's
+# default refuses loopback (tb_engine.llm.outbound). Set before the live worker copies the environment.
+TEST_OUTBOUND_ALLOWED_HOSTS = "*,127.0.0.1,localhost,::1"
+os.environ.setdefault("TB_OUTBOUND_ALLOWED_HOSTS", TEST_OUTBOUND_ALLOWED_HOSTS)
 WORKER_READY_TIMEOUT_SECONDS = 90
 
 
@@ -47,6 +52,15 @@ def integration_run_active() -> tuple[bool, str]:
 def django_enabled(config) -> bool:
     """False for engine-only runs (`-p no:django`), where nothing here may touch Django."""
     return config.pluginmanager.hasplugin("django")
+
+
+def pytest_configure(config):
+    if not django_enabled(config):
+        return
+    from django.conf import settings
+
+    # pytest-django may have read the settings before this file set the variable.
+    settings.OUTBOUND_ALLOWED_HOSTS = os.environ["TB_OUTBOUND_ALLOWED_HOSTS"].split(",")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -73,6 +87,22 @@ def _celery_runs_inline(request):
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
     yield
     app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(request):
+    """Sign-in and API counts start at zero in every test (apps.core.rate_limits), so many tests that
+    sign in or call the API never trip a limit that another test filled."""
+    if not django_enabled(request.config):
+        yield
+        return
+    from django.core.cache import caches
+
+    limits = caches["rate-limits"]
+    # Only this process's memory: a Redis-backed limits cache (TB_RATE_LIMIT_CACHE_URL) is never flushed.
+    if limits.__class__.__name__ == "LocMemCache":
+        limits.clear()
+    yield
 
 
 # --- Personas -------------------------------------------------------------------------------

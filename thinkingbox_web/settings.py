@@ -105,6 +105,30 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Sign-in goes through the rate limiter (apps.core.rate_limits): failures per account and per
+# address in a fixed window; past the limit every try is refused unchecked until the window ends.
+AUTHENTICATION_BACKENDS = ["apps.core.auth.RateLimitedModelBackend"]
+LOGIN_FAILURES_PER_ACCOUNT = read_int(env, "TB_LOGIN_FAILURES_PER_ACCOUNT", 5)
+LOGIN_FAILURES_PER_ADDRESS = read_int(env, "TB_LOGIN_FAILURES_PER_ADDRESS", 20)
+TOKEN_FAILURES_PER_ADDRESS = read_int(env, "TB_TOKEN_FAILURES_PER_ADDRESS", 20)
+RATE_LIMIT_WINDOW_SECONDS = read_int(env, "TB_RATE_LIMIT_WINDOW_SECONDS", 900)
+# API requests per account (token or session) and per address (anonymous), DRF's "N/second|minute|hour|day".
+API_RATE_PER_ACCOUNT = env.get("TB_API_RATE_PER_ACCOUNT", "1200/minute")
+API_RATE_PER_ADDRESS = env.get("TB_API_RATE_PER_ADDRESS", "120/minute")
+# The request header (Django META name, e.g. HTTP_X_REAL_IP) a trusted reverse proxy sets to the
+# client's address; empty: the peer address (REMOTE_ADDR).
+CLIENT_ADDRESS_HEADER = env.get("TB_CLIENT_ADDRESS_HEADER", "")
+# Counts shared by every web process need Redis (TB_RATE_LIMIT_CACHE_URL, e.g. redis://redis:6379/1);
+# without it each process counts alone. Figures stay in each process's memory (the default cache).
+RATE_LIMIT_CACHE_URL = env.get("TB_RATE_LIMIT_CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "default"},
+    "rate-limits": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": RATE_LIMIT_CACHE_URL}
+        if RATE_LIMIT_CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "rate-limits"}
+    ),
+}
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -213,6 +237,10 @@ CAMPAIGN_MAX_WINDOW = read_int(env, "TB_CAMPAIGN_MAX_WINDOW", 256)
 # sends that variable's value to the endpoint the operator picked. Comma-separated names or
 # shell patterns; the worker's own settings (database, broker, Django) are refused regardless.
 API_KEY_ENV_ALLOWED = read_list(env, "TB_API_KEY_ENV_ALLOWED", default=["TB_KEY_*"])
+# Hosts agents, user simulators and judges may send requests to (tb_engine.llm.outbound): name
+# patterns, addresses, networks. Loopback, private and link-local (cloud metadata) addresses are
+# refused unless listed by address, network or exact name; "*" alone means any public host.
+OUTBOUND_ALLOWED_HOSTS = read_list(env, "TB_OUTBOUND_ALLOWED_HOSTS", default=["*"])
 # Response headers recorded per attempt with the response's model and system_fingerprint, so a
 # provider-side change shows between runs (drift watch). Only headers that name a version belong
 # here; per-request ones (x-request-id, processing time) would look like a change on every call.

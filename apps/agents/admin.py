@@ -25,6 +25,7 @@ class AgentConfigForm(forms.ModelForm):
             kind=data.get("kind", ""),
             api_key_env=data.get("api_key_env", ""),
             parameters=data.get("parameters"),
+            base_url=data.get("base_url", ""),
         )
         checked = set(self.changed_data)
         if "kind" in checked:

@@ -17,6 +17,7 @@ from apps.agents.models import AgentConfig, PriceSheet
 from tb_engine.agents.harness_checks import CHECKS, LABELS
 from tb_engine.agents.openai_parameters import parameter_problems
 from tb_engine.agents.simulated import PERSONAS
+from tb_engine.llm.outbound import OutboundPolicy
 from tb_engine.pricing import PriceList, load_starter_price_sheet
 
 # Changing these would silently change what past campaigns of the agent mean.
@@ -67,8 +68,20 @@ def api_key_env_refusal(name: str) -> str:
     return ""
 
 
+def base_url_refusal(url: str) -> str:
+    """Why the worker may not send requests to `url` ('' when it may, or when `url` is empty).
+
+    The administrator's outbound policy (settings.OUTBOUND_ALLOWED_HOSTS, TB_OUTBOUND_ALLOWED_HOSTS):
+    the host must be listed, and every address it resolves to now must be public unless listed
+    (tb_engine.llm.outbound). The engine checks again on every connection it opens.
+    """
+    if not url:
+        return ""
+    return OutboundPolicy.of(settings.OUTBOUND_ALLOWED_HOSTS).url_refusal(url)
+
+
 def agent_config_problems(
-    *, kind: str, api_key_env: str = "", parameters: dict | None = None
+    *, kind: str, api_key_env: str = "", parameters: dict | None = None, base_url: str = ""
 ) -> dict[str, str]:
     """Field -> problem for an agent configuration of `kind` ({} when it can run as stored).
 
@@ -79,7 +92,14 @@ def agent_config_problems(
     refusal = api_key_env_refusal(api_key_env)
     if refusal:
         problems["api_key_env"] = refusal
+    refusal = base_url_refusal(base_url)
+    if refusal:
+        problems["base_url"] = refusal
     parameters = {} if parameters is None else parameters
+    if isinstance(parameters, dict) and isinstance(parameters.get("base_url"), str):
+        refusal = base_url_refusal(parameters["base_url"])
+        if refusal:
+            problems["parameters.base_url"] = refusal
     if kind == AgentConfig.Kind.OPENAI:
         problems.update(parameter_problems(parameters))
     elif kind == AgentConfig.Kind.SIMULATED and isinstance(parameters, dict):
@@ -128,9 +148,12 @@ def agent_config_create(
     ``team`` owns it (its operators edit it); None makes it shared (administrators edit it).
 
     Raises InvalidAgentConfig (field -> problem) for parameters its kind cannot run or a key
-    variable that is not allowed (api_key_env_refusal).
+    variable that is not allowed (api_key_env_refusal), or a base_url the outbound policy refuses
+    (base_url_refusal).
     """
-    problems = agent_config_problems(kind=kind, api_key_env=api_key_env, parameters=parameters or {})
+    problems = agent_config_problems(
+        kind=kind, api_key_env=api_key_env, parameters=parameters or {}, base_url=base_url
+    )
     if problems:
         raise InvalidAgentConfig(problems)
     return AgentConfig.objects.create(
@@ -156,13 +179,13 @@ def agent_config_update(*, agent: AgentConfig, changes: dict) -> AgentConfig:
     InvalidAgentConfig when the changed configuration could not run (see agent_config_create).
     """
     locked = AgentConfig.objects.select_for_update().get(pk=agent.pk)
-    if {"kind", "api_key_env", "parameters"} & set(changes):
-        merged = {
-            name: changes.get(name, getattr(locked, name)) for name in ("kind", "api_key_env", "parameters")
-        }
+    checked = ("kind", "api_key_env", "parameters", "base_url")
+    if set(checked) & set(changes):
+        merged = {name: changes.get(name, getattr(locked, name)) for name in checked}
         problems = agent_config_problems(**merged)
-        if "api_key_env" not in changes:
-            problems.pop("api_key_env", None)  # an older row's variable is refused where it is used
+        for name in ("api_key_env", "base_url"):
+            if name not in changes:
+                problems.pop(name, None)  # an older row's value is refused where it is used
         if problems:
             raise InvalidAgentConfig(problems)
     changed = [

@@ -14,12 +14,13 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.views import APIView
 
 from apps.api.errors import ErrorSerializer, api_exception_handler
+from apps.api.throttles import AccountRateThrottle, AddressRateThrottle, CountedTokenAuthentication
 from apps.core.access import user_has_role
 from apps.core.roles import Role
 
@@ -45,9 +46,19 @@ class ApiPagination(PageNumberPagination):
 
 class ApiView(APIView):
     # Token first: its WWW-Authenticate header makes a missing credential a 401, not a 403.
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    authentication_classes = [CountedTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated, HasRequiredRole]
+    throttle_classes = [AccountRateThrottle, AddressRateThrottle]
     roles: dict[str, Role] = {}
+
+    def check_permissions(self, request):
+        # Throttles before permissions (DRF checks them after): an anonymous caller would otherwise
+        # get an endless stream of 401s and never meet the per-address limit.
+        super().check_throttles(request)
+        super().check_permissions(request)
+
+    def check_throttles(self, request):
+        pass  # already checked, before the permissions
 
     def required_role(self, method: str) -> Role:
         return self.roles.get(method, Role.VIEWER)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
@@ -25,6 +27,13 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "the resource is not in a state that allows this operation"
     default_code = "conflict"
+
+
+class RequestTooLarge(exceptions.APIException):
+    """A body over DATA_UPLOAD_MAX_MEMORY_SIZE: Django refuses to read it, the client hears why."""
+
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "request_too_large"
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict:
@@ -46,7 +55,10 @@ def _message(detail: Any) -> str:
 
 def api_exception_handler(exc: Exception, context: dict) -> Response:
     """Render any exception raised by an API view in the shared error shape."""
-    if isinstance(exc, Http404):
+    if isinstance(exc, RequestDataTooBig):
+        # Django raises it when the view first reads the body; unhandled it would be a 500.
+        exc = RequestTooLarge(f"request body larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "not found")
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)

@@ -22,6 +22,7 @@ from apps.agents.services import (
     agent_config_problems,
     agent_config_update,
     api_key_env_refusal,
+    base_url_refusal,
     price_sheet_create,
 )
 from apps.api.base import ApiView, api_schema, paginated
@@ -137,6 +138,12 @@ class AgentInput(serializers.Serializer):
 
     def validate_api_key_env(self, value: str) -> str:
         refusal = api_key_env_refusal(value)
+        if refusal:
+            raise serializers.ValidationError(refusal)
+        return value
+
+    def validate_base_url(self, value: str) -> str:
+        refusal = base_url_refusal(value)
         if refusal:
             raise serializers.ValidationError(refusal)
         return value

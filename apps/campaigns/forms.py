@@ -219,9 +219,8 @@ class CampaignLaunchForm(forms.Form):
                 user=configs["user"], judge=configs["judge"]
             )
         except EvaluatorConfigError as exc:
-            field = "user_prompt" if str(exc).startswith("user simulator") else "judge_prompt"
-            if "api_key_env" in str(exc):
-                field = field.replace("prompt", "api_key_env")
+            role = "user" if str(exc).startswith("user simulator") else "judge"
+            field = f"{role}_{exc.field}" if f"{role}_{exc.field}" in self.fields else f"{role}_prompt"
             self.add_error(field, str(exc))
         return data
 

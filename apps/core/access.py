@@ -14,6 +14,8 @@ from django.shortcuts import get_object_or_404
 from apps.core.models import Team
 from apps.core.roles import ROLE_ORDER, Role, parse_role
 
+ROLE_RANK_ATTRIBUTE = "_tb_role_rank"
+
 
 def role_rank(user) -> int:
     """Highest role rank the user holds (0 = no role); superusers rank as admin."""
@@ -21,9 +23,16 @@ def role_rank(user) -> int:
         return 0
     if user.is_superuser:
         return Role.ADMIN.rank
+    # Asked several times per page (the view's role, the navigation, the page's buttons): read once
+    # per user object. A request loads its user afresh; changing groups through the user object
+    # forgets it (apps.core.apps, m2m_changed).
+    known = user.__dict__.get(ROLE_RANK_ATTRIBUTE)
+    if known is not None:
+        return known
     names = set(user.groups.values_list("name", flat=True))
-    ranks = [role.rank for role in ROLE_ORDER if role.value in names]
-    return max(ranks, default=0)
+    rank = max((role.rank for role in ROLE_ORDER if role.value in names), default=0)
+    user.__dict__[ROLE_RANK_ATTRIBUTE] = rank
+    return rank
 
 
 def user_has_role(user, role: str | Role) -> bool:

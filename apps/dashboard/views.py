@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pandas as pd
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -19,6 +19,7 @@ from apps.core.charts import chart
 from apps.core.roles import Role
 from apps.dashboard import charts, services
 from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
+from apps.dashboard.fragments import shared_fragment
 from apps.dashboard.selectors import external_scores
 from apps.drift.selectors import open_alert_count
 from apps.figures import selectors as figures
@@ -131,9 +132,16 @@ def leaderboard(request):
         "can_edit": user_has_role(request.user, Role.OPERATOR),
         "judge_note_rows": judge_note_rows(campaigns=[row.campaign for row in rows]),
         "can_launch": user_has_role(request.user, Role.OPERATOR),
-        "teams": teams_for(request.user),
+        "teams": list(teams_for(request.user)),
     }
-    return _render(request, "dashboard/leaderboard.html", "leaderboard-table", context)
+    # The table is the same for every viewer of the same figures and filters: rendered once per
+    # content digest (apps.dashboard.fragments); the score form carries this viewer's CSRF token.
+    context["table_html"] = table = shared_fragment(
+        request, "dashboard/leaderboard.html", "leaderboard-table", context, leave_out=("score_form",)
+    )
+    if request.htmx:
+        return HttpResponse(table)
+    return render(request, "dashboard/leaderboard.html", context)
 
 
 def _band_groups(

@@ -19,6 +19,7 @@ from openpyxl.styles import Font
 
 from apps.attempts.selectors.campaign_counts import attempt_status_counts
 from apps.campaigns.models import Campaign
+from apps.exports.formulas import sheet_title
 from apps.exports.tables import Column
 from apps.exports.writers import first_sheet, write_sheet
 from apps.figures import selectors as figures
@@ -222,7 +223,7 @@ def build_workbook(
         ("Per task", TASK_COLUMNS, "tasks"),
     ):
         sheet = first_sheet(workbook) if key == "summary" else workbook.create_sheet()
-        sheet.title = title
+        sheet.title = sheet_title(title)
         write_sheet(sheet, columns, [[row.get(column.key) for column in columns] for row in data[key]])
     methodology = workbook.create_sheet("Methodology & provenance")
     write_sheet(

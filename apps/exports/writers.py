@@ -12,7 +12,7 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from apps.exports.formulas import csv_text
+from apps.exports.formulas import csv_text, sheet_title
 from apps.exports.tables import Column, Table
 
 NUMBER_FORMATS = {
@@ -40,7 +40,7 @@ def table_csv(table: Table, *, about: Sequence[tuple[str, str]] = ()) -> str:
     for key, value in about:
         buffer.write(f"# {key.strip()}: {_about_csv_value(value)}\n")
     writer = csv.writer(buffer)
-    writer.writerow([column.title for column in table.columns])
+    writer.writerow([csv_text(column.title) for column in table.columns])  # titles hold names
     for row in table.values():
         writer.writerow(["" if value is None else csv_text(_plain(value)) for value in row])
     return buffer.getvalue()
@@ -72,7 +72,7 @@ def first_sheet(workbook: Workbook) -> Worksheet:
 
 def write_sheet(sheet: Worksheet, columns: list[Column], rows: Sequence[Sequence]) -> None:
     """Header + rows into `sheet` with number formats by column kind, frozen header and widths."""
-    sheet.append([column.title for column in columns])
+    _append_as_text(sheet, [column.title for column in columns])  # titles hold names
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     for row in rows:
@@ -118,7 +118,7 @@ def table_xlsx(table: Table, *, about: Sequence[tuple[str, str]] = ()) -> bytes:
     """The table's sheet (frozen header, autofilter), then an About sheet when `about` is given."""
     workbook = Workbook()
     sheet = first_sheet(workbook)
-    sheet.title = table.title[:31]
+    sheet.title = sheet_title(table.title)
     write_sheet(sheet, table.columns, table.values())
     if about:
         write_about(workbook, list(about))

@@ -227,6 +227,9 @@ class LeaderboardRow(CampaignRow):
     reversed_with: tuple[str, ...] = ()
     band: Band | None = None  # None: the campaign has no value of the ranking figure
     se: Mapping[str, float | None] = field(default_factory=dict)  # noise metric -> SE over the slice
+    # The data version the figures were computed from (summary stamps, slice, ranking): equal
+    # versions mean equal figures, so a page fragment can be keyed by it (apps.dashboard.fragments).
+    version: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

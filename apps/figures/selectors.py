@@ -8,6 +8,7 @@ fixed seed, so a figure is the same on every load.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -50,7 +51,15 @@ from apps.figures.results import (
     WhatIfCost,
     number_or_none,
 )
-from apps.figures.tables import PerTaskTables, cache_key, cached, filter_frame, load_tables, per_task_frames
+from apps.figures.tables import (
+    PerTaskTables,
+    cache_key,
+    cached,
+    filter_frame,
+    load_tables,
+    per_task_frames,
+    summary_stamps,
+)
 from apps.figures.task_grid import TASK_FILTERS, task_grid_rows
 from apps.suites.models import Task
 from tb_engine.metrics import campaign_metrics, paired_comparison, reversals
@@ -209,19 +218,26 @@ def leaderboard_rows(
     every noise metric."""
     if rank_by not in NOISE_METRICS:
         raise KeyError(f"rank_by {rank_by!r}: choose one of {', '.join(NOISE_METRICS)}")
-    tables = per_task_tables(campaigns, exclude=exclude)
-    figures = {c.pk: campaign_figures(tables, c, domain=domain, tag=tag) for c in campaigns}
-    partners = _reversal_partners(campaigns, figures)
-    bands, ses = _noise.leaderboard_noise(campaigns, tables, domain=domain, tag=tag, metric=rank_by)
+
+    def compute() -> dict[int, tuple[CampaignFigures, tuple[str, ...], Any, dict[str, float | None]]]:
+        tables = per_task_tables(campaigns, exclude=exclude)
+        figures = {c.pk: campaign_figures(tables, c, domain=domain, tag=tag) for c in campaigns}
+        partners = _reversal_partners(campaigns, figures)
+        bands, ses = _noise.leaderboard_noise(campaigns, tables, domain=domain, tag=tag, metric=rank_by)
+        return {c.pk: (figures[c.pk], tuple(partners[c.pk]), bands.get(c.pk), ses[c.pk]) for c in campaigns}
+
+    # Every viewer of the same campaigns and slice shares these rows. Keyed by the data version (the
+    # summary stamps: a recorded attempt changes its campaign's stamp) and by what the rows show of
+    # the campaigns themselves (names in reversal partners, N), so they are never stale; a warm
+    # page then reads one small entry instead of every campaign's per-task table.
+    stamps = summary_stamps(c.pk for c in campaigns)
+    version = [(c.pk, stamps[c.pk], c.n_attempts, c.name) for c in campaigns]
+    digest = hashlib.sha1(repr((version, sorted(exclude), domain, tag, rank_by)).encode()).hexdigest()
+    parts = cached(cache_key("leaderboard", 0, digest), compute)
     return [
-        LeaderboardRow(
-            campaign=c,
-            figures=figures[c.pk],
-            reversed_with=tuple(partners[c.pk]),
-            band=bands.get(c.pk),
-            se=ses[c.pk],
-        )
+        LeaderboardRow(campaign=c, figures=figures, reversed_with=partners, band=band, se=se, version=digest)
         for c in campaigns
+        for figures, partners, band, se in (parts[c.pk],)
     ]
 
 

@@ -11,6 +11,7 @@ page view recomputes; nothing needs an explicit invalidation hook.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -57,11 +58,28 @@ def cache_key(kind: str, campaign_id: int, stamp: str, *parts: Any) -> str:
     return f"figures:v{CACHE_VERSION}:{kind}:{campaign_id}:" + hashlib.sha1(raw.encode()).hexdigest()
 
 
+# One lock per key being computed: a threaded web process (gunicorn gthread) that meets a cold key
+# with many requests at once computes it once while the others wait, instead of each thread
+# computing the same bootstrap under one GIL (the cold burst of bench/dashboard_concurrency.py).
+_computing: dict[str, threading.Lock] = {}
+_computing_guard = threading.Lock()
+
+
 def cached(key: str, compute: Callable[[], T]) -> T:
+    """The cached value of `key`, else compute() stored under it; concurrent callers compute it once."""
     value = cache.get(key)
-    if value is None:
-        value = compute()
-        cache.set(key, value, CACHE_SECONDS)
+    if value is not None:
+        return value
+    with _computing_guard:
+        lock = _computing.setdefault(key, threading.Lock())
+    with lock:
+        value = cache.get(key)  # another thread may have stored it while this one waited
+        if value is None:
+            value = compute()
+            cache.set(key, value, CACHE_SECONDS)
+    with _computing_guard:
+        if _computing.get(key) is lock and not lock.locked():
+            del _computing[key]
     return value
 
 

@@ -34,6 +34,7 @@ from tb_engine.interfaces import InfraError
 from tb_engine.llm.config import EndpointConfig
 from tb_engine.llm.gate import Outcome, endpoint_gate, endpoint_key
 from tb_engine.llm.limiter import EndpointLimiter, limiter_for
+from tb_engine.llm.outbound import OutboundRefused, current_policy, guarded_http_client, refused_cause
 from tb_engine.llm.retry import backoff_delay, parse_retry_after
 from tb_engine.transcript import Usage
 
@@ -155,18 +156,22 @@ def _sdk_client_for(config: EndpointConfig) -> openai.OpenAI:
     api_key = config.api_key()
     # The key enters the cache key only as a digest, so rotating it makes a new client.
     key_digest = hashlib.sha256(api_key.encode()).hexdigest()
+    policy = current_policy()
     cache_key = (
         config.provider,
         config.base_url.rstrip("/"),
         config.api_version or "",
         key_digest,
         repr(config.retry.timeout_s),
+        repr(policy),  # a new allow-list makes new clients (and connections)
     )
     clients: dict[tuple[str, ...], openai.OpenAI] | None = getattr(_thread_clients, "by_key", None)
     if clients is None:
         clients = _thread_clients.by_key = {}
     client = clients.get(cache_key)
     if client is None:
+        # Every connection, redirects included, passes the outbound policy (tb_engine.llm.outbound).
+        http_client = guarded_http_client(policy, timeout=config.retry.timeout_s)
         if config.provider == "azure":
             client = openai.AzureOpenAI(
                 azure_endpoint=config.base_url,
@@ -174,10 +179,15 @@ def _sdk_client_for(config: EndpointConfig) -> openai.OpenAI:
                 api_key=api_key,
                 max_retries=0,
                 timeout=config.retry.timeout_s,
+                http_client=http_client,
             )
         else:
             client = openai.OpenAI(
-                base_url=config.base_url, api_key=api_key, max_retries=0, timeout=config.retry.timeout_s
+                base_url=config.base_url,
+                api_key=api_key,
+                max_retries=0,
+                timeout=config.retry.timeout_s,
+                http_client=http_client,
             )
         clients[cache_key] = client
     return client
@@ -246,12 +256,13 @@ class ChatClient:
             except openai.APIStatusError as exc:
                 if exc.status_code not in RETRYABLE_STATUSES and exc.status_code < 500:
                     raise InfraError(
-                        f"{self._describe()}: HTTP {exc.status_code}: {_short(exc.message)}"
+                        f"{self._describe()}: HTTP {exc.status_code}: {endpoint_error_text(exc)}"
                     ) from exc
                 errors += 1
                 if errors > policy.max_retries:
                     raise InfraError(
-                        f"{self._describe()}: HTTP {exc.status_code} after {errors - 1} retries: {_short(exc.message)}"
+                        f"{self._describe()}: HTTP {exc.status_code} after {errors - 1} retries: "
+                        f"{endpoint_error_text(exc)}"
                     ) from exc
                 asked = parse_retry_after(exc.response.headers)
                 delay = (
@@ -260,7 +271,12 @@ class ChatClient:
                     else backoff_delay(policy, errors - 1)
                 )
                 reason = f"HTTP {exc.status_code}"
+            except OutboundRefused as exc:  # raised by the guarded connection, not wrapped by the SDK
+                raise InfraError(f"{self._describe()}: outbound policy: {exc}") from exc
             except (openai.APIConnectionError, _MalformedCompletion) as exc:
+                refused = refused_cause(exc)
+                if refused is not None:  # the policy will not change its mind: no retry
+                    raise InfraError(f"{self._describe()}: outbound policy: {refused}") from exc
                 errors += 1
                 if errors > policy.max_retries:
                     raise InfraError(
@@ -322,13 +338,39 @@ class _MalformedCompletion(Exception):
 
 
 def _decode(response: httpx2.Response) -> dict[str, Any]:
+    # What an endpoint sent is never quoted whole: a base URL pointing inside a network would
+    # otherwise read its pages back into the attempt's error (shown to the team). Its size, type
+    # and at most a short error message are enough to tell a misconfigured endpoint.
     try:
         data = json.loads(response.content)
     except ValueError as exc:
-        raise _MalformedCompletion(f"response body is not JSON: {response.content[:120]!r}") from exc
+        raise _MalformedCompletion(
+            f"response body is not JSON ({len(response.content)} bytes, "
+            f"content-type {_short(response.headers.get('content-type', 'none'), 60)})"
+        ) from exc
     if not isinstance(data, dict) or not data.get("choices"):
-        raise _MalformedCompletion(f"response has no choices: {str(data)[:200]}")
+        shape = (
+            f"keys {', '.join(sorted(map(str, data))[:8])}" if isinstance(data, dict) else type(data).__name__
+        )
+        raise _MalformedCompletion(f"response has no choices ({_short(shape, 120)})")
     return data
+
+
+def endpoint_error_text(exc: openai.APIStatusError) -> str:
+    """What an HTTP error from an endpoint says, for the attempt's error: a JSON error message,
+    one line of at most 200 characters, else only the body's size — never the raw body."""
+    body = exc.body
+    message: Any = None
+    if isinstance(body, dict):
+        inner = body.get("error")
+        message = (
+            inner.get("message") if isinstance(inner, dict) else inner if isinstance(inner, str) else None
+        )
+        message = message if message is not None else body.get("message")
+    if isinstance(message, str) and message.strip():
+        return _short(" ".join(message.split()), 200)
+    size = len(exc.response.content) if exc.response is not None else 0
+    return f"no JSON error message ({size} bytes, content-type {_short(exc.response.headers.get('content-type', 'none'), 60)})"
 
 
 def _short(text: str, limit: int = 300) -> str:

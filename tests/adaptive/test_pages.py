@@ -142,8 +142,8 @@ def test_suite_list_query_count(client, bob, starter_suite, team_a, django_asser
         )
     client.force_login(bob)
     with django_assert_num_queries(
-        8
-    ):  # the same for 1 and 3 suites (one: the role behind the suites visible)
+        5
+    ):  # the same for 1 and 3 suites (the user's role groups read once per request)
         response = client.get("/adaptive/")
     assert response.status_code == 200
     assert len(response.context["rows"]) == count
@@ -156,7 +156,7 @@ def test_suite_page_adaptive_campaigns_query_count(
     for _ in range(count):
         make_campaign("sim:family-ace", tasks=2, n=4, adaptive={})
     client.force_login(bob)
-    with django_assert_num_queries(14):  # the same for 1 and 3 adaptive campaigns (one: the suite visible)
+    with django_assert_num_queries(8):  # the same for 1 and 3 adaptive campaigns (one: the suite visible)
         response = client.get(f"/adaptive/suites/{starter_suite.pk}/")
     assert len(response.context["adaptive"]) == count
 

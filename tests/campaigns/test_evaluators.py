@@ -232,3 +232,77 @@ def test_run_campaign_takes_the_judge_and_counts_unjudged(scripted_server, start
     assert out.getvalue().splitlines()[-1] == (
         f"campaign {campaign.pk}: 1 done, 0 passed (—), 1 unjudged, 0 infra errors, 0 cancelled"
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("role", "variable", "problem"),
+    [
+        (
+            "judge",
+            "SECRET_KEY",
+            "'SECRET_KEY' is one of the worker's own settings and is never sent to an endpoint",
+        ),
+        (
+            "user_simulator",
+            "OPENAI_API_KEY",
+            "'OPENAI_API_KEY' is not an allowed key variable; allowed: TB_KEY_* (TB_API_KEY_ENV_ALLOWED)",
+        ),
+    ],
+)
+def test_api_refuses_an_evaluator_key_variable_the_allow_list_refuses(
+    scripted_server, starter_suite, alice, team_a, client, settings, role, variable, problem
+):
+    settings.API_KEY_ENV_ALLOWED = ["TB_KEY_*"]
+    client.force_login(alice)
+    evaluator = {**_llm(scripted_server, "judge-model"), "api_key_env": variable}
+    if role == "user_simulator":
+        evaluator["prompt"] = "Play the customer: {query} {user_context}; say {stop_token} when done."
+    body = {
+        "name": "evaluator key",
+        "team": team_a.pk,
+        "agent_spec": "golden",
+        "suite": starter_suite.pk,
+        "task_ids": [HOLD],
+        "n_attempts": 1,
+        role: evaluator,
+    }
+
+    response = client.post("/api/campaigns/", body, content_type="application/json")
+
+    what = "judge" if role == "judge" else "user simulator"
+    assert response.status_code == 400
+    assert response.json()["error"]["details"] == {role: [f"{what}: api_key_env: {problem}"]}
+    assert Campaign.objects.filter(name="evaluator key").count() == 0
+
+
+@pytest.mark.django_db
+def test_launch_page_puts_a_refused_judge_key_variable_on_its_field(
+    scripted_server, starter_suite, alice, team_a, client, settings
+):
+    settings.API_KEY_ENV_ALLOWED = ["TB_KEY_*"]
+    client.force_login(alice)
+    response = client.post(
+        reverse("campaigns:launch"),
+        {
+            "name": "launched with a worker setting",
+            "team": team_a.pk,
+            "agent": "spec:golden",
+            "suite": starter_suite.pk,
+            "domains": "retail",
+            "n_attempts": 1,
+            "seed": 0,
+            "user_kind": "scripted",
+            "judge_kind": "llm",
+            "judge_model": "judge-model",
+            "judge_base_url": scripted_server.base_url,
+            "judge_api_key_env": "DATABASE_URL",
+            "judge_prompt": "Answer yes or no on the first line.",
+        },
+    )
+
+    assert response.status_code == 200
+    assert response.context["form"].errors["judge_api_key_env"] == [
+        "judge: api_key_env: 'DATABASE_URL' is one of the worker's own settings and is never sent to an endpoint"
+    ]
+    assert Campaign.objects.filter(name="launched with a worker setting").count() == 0

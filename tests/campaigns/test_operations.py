@@ -164,7 +164,7 @@ def test_launch_with_chosen_tasks_and_an_llm_judge_stores_them(
             judge_kind="llm",
             judge_model="gpt-x",
             judge_base_url="http://127.0.0.1:9/v1",
-            judge_api_key_env="JUDGE_KEY",
+            judge_api_key_env="TB_KEY_JUDGE",
             judge_prompt="Answer yes or no on the first line.",
         ),
     )
@@ -176,7 +176,7 @@ def test_launch_with_chosen_tasks_and_an_llm_judge_stores_them(
         "kind": "llm",
         "model": "gpt-x",
         "base_url": "http://127.0.0.1:9/v1",
-        "api_key_env": "JUDGE_KEY",
+        "api_key_env": "TB_KEY_JUDGE",
         "temperature": 0.0,
         "prompt": "Answer yes or no on the first line.",
     }

@@ -117,7 +117,7 @@ def test_task_page_query_count_is_constant(
     task = campaigns[0].tasks.get()
     client.force_login(bob)
 
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(7):
         response = client.get(f"/tasks/{task.pk}/")
 
     assert response.content.decode().count('href="/attempts/') == 2 * campaign_count
@@ -143,7 +143,7 @@ def test_drilldown_query_count_is_constant(client, bob, run_campaign, django_ass
     attempt.save(update_fields=["result"])
     client.force_login(bob)
 
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(5):
         html = client.get(f"/attempts/{attempt.pk}/").content.decode()
 
     assert html.count('class="diff-item extra_effect"') == diff_size

@@ -143,9 +143,8 @@ def test_drift_list_query_count_does_not_grow_with_watches(client, bob, make_wat
     client.force_login(bob)
     with CaptureQueriesContext(connection) as queries:
         assert client.get("/drift/").status_code == 200
-    # session, user, role (view), role (team visibility), watches (teams as a subquery), runs,
-    # role (can_operate), role (nav)
-    assert len(queries.captured_queries) == 8
+    # session, user, role (read once per request), watches (teams as a subquery), runs
+    assert len(queries.captured_queries) == 5
 
 
 @pytest.mark.parametrize("runs", [1, 3])
@@ -159,7 +158,7 @@ def test_watch_detail_query_count_does_not_grow_with_runs(client, bob, make_watc
     client.force_login(bob)
     with CaptureQueriesContext(connection) as queries:
         assert client.get(f"/drift/{watch.pk}/").status_code == 200
-    assert len(queries.captured_queries) == 10
+    assert len(queries.captured_queries) == 6
 
 
 def test_campaign_page_replicates_a_finished_campaign(client, alice, run_campaign):

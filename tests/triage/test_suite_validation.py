@@ -117,8 +117,8 @@ def test_suite_list_query_count_is_constant(client, bob, django_assert_num_queri
     _suites(count)
     client.force_login(bob)
     with django_assert_num_queries(
-        6
-    ):  # session, user, role groups (twice: page and navigation), suites, validation counts
+        5
+    ):  # session, user, role groups (once per request), suites, validation counts
         response = client.get(reverse("dashboard:suites"))
     assert response.content.decode().count('data-suite="suite-') == count
 
@@ -138,7 +138,7 @@ def test_suite_detail_query_count_is_constant(client, bob, starter_suite, django
         )
         task_validation_record(run=None, task=task, validation={"status": "valid", "runs": []})
     client.force_login(bob)
-    with django_assert_num_queries(12):  # the same for 1 and 3 tasks
+    with django_assert_num_queries(10):  # the same for 1 and 3 tasks
         response = client.get(reverse("dashboard:suite", args=[suite.pk]))
     assert response.content.decode().count('<tr data-task="t') == count
 

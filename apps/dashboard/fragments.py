@@ -1,0 +1,81 @@
+"""Rendered page fragments every viewer shares, cached under a digest of everything they show.
+
+A leaderboard table is the same HTML for every viewer who sees the same campaigns, figures, scores
+and filters, and rendering it (20 campaigns × a dozen columns) costs more than computing its cached
+figures. The key is a digest of the fragment's whole context — model rows by every stored field and
+the related rows loaded with them, figures dataclasses field by field or, when they carry one, by their data version — so whatever changes what the
+fragment shows (a recorded attempt, a rename, a new external score, another filter) changes the key:
+the cache can be missing, never stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.cache import cache
+from django.db.models import Model, QuerySet
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
+
+CACHE_SECONDS = 3600
+VERSION = 1
+
+
+def _fingerprint(value: Any) -> Any:
+    if isinstance(value, Model):
+        fields = tuple(getattr(value, field.attname) for field in value._meta.concrete_fields)
+        related = tuple(
+            (name, _fingerprint(other)) for name, other in sorted(value._state.fields_cache.items())
+        )
+        return (value._meta.label, fields, related)
+    version = str(getattr(value, "version", None) or "")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and version:
+        # A dataclass that names its data version (figures.LeaderboardRow): the version stands for its
+        # figures; the model rows it carries (the campaign) are still read field by field.
+        rows = tuple(
+            _fingerprint(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if isinstance(getattr(value, f.name), Model)
+        )
+        return (type(value).__name__, version, rows)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (
+            type(value).__name__,
+            tuple(_fingerprint(getattr(value, f.name)) for f in dataclasses.fields(value)),
+        )
+    if isinstance(value, QuerySet):
+        return ("queryset", tuple(_fingerprint(item) for item in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(key), _fingerprint(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_fingerprint(item) for item in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(repr(_fingerprint(item)) for item in value)))
+    return repr(value)
+
+
+def context_digest(context: dict[str, Any], *, leave_out: Iterable[str] = ()) -> str:
+    """A digest of `context` (minus `leave_out`): equal digests render equal fragments."""
+    skipped = set(leave_out)
+    shown = {name: value for name, value in context.items() if name not in skipped}
+    text = repr(_fingerprint(dict(sorted(shown.items()))))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def shared_fragment(
+    request, template: str, partial: str, context: dict[str, Any], *, leave_out=()
+) -> SafeString:
+    """`template#partial` rendered with `context`, from the cache when another viewer saw the same.
+
+    `leave_out` names context entries the fragment does not read (forms with a CSRF token, say);
+    everything else enters the key. The fragment must not read the request itself.
+    """
+    key = f"fragment:v{VERSION}:{template}#{partial}:{context_digest(context, leave_out=leave_out)}"
+    html = cache.get(key)
+    if html is None:
+        html = render_to_string(f"{template}#{partial}", context, request)
+        cache.set(key, str(html), CACHE_SECONDS)
+    return mark_safe(html)  # rendered by the template engine, autoescaped there

@@ -1,0 +1,23 @@
+"""The web tier's gunicorn settings: used by docker/compose.yaml, the Dockerfile and bench/dashboard_concurrency.py.
+
+gthread workers: a dashboard request spends part of its time waiting on PostgreSQL, so each process
+serves several at once (threads), and processes give the pages more than one core. Figures every
+viewer shares are cached per process (apps.figures.tables.cached, keyed by the campaigns' summary
+stamps; one computation per key and process however many threads ask), so one process per core with
+many threads beats many single-threaded processes: a page is mostly Python (one core per process),
+and every extra process is one more cold cache. Size: WEB_WORKERS = the cores the web tier may use
+(default: this machine's), WEB_THREADS 16; PostgreSQL needs WEB_WORKERS × WEB_THREADS connections
+(docs/operations.md "The web tier").
+"""
+
+import os
+
+bind = os.environ.get("WEB_BIND", "0.0.0.0:8000")
+worker_class = "gthread"
+workers = int(os.environ.get("WEB_WORKERS") or os.cpu_count() or 2)
+threads = int(os.environ.get("WEB_THREADS", "16"))
+# Connections waiting for a thread: a burst of a few hundred queues here instead of being refused.
+backlog = int(os.environ.get("WEB_BACKLOG", "2048"))
+timeout = int(os.environ.get("WEB_TIMEOUT", "120"))
+keepalive = 5
+accesslog = os.environ.get("WEB_ACCESS_LOG", "-")
