@@ -144,6 +144,7 @@ def test_mcp_tool_client_production_mode_over_http_mcp():
     # openenv/session/create carries no task from this client: a one-task pool decides it
     server = EnvServer(Environment(SUITE, task_ids=[TASK]))
     server.start_background()
+
     async def episode() -> tuple[list[str], dict]:
         env = MCPToolClient(base_url=server.url)
         env.use_production_mode = True
@@ -185,7 +186,11 @@ def test_openenv_get_endpoints_and_rest_close(server):
     schema = httpx.get(f"{server.url}/schema").json()
     assert sorted(schema) == ["action", "observation", "state"]
     metadata = httpx.get(f"{server.url}/metadata").json()
-    assert (metadata["name"], metadata["suite"], metadata["pool"]) == ("thinkingbox-web", SUITE.name, len(SUITE.tasks))
+    assert (metadata["name"], metadata["suite"], metadata["pool"]) == (
+        "thinkingbox-web",
+        SUITE.name,
+        len(SUITE.tasks),
+    )
     assert httpx.get(f"{server.url}/state").json() == {
         "episode_id": None,
         "step_count": 0,
