@@ -16,8 +16,8 @@ from tb_engine.agents.golden import DEFAULT_REPLY
 from tb_engine.training import Environment
 from tb_engine.training.thinkingbox_suite import read_training_suite
 from tb_envserver import EnvServer
-from tests.support.real_servers import DATASET, OWN_TEST_CASES, servers_python
 from tests.support.paths import THINKINGBOX_DIR
+from tests.support.real_servers import DATASET, OWN_TEST_CASES, servers_python
 
 SERVERS_YAML = THINKINGBOX_DIR / "servers" / "servers.yaml"
 BENCHMARK_LIST = THINKINGBOX_DIR / "releases" / "thinkingbox_bench_v1" / "testlist_thinkingbox_bench_v1.yaml"
