@@ -9,6 +9,12 @@ at the client around each HTTP exchange, so it includes HTTP, tool calls and, fo
 grading. Reset latency is reported too: under overload the server starts new episodes after the
 steps of running ones, so that is where the queueing shows.
 Last line: RESULT episodes_per_s=… step_p50_ms=… step_p95_ms=…
+
+``--mcp``: the same over the real ThinkingBox MCP servers (TB_SERVERS_PYTHON; our ThinkingBox-format
+tasks outside the benchmark, fixtures/thinkingbox/test_case): 64 concurrent golden episodes, each in
+a fresh server process forked from the pre-imported fork server. While all 64 are open the PSS of
+the server's whole process tree (shared copy-on-write pages count once) is measured against the
+idle tree. Last line: RESULT mcp_episodes_per_s=… mcp_reset_p50_ms=… mcp_step_p95_ms=… rss_per_episode_mb=…
 """
 
 from __future__ import annotations
@@ -93,6 +99,151 @@ def client_process(
     results.put(collected)
 
 
+def process_tree(root: int) -> list[int]:
+    """``root`` and every process below it (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        tree += frontier
+    return tree
+
+
+def tree_pss_mb(root: int) -> float:
+    """PSS summed over the process tree: a page shared by n processes counts 1/n in each."""
+    total_kb = 0
+    for pid in process_tree(root):
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024.0
+
+
+def mcp_main(args: argparse.Namespace) -> None:
+    """64 concurrent golden episodes on the real ThinkingBox servers (see the module docstring)."""
+    import os
+
+    from tb_engine.agents.golden import DEFAULT_REPLY
+    from tb_engine.training.thinkingbox_suite import read_training_suite
+
+    python = os.environ.get("TB_SERVERS_PYTHON")
+    if not python:
+        sys.exit("--mcp needs TB_SERVERS_PYTHON (the real ThinkingBox servers' interpreter)")
+    shared = ROOT.parent / "shared" / "thinkingbox"
+    if not shared.is_dir():
+        shared = ROOT.parent.parent / "shared" / "thinkingbox"
+    cases = ROOT / "fixtures" / "thinkingbox" / "test_case"
+    options = [
+        "--thinkingbox-dataset", str(shared / "dataset"),
+        "--servers", str(shared / "servers" / "servers.yaml"),
+        "--python", python,
+        "--test-cases", str(cases),
+        "--benchmark-list", str(shared / "releases" / "thinkingbox_bench_v1" / "testlist_thinkingbox_bench_v1.yaml"),
+    ]  # fmt: skip
+    suite = read_training_suite(
+        shared / "dataset", servers=options[3], python=python, test_cases=[cases], benchmark_list=options[-1]
+    ).suite
+    task_ids = sorted(suite.tasks)
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tb_envserver",
+            *options,
+            "--port",
+            str(port),
+            "--max-episodes",
+            str(args.concurrency * 2),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    server.stdout.readline()
+    url = f"http://127.0.0.1:{port}"
+    warm = EnvClient(url)
+    graded = []
+    for task_id in task_ids:  # start every domain's fork server; warm golden snapshots
+        episode = rollout(warm, lambda t: make_golden_agent(suite.tasks[t]), task_id=task_id)
+        if episode.reward == 1.0:  # some need a search service (Typesense) this bench does not run
+            graded.append(task_id)
+    print(f"golden 1.0 on {len(graded)} of {len(task_ids)} tasks; the bench runs those")
+    task_ids = graded
+    warm.close()
+    time.sleep(0.5)
+    idle_mb = tree_pss_mb(server.pid)
+    all_open = threading.Barrier(args.concurrency + 1, timeout=120)
+    measured = threading.Barrier(args.concurrency + 1, timeout=120)
+    lock = threading.Lock()
+    steps_ms: list[float] = []
+    resets_ms: list[float] = []
+    rewards: list[float | None] = []
+    rounds = max(1, args.episodes // args.concurrency)
+
+    def client(k: int) -> None:
+        connection = EnvClient(url)
+        connection.health()
+        mine_steps, mine_resets, mine_rewards = [], [], []
+        for index in range(rounds):
+            task = suite.tasks[task_ids[(k + index) % len(task_ids)]]
+            started = time.perf_counter()
+            episode = connection.reset(task_id=task.id)
+            mine_resets.append((time.perf_counter() - started) * 1000.0)
+            if index == 0:
+                all_open.wait()
+                measured.wait()
+            calls = [{"name": c.tool, "arguments": dict(c.arguments)} for c in task.golden]
+            for action in (
+                {"tool_calls": calls},
+                {"text": task.extra.get("golden_reply") or DEFAULT_REPLY, "done": True},
+            ):
+                started = time.perf_counter()
+                answer = connection.step(episode["episode_id"], **action)
+                mine_steps.append((time.perf_counter() - started) * 1000.0)
+            mine_rewards.append(answer["reward"])
+        connection.close()
+        with lock:
+            steps_ms.extend(mine_steps)
+            resets_ms.extend(mine_resets)
+            rewards.extend(mine_rewards)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(args.concurrency)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    all_open.wait()
+    open_mb = tree_pss_mb(server.pid)
+    measured.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    server.terminate()
+    server.wait(10)
+    per_episode = (open_mb - idle_mb) / args.concurrency
+    print(f"load: {Path('/proc/loadavg').read_text().strip()}")
+    print(
+        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent, {len(task_ids)} tasks on "
+        f"{len(suite.domains)} real server domains; golden reward 1.0 in {rewards.count(1.0)}"
+    )
+    print(f"server tree PSS: idle {idle_mb:.0f} MB, {args.concurrency} open {open_mb:.0f} MB")
+    print(f"resets p95 {percentile(resets_ms, 0.95):.1f} ms; steps p50 {percentile(steps_ms, 0.5):.1f} ms")
+    print(
+        f"RESULT mcp_episodes_per_s={len(rewards) / elapsed:.1f} mcp_reset_p50_ms={percentile(resets_ms, 0.5):.1f} "
+        f"mcp_step_p95_ms={percentile(steps_ms, 0.95):.1f} rss_per_episode_mb={per_episode:.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,7 +264,11 @@ def main() -> None:
         default=0.0,
         help="pause before each agent step, as a policy's generation would (0 = saturate the server)",
     )
+    parser.add_argument("--mcp", action="store_true", help="the real ThinkingBox MCP servers (see above)")
     args = parser.parse_args()
+    if args.mcp:
+        mcp_main(args)
+        return
     port = free_port()
     # The server runs in its own process(es), as it would next to a trainer.
     server = subprocess.Popen(
