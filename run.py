@@ -77,7 +77,9 @@ def bootstrap() -> str:
             sys.exit("could not create .venv (on Debian/Ubuntu: apt-get install python3-venv)")
     fingerprint = install_fingerprint()
     if not INSTALL_STAMP.exists() or INSTALL_STAMP.read_text() != fingerprint:
-        say("installing the project and its dev and training extras into .venv (first run takes a few minutes)")
+        say(
+            "installing the project and its dev and training extras into .venv (first run takes a few minutes)"
+        )
         command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
         check_call([*command, "--upgrade", "pip"])
         # torch: the CPU wheel kept on the machine, never the multi-GB CUDA build from the index

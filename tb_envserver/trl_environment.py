@@ -150,7 +150,10 @@ def annotation(schema: dict[str, Any]) -> Any:
         kind = kinds[0] if len(kinds) == 1 else None
     if kind == "array":
         items = schema.get("items")
-        return list[annotation(items)] if isinstance(items, dict) and items else list
+        if isinstance(items, dict) and items:
+            item_type = annotation(items)
+            return list.__class_getitem__(item_type)  # list[item_type], built at run time
+        return list
     if kind in _SCALARS:
         return _SCALARS[kind]
     for key in ("anyOf", "oneOf"):
