@@ -39,7 +39,7 @@ from tb_envserver.calls import Calls
 from tb_envserver.openenv import OpenEnvFront
 from tb_envserver.relay import Peers, PeerUnavailable
 
-__all__ = ["MAX_BODY_BYTES", "create_app"]
+__all__ = ["MAX_BODY_BYTES", "create_app", "openapi_document"]
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -156,9 +156,33 @@ def create_app(env: Environment, *, peers: Peers | None = None) -> Starlette:
         Route("/mcp", front.mcp_http, methods=["POST"]),
         WebSocketRoute("/ws", front.websocket),
     ]
+
+    # openenv's runtime validator (`openenv validate --url`) reads the version and the endpoint set
+    # (simulation mode: /reset, /step and /state) from /openapi.json; it is built from the routes
+    # above, so it cannot drift from what is served.
+    document = openapi_document(routes, version=env.suite.version)
+
+    async def openapi(request: Request) -> Response:
+        return json_response(200, document)
+
+    routes.append(Route("/openapi.json", openapi, methods=["GET"]))
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: no_such_endpoint  # 404 and 405: any other method or path
     }
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.router.redirect_slashes = False  # "/step/" is no endpoint, not a redirect
     return app
+
+
+def openapi_document(routes: list[Route | WebSocketRoute], *, version: str) -> dict[str, Any]:
+    """A minimal OpenAPI 3.1 document naming every HTTP route and its methods (docs/training.md has the bodies)."""
+    paths: dict[str, Any] = {}
+    for route in routes:
+        if isinstance(route, Route):
+            methods = sorted(m.lower() for m in route.methods or () if m != "HEAD")
+            paths[route.path] = {m: {"responses": {"200": {"description": "JSON"}}} for m in methods}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "ThinkingBox Web training environment", "version": version},
+        "paths": paths,
+    }
