@@ -14,13 +14,21 @@ Last line: RESULT episodes_per_s=… step_p50_ms=… step_p95_ms=…
 tasks outside the benchmark, fixtures/thinkingbox/test_case): 64 concurrent golden episodes, each in
 a fresh server process forked from the pre-imported fork server. While all 64 are open the PSS of
 the server's whole process tree (shared copy-on-write pages count once) is measured against the
-idle tree. Last line: RESULT mcp_episodes_per_s=… mcp_reset_p50_ms=… mcp_step_p95_ms=… rss_per_episode_mb=…
+idle tree. A trainer's episode spends most of its time waiting for the model, so by default every
+client thinks ``--think-ms`` (750 ms, a small policy generating one tool call) before each step and
+sends one tool call per step, as a model does; the 64 episodes are then all open at once, as in
+training. ``--think-ms 0`` sends all golden calls in one step with no pause: the server saturated
+(closed loop), where latency is queueing (Little's law) rather than service time. CPU per episode
+is split between our env server process and the real servers' tree (fork servers and their
+children). Last line: RESULT mcp_episodes_per_s=… mcp_reset_p50_ms=… mcp_step_p95_ms=…
+rss_per_episode_mb=… think_ms=…
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import socket
 import statistics
 import subprocess
@@ -37,6 +45,8 @@ from tb_engine.loader import load_builtin_suite  # noqa: E402
 from tb_envserver.client import EnvClient, rollout  # noqa: E402
 
 SUITE = load_builtin_suite()
+SQLITE_THINK_MS = 0.0  # the SQLite mode's historical figures: the server saturated
+MCP_THINK_MS = 750.0  # a small policy generating one tool call (500-1000 ms), as in training
 
 
 class ThinkingAgent:
@@ -116,6 +126,28 @@ def process_tree(root: int) -> list[int]:
     return tree
 
 
+def cpu_seconds(root: int) -> tuple[float, float]:
+    """CPU seconds (user + system) so far of ``root`` itself and of everything below it.
+
+    The real servers run in processes forked by the fork servers (children of ``root``) and are
+    reaped by them, so a finished server's CPU is in its fork server's cutime/cstime; live ones are
+    read directly."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own = below = 0.0
+    for pid in process_tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        used = (int(fields[11]) + int(fields[12])) / tick
+        reaped = (int(fields[13]) + int(fields[14])) / tick
+        if pid == root:
+            own += used
+        else:
+            below += used + reaped
+    return own, below
+
+
 def tree_pss_mb(root: int) -> float:
     """PSS summed over the process tree: a page shared by n processes counts 1/n in each."""
     total_kb = 0
@@ -131,8 +163,6 @@ def tree_pss_mb(root: int) -> float:
 
 def mcp_main(args: argparse.Namespace) -> None:
     """64 concurrent golden episodes on the real ThinkingBox servers (see the module docstring)."""
-    import os
-
     from tb_engine.agents.golden import DEFAULT_REPLY
     from tb_engine.training.thinkingbox_suite import read_training_suite
 
@@ -191,23 +221,32 @@ def mcp_main(args: argparse.Namespace) -> None:
     rewards: list[float | None] = []
     rounds = max(1, args.episodes // args.concurrency)
 
+    think_s = args.think_ms / 1000.0
+
+    def actions(task) -> list[dict]:
+        """One tool call per step after a think pause (as a model), or all at once with no pause."""
+        calls = [{"name": c.tool, "arguments": dict(c.arguments)} for c in task.golden]
+        reply = {"text": task.extra.get("golden_reply") or DEFAULT_REPLY, "done": True}
+        if think_s:
+            return [{"tool_calls": [call]} for call in calls] + [reply]
+        return [{"tool_calls": calls}, reply]
+
     def client(k: int) -> None:
         connection = EnvClient(url)
         connection.health()
         mine_steps, mine_resets, mine_rewards = [], [], []
         for index in range(rounds):
             task = suite.tasks[task_ids[(k + index) % len(task_ids)]]
+            if think_s and index == 0:
+                time.sleep(think_s * k / args.concurrency)  # spread the first resets as a trainer's would be
             started = time.perf_counter()
             episode = connection.reset(task_id=task.id)
             mine_resets.append((time.perf_counter() - started) * 1000.0)
             if index == 0:
                 all_open.wait()
                 measured.wait()
-            calls = [{"name": c.tool, "arguments": dict(c.arguments)} for c in task.golden]
-            for action in (
-                {"tool_calls": calls},
-                {"text": task.extra.get("golden_reply") or DEFAULT_REPLY, "done": True},
-            ):
+            for action in actions(task):
+                time.sleep(think_s)  # the policy generating its next action
                 started = time.perf_counter()
                 answer = connection.step(episode["episode_id"], **action)
                 mine_steps.append((time.perf_counter() - started) * 1000.0)
@@ -222,25 +261,42 @@ def mcp_main(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     for thread in threads:
         thread.start()
+    cpu_before = cpu_seconds(server.pid)
     all_open.wait()
     open_mb = tree_pss_mb(server.pid)
     measured.wait()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
+    time.sleep(0.5)  # the last servers exit and are reaped
+    cpu_after = cpu_seconds(server.pid)
     server.terminate()
     server.wait(10)
     per_episode = (open_mb - idle_mb) / args.concurrency
-    print(f"load: {Path('/proc/loadavg').read_text().strip()}")
+    ours_ms, servers_ms = (
+        (after - before) * 1000.0 / len(rewards) for before, after in zip(cpu_before, cpu_after)
+    )
+    print(f"load: {Path('/proc/loadavg').read_text().strip()} ({os.cpu_count()} cores)")
+    mode = (
+        f"think {args.think_ms:g} ms before each step, one tool call per step"
+        if think_s
+        else "no think time, all golden calls in one step (saturated)"
+    )
     print(
-        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent, {len(task_ids)} tasks on "
-        f"{len(suite.domains)} real server domains; golden reward 1.0 in {rewards.count(1.0)}"
+        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent ({mode}), {len(task_ids)} "
+        f"tasks on {len(suite.domains)} real server domains; golden reward 1.0 in {rewards.count(1.0)}"
     )
     print(f"server tree PSS: idle {idle_mb:.0f} MB, {args.concurrency} open {open_mb:.0f} MB")
-    print(f"resets p95 {percentile(resets_ms, 0.95):.1f} ms; steps p50 {percentile(steps_ms, 0.5):.1f} ms")
+    print(
+        f"resets p50 {percentile(resets_ms, 0.5):.1f} p95 {percentile(resets_ms, 0.95):.1f} ms; steps p50 "
+        f"{percentile(steps_ms, 0.5):.1f} p95 {percentile(steps_ms, 0.95):.1f} ms ({len(steps_ms)} steps)"
+    )
+    print(
+        f"CPU per episode: env server {ours_ms:.1f} ms, real servers (fork servers + children) {servers_ms:.1f} ms"
+    )
     print(
         f"RESULT mcp_episodes_per_s={len(rewards) / elapsed:.1f} mcp_reset_p50_ms={percentile(resets_ms, 0.5):.1f} "
-        f"mcp_step_p95_ms={percentile(steps_ms, 0.95):.1f} rss_per_episode_mb={per_episode:.1f}"
+        f"mcp_step_p95_ms={percentile(steps_ms, 0.95):.1f} rss_per_episode_mb={per_episode:.1f} think_ms={args.think_ms:g}"
     )
 
 
@@ -251,7 +307,7 @@ def main() -> None:
     parser.add_argument(
         "--concurrency", type=int, default=64, help="concurrent episodes (one client and connection each)"
     )
-    parser.add_argument("--episodes", type=int, default=1920)
+    parser.add_argument("--episodes", type=int, default=None, help="default 1920; 256 with --mcp")
     parser.add_argument(
         "--client-processes", type=int, default=4, help="processes the clients are spread over"
     )
@@ -261,11 +317,16 @@ def main() -> None:
     parser.add_argument(
         "--think-ms",
         type=float,
-        default=0.0,
-        help="pause before each agent step, as a policy's generation would (0 = saturate the server)",
+        default=None,
+        help="pause before each agent step, as a policy's generation would (0 = saturate the server); "
+        f"default {SQLITE_THINK_MS:g} for the SQLite suites, {MCP_THINK_MS:g} with --mcp",
     )
     parser.add_argument("--mcp", action="store_true", help="the real ThinkingBox MCP servers (see above)")
     args = parser.parse_args()
+    if args.episodes is None:
+        args.episodes = 256 if args.mcp else 1920
+    if args.think_ms is None:
+        args.think_ms = MCP_THINK_MS if args.mcp else SQLITE_THINK_MS
     if args.mcp:
         mcp_main(args)
         return

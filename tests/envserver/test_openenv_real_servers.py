@@ -118,3 +118,33 @@ def test_mcp_tool_client_golden_then_noop_and_abandoned_sessions_free_their_serv
     assert asyncio.run(episode(golden=False)) == 0.0
     assert asyncio.run(abandon(4)) == 4
     assert wait_for_open(server, 0) == 0
+
+
+def test_a_failed_episode_runs_one_server_not_a_second_for_write_attribution(suite, monkeypatch):
+    """The trainer sees counts, not which call wrote what: no replay of a failed attempt on a second
+    server (the harness default "on_failure" would start one; measured 3.3x the CPU of the episode)."""
+    from tb_engine.thinkingbox import mcp_pool
+    from tb_engine.training.environment import training_domain
+
+    acquired = []
+    original = mcp_pool.McpServerPool.acquire
+    monkeypatch.setattr(mcp_pool.McpServerPool, "acquire", lambda pool: acquired.append(1) or original(pool))
+    env = Environment(suite)
+    task = suite.tasks[TASK]
+    assert env.domains[task.domain].mcp["attribute_writes"] == "off"
+    explicit = suite.domains[task.domain]
+    explicit = type(explicit)(
+        **{**explicit.__dict__, "mcp": {**explicit.mcp, "attribute_writes": "per_call"}}
+    )
+    assert training_domain(explicit).mcp["attribute_writes"] == "per_call"  # a domain's own choice stays
+    try:
+        episode = env.reset(task_id=TASK)
+        calls = [
+            {"name": c.tool, "arguments": dict(c.arguments)} for c in task.golden[:-1]
+        ]  # last write left out
+        env.step(episode["episode_id"], {"tool_calls": calls})
+        last = env.step(episode["episode_id"], {"text": DEFAULT_REPLY, "done": True})
+    finally:
+        env.close()
+    assert (last["done"], last["reward"], len(acquired)) == (True, 0.0, 1)
+    assert last["info"]["diff_counts"]["missing_effect"] + last["info"]["diff_counts"]["wrong_value"] >= 1
