@@ -11,6 +11,7 @@ so the episode's reward is exactly the grader's verdict (``reward.reward_of``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import threading
@@ -18,7 +19,6 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
