@@ -195,6 +195,7 @@ def mcp_main(args: argparse.Namespace) -> None:
             str(port),
             "--max-episodes",
             str(args.concurrency * 2),
+            *(["--warm-servers", str(args.warm_servers)] if args.warm_servers else []),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -218,6 +219,8 @@ def mcp_main(args: argparse.Namespace) -> None:
     lock = threading.Lock()
     steps_ms: list[float] = []
     resets_ms: list[float] = []
+    first_resets_ms: list[float] = []  # the 64 episodes starting together (a trainer's first batch)
+    later_resets_ms: list[float] = []  # steady state: an episode ends, the next one starts
     rewards: list[float | None] = []
     rounds = max(1, args.episodes // args.concurrency)
 
@@ -234,14 +237,14 @@ def mcp_main(args: argparse.Namespace) -> None:
     def client(k: int) -> None:
         connection = EnvClient(url)
         connection.health()
-        mine_steps, mine_resets, mine_rewards = [], [], []
+        mine_steps, mine_first, mine_resets, mine_rewards = [], [], [], []
         for index in range(rounds):
             task = suite.tasks[task_ids[(k + index) % len(task_ids)]]
             if think_s and index == 0:
                 time.sleep(think_s * k / args.concurrency)  # spread the first resets as a trainer's would be
             started = time.perf_counter()
             episode = connection.reset(task_id=task.id)
-            mine_resets.append((time.perf_counter() - started) * 1000.0)
+            (mine_first if index == 0 else mine_resets).append((time.perf_counter() - started) * 1000.0)
             if index == 0:
                 all_open.wait()
                 measured.wait()
@@ -254,7 +257,9 @@ def mcp_main(args: argparse.Namespace) -> None:
         connection.close()
         with lock:
             steps_ms.extend(mine_steps)
-            resets_ms.extend(mine_resets)
+            first_resets_ms.extend(mine_first)
+            resets_ms.extend(mine_first + mine_resets)
+            later_resets_ms.extend(mine_resets)
             rewards.extend(mine_rewards)
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(args.concurrency)]
@@ -283,7 +288,8 @@ def mcp_main(args: argparse.Namespace) -> None:
         else "no think time, all golden calls in one step (saturated)"
     )
     print(
-        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent ({mode}), {len(task_ids)} "
+        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent ({mode}; "
+        f"{args.warm_servers or 'default'} warm servers per domain), {len(task_ids)} "
         f"tasks on {len(suite.domains)} real server domains; golden reward 1.0 in {rewards.count(1.0)}"
     )
     print(f"server tree PSS: idle {idle_mb:.0f} MB, {args.concurrency} open {open_mb:.0f} MB")
@@ -291,6 +297,13 @@ def mcp_main(args: argparse.Namespace) -> None:
         f"resets p50 {percentile(resets_ms, 0.5):.1f} p95 {percentile(resets_ms, 0.95):.1f} ms; steps p50 "
         f"{percentile(steps_ms, 0.5):.1f} p95 {percentile(steps_ms, 0.95):.1f} ms ({len(steps_ms)} steps)"
     )
+    if later_resets_ms:
+        print(
+            f"resets of the first {len(first_resets_ms)} episodes (started together) p50 "
+            f"{percentile(first_resets_ms, 0.5):.1f} p95 {percentile(first_resets_ms, 0.95):.1f} ms; later "
+            f"{len(later_resets_ms)} p50 {percentile(later_resets_ms, 0.5):.1f} p95 "
+            f"{percentile(later_resets_ms, 0.95):.1f} ms"
+        )
     print(
         f"CPU per episode: env server {ours_ms:.1f} ms, real servers (fork servers + children) {servers_ms:.1f} ms"
     )
@@ -322,6 +335,9 @@ def main() -> None:
         f"default {SQLITE_THINK_MS:g} for the SQLite suites, {MCP_THINK_MS:g} with --mcp",
     )
     parser.add_argument("--mcp", action="store_true", help="the real ThinkingBox MCP servers (see above)")
+    parser.add_argument(
+        "--warm-servers", type=int, default=0, help="--mcp: servers kept ready per domain (server default 2)"
+    )
     args = parser.parse_args()
     if args.episodes is None:
         args.episodes = 256 if args.mcp else 1920
