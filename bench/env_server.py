@@ -195,7 +195,6 @@ def mcp_main(args: argparse.Namespace) -> None:
             str(port),
             "--max-episodes",
             str(args.concurrency * 2),
-            *(["--warm-servers", str(args.warm_servers)] if args.warm_servers else []),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -288,8 +287,7 @@ def mcp_main(args: argparse.Namespace) -> None:
         else "no think time, all golden calls in one step (saturated)"
     )
     print(
-        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent ({mode}; "
-        f"{args.warm_servers or 'default'} warm servers per domain), {len(task_ids)} "
+        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent ({mode}), {len(task_ids)} "
         f"tasks on {len(suite.domains)} real server domains; golden reward 1.0 in {rewards.count(1.0)}"
     )
     print(f"server tree PSS: idle {idle_mb:.0f} MB, {args.concurrency} open {open_mb:.0f} MB")
@@ -335,9 +333,6 @@ def main() -> None:
         f"default {SQLITE_THINK_MS:g} for the SQLite suites, {MCP_THINK_MS:g} with --mcp",
     )
     parser.add_argument("--mcp", action="store_true", help="the real ThinkingBox MCP servers (see above)")
-    parser.add_argument(
-        "--warm-servers", type=int, default=0, help="--mcp: servers kept ready per domain (server default 2)"
-    )
     args = parser.parse_args()
     if args.episodes is None:
         args.episodes = 256 if args.mcp else 1920

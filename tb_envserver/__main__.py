@@ -73,7 +73,6 @@ def build_environment(args: argparse.Namespace) -> Environment:
         allow_evaluation_only=args.allow_evaluation_only,
         ttl_s=args.ttl,
         max_episodes=args.max_episodes,
-        warm_servers=args.warm_servers,
     )
 
 
@@ -94,12 +93,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--ttl", type=float, default=DEFAULT_TTL_S, help="seconds an idle episode lives")
     p.add_argument("--max-episodes", type=int, default=DEFAULT_MAX_EPISODES)
-    p.add_argument(
-        "--warm-servers",
-        type=int,
-        help="MCP domains: servers kept started and ready per domain (default 2); about the episodes a "
-        "trainer starts at once per domain, ~15 MB each",
-    )
     p.add_argument(
         "--allow-evaluation-only", action="store_true", help="serve an evaluation-only suite anyway"
     )

@@ -32,7 +32,6 @@ from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 from tb_engine.transcript import Message, ToolCallRequest
 
 DEFAULT_TTL_S = 300.0
-MAX_WARM_SERVERS = 256  # started MCP servers kept ready per domain
 DEFAULT_MAX_EPISODES = 1024
 FINISHED_MEMORY = (
     65_536  # finished episodes kept for /state (each is a few hundred bytes once its sandbox is gone)
@@ -153,23 +152,18 @@ def parse_action(action: Any, *, turn: int) -> AgentStep | AgentOutputError:
     return AgentStep(text=text, tool_calls=calls, done=done)
 
 
-def training_domain(domain: DomainSpec, *, warm_servers: int | None = None) -> DomainSpec:
-    """The domain as episodes run it: an MCP domain without its own ``attribute_writes`` gets "off",
-    and with ``warm_servers`` its pool keeps that many servers started and ready (default 2).
+def training_domain(domain: DomainSpec) -> DomainSpec:
+    """The domain as episodes run it: an MCP domain without its own ``attribute_writes`` gets "off".
 
     Write attribution only names which call wrote a diff item (``written_by``), which a trainer never
     sees (``info`` carries counts, not locations), while its default ("on_failure") replays every
     failed attempt on a second fresh server: measured on the real ThinkingBox servers, a failed
     episode cost 245 ms CPU with it and 75 ms without (3.3x), and most episodes early in training fail.
-    A trainer starts a whole batch of episodes at once: servers started beforehand take the fork
-    and the MCP handshake off those resets (each ready server holds about 15 MB PSS).
     """
-    if domain.backend != "mcp":
+    mcp = domain.mcp or {}
+    if domain.backend != "mcp" or "attribute_writes" in mcp:
         return domain
-    mcp = {"attribute_writes": "off", **(domain.mcp or {})}
-    if warm_servers is not None:
-        mcp["launch"] = {**(mcp.get("launch") or {}), "pool_size": warm_servers}
-    return dataclasses.replace(domain, mcp=mcp)
+    return dataclasses.replace(domain, mcp={**mcp, "attribute_writes": "off"})
 
 
 class Environment:
@@ -192,7 +186,6 @@ class Environment:
         user: UserConfig = SCRIPTED_USER,
         clock: Callable[[], float] = time.monotonic,
         id_prefix: str = "",
-        warm_servers: int | None = None,
     ):
         if suite.evaluation_only and not allow_evaluation_only:
             raise EvaluationOnlyError(
@@ -208,11 +201,7 @@ class Environment:
         if not pool:
             raise ValueError(f"task pool: empty (suite {suite.name})")
         self.suite = suite
-        if warm_servers is not None and not 1 <= warm_servers <= MAX_WARM_SERVERS:
-            raise ValueError(f"warm_servers: expected 1..{MAX_WARM_SERVERS}, got {warm_servers}")
-        self.domains = {
-            name: training_domain(domain, warm_servers=warm_servers) for name, domain in suite.domains.items()
-        }
+        self.domains = {name: training_domain(domain) for name, domain in suite.domains.items()}
         self.pool = pool
         self.ttl_s = ttl_s
         self.max_episodes = max_episodes

@@ -148,24 +148,3 @@ def test_a_failed_episode_runs_one_server_not_a_second_for_write_attribution(sui
         env.close()
     assert (last["done"], last["reward"], len(acquired)) == (True, 0.0, 1)
     assert last["info"]["diff_counts"]["missing_effect"] + last["info"]["diff_counts"]["wrong_value"] >= 1
-
-
-def test_warm_servers_sizes_the_domain_pool_of_ready_servers(suite):
-    from tb_engine.thinkingbox import mcp_pool
-    from tb_engine.thinkingbox.mcp_config import launch_config
-
-    with pytest.raises(ValueError, match=r"warm_servers: expected 1\.\.256, got 0"):
-        Environment(suite, warm_servers=0)
-    env = Environment(suite, warm_servers=5)
-    domain = env.domains[suite.tasks[TASK].domain]
-    assert domain.mcp["launch"]["pool_size"] == 5
-    mcp_pool.close_pools()  # a pool from an earlier test would keep its own size
-    try:
-        episode = env.reset(task_id=TASK)
-        pool = mcp_pool.pool_for(launch_config(domain))
-        # 5 started up front, one taken by this episode and one started to replace it
-        assert (pool.size, len(pool._idle)) == (5, 5)
-        env.close_episode(episode["episode_id"])
-    finally:
-        env.close()
-        mcp_pool.close_pools()
