@@ -31,7 +31,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from tb_engine.training.environment import EnvError, Environment
 from tb_envserver.bodies import MAX_BODY_BYTES, BodyTooLarge, json_response, parse_body, read_body
@@ -174,7 +174,7 @@ def create_app(env: Environment, *, peers: Peers | None = None) -> Starlette:
     return app
 
 
-def openapi_document(routes: list[Route | WebSocketRoute], *, version: str) -> dict[str, Any]:
+def openapi_document(routes: list[BaseRoute], *, version: str) -> dict[str, Any]:
     """A minimal OpenAPI 3.1 document naming every HTTP route and its methods (docs/training.md has the bodies)."""
     paths: dict[str, Any] = {}
     for route in routes:

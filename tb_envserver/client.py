@@ -233,7 +233,7 @@ def __getattr__(name: str) -> Any:
     It is openenv-core's own ``GenericEnvClient`` (dict actions and observations). Built on first use
     so that importing this module does not need openenv-core (a training extra)."""
     if name == "ThinkingboxEnv":
-        from openenv import GenericEnvClient  # noqa: PLC0415 — optional dependency
+        from openenv import GenericEnvClient  # type: ignore[import-untyped]  # noqa: PLC0415 — optional dependency
 
         cls = type("ThinkingboxEnv", (GenericEnvClient,), {"__module__": __name__})
         globals()[name] = cls  # one class, not a new one per lookup

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from apps.api.base import ApiView, api_schema, id_field
 from apps.figures.selectors import figure_campaigns
-from apps.training.pools import (
+from apps.training.selectors import (
     BAND_HI,
     BAND_LO,
     SELECT_ZONE,

@@ -15,7 +15,8 @@ from apps.core.roles import Role
 from apps.figures.selectors import attempt_strip, figure_campaigns
 from apps.suites.models import Task
 from apps.training import charts
-from apps.training.pools import (
+from apps.training.report import before_after, strip_rows
+from apps.training.selectors import (
     BAND_HI,
     BAND_LO,
     SELECT_BAND,
@@ -25,7 +26,6 @@ from apps.training.pools import (
     pool_sizes_by_q,
     selection_table,
 )
-from apps.training.report import before_after, strip_rows
 from tb_engine.metrics import MetricsInputError
 
 Q_GRID = [round(0.5 + 0.05 * i, 2) for i in range(10)] + [0.99]

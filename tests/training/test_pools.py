@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.training.management.commands.serve_training_env import environment_for_pool
-from apps.training.pools import Selection, Thresholds, posterior_table, selection_table
+from apps.training.selectors import Selection, Thresholds, posterior_table, selection_table
 
 LO, HI = 1 / 16, 15 / 16
 COUNTS = {

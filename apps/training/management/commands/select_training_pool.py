@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.campaigns.models import Campaign
-from apps.training.pools import (
+from apps.training.selectors import (
     BAND_HI,
     BAND_LO,
     SELECTION_METHODS,

@@ -1,4 +1,5 @@
-"""Training pools (SPEC §6): per-task Beta posteriors of a base campaign, the learning zone, the pool file.
+"""Training pools (SPEC §6), the selectors other apps read: per-task Beta posteriors of a base campaign,
+the learning zone or a band of the base pass rate, the reference-campaign filter, the pool file.
 
 The figures come from tb_engine.metrics (learning_zone, posterior_params); this module only reads the
 campaign's per-task table and shapes the result. A pool is chosen once from the base policy and kept
@@ -109,9 +110,10 @@ def selection_table(
         table["ref_n"], table["ref_c"] = -1, -1
         table["ref_solved"] = True
     else:
-        ref = per_task_table(selection.reference).set_index("task_id")
-        table["ref_n"] = [int(ref.at[t, "n"]) if t in ref.index else -1 for t in table["task_id"]]
-        table["ref_c"] = [int(ref.at[t, "c"]) if t in ref.index else -1 for t in table["task_id"]]
+        ref = per_task_table(selection.reference)
+        counts = {t: (int(n), int(c)) for t, n, c in zip(ref["task_id"], ref["n"], ref["c"])}
+        table["ref_n"] = [counts.get(t, (-1, -1))[0] for t in table["task_id"]]
+        table["ref_c"] = [counts.get(t, (-1, -1))[1] for t in table["task_id"]]
         table["ref_solved"] = table["ref_c"] >= 1
     table["selected"] = chosen & table["ref_solved"]
     return table
