@@ -132,6 +132,7 @@ def test_a_failed_episode_runs_one_server_not_a_second_for_write_attribution(sui
     env = Environment(suite)
     task = suite.tasks[TASK]
     assert env.domains[task.domain].mcp["attribute_writes"] == "off"
+    assert env.domains[task.domain].mcp["launch"]["env"]["FASTMCP_LOG_LEVEL"] == "WARNING"
     explicit = suite.domains[task.domain]
     explicit = type(explicit)(
         **{**explicit.__dict__, "mcp": {**explicit.mcp, "attribute_writes": "per_call"}}
