@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,6 +162,18 @@ def tree_pss_mb(root: int) -> float:
     return total_kb / 1024.0
 
 
+def sorted_without(values: list[float], removed: list[float]) -> list[float]:
+    """``values`` minus one occurrence of each of ``removed`` (a multiset difference)."""
+    left = Counter(removed)
+    kept = []
+    for value in values:
+        if left[value]:
+            left[value] -= 1
+        else:
+            kept.append(value)
+    return kept
+
+
 def mcp_main(args: argparse.Namespace) -> None:
     """64 concurrent golden episodes on the real ThinkingBox servers (see the module docstring)."""
     from tb_engine.agents.golden import DEFAULT_REPLY
@@ -218,6 +231,7 @@ def mcp_main(args: argparse.Namespace) -> None:
     lock = threading.Lock()
     steps_ms: list[float] = []
     resets_ms: list[float] = []
+    final_steps_ms: list[float] = []
     first_resets_ms: list[float] = []  # the 64 episodes starting together (a trainer's first batch)
     later_resets_ms: list[float] = []  # steady state: an episode ends, the next one starts
     rewards: list[float | None] = []
@@ -236,7 +250,7 @@ def mcp_main(args: argparse.Namespace) -> None:
     def client(k: int) -> None:
         connection = EnvClient(url)
         connection.health()
-        mine_steps, mine_first, mine_resets, mine_rewards = [], [], [], []
+        mine_steps, mine_final, mine_first, mine_resets, mine_rewards = [], [], [], [], []
         for index in range(rounds):
             task = suite.tasks[task_ids[(k + index) % len(task_ids)]]
             if think_s and index == 0:
@@ -252,10 +266,12 @@ def mcp_main(args: argparse.Namespace) -> None:
                 started = time.perf_counter()
                 answer = connection.step(episode["episode_id"], **action)
                 mine_steps.append((time.perf_counter() - started) * 1000.0)
+            mine_final.append(mine_steps[-1])  # the step that grades (geteffects, snapshots, diff)
             mine_rewards.append(answer["reward"])
         connection.close()
         with lock:
             steps_ms.extend(mine_steps)
+            final_steps_ms.extend(mine_final)
             first_resets_ms.extend(mine_first)
             resets_ms.extend(mine_first + mine_resets)
             later_resets_ms.extend(mine_resets)
@@ -294,6 +310,10 @@ def mcp_main(args: argparse.Namespace) -> None:
     print(
         f"resets p50 {percentile(resets_ms, 0.5):.1f} p95 {percentile(resets_ms, 0.95):.1f} ms; steps p50 "
         f"{percentile(steps_ms, 0.5):.1f} p95 {percentile(steps_ms, 0.95):.1f} ms ({len(steps_ms)} steps)"
+    )
+    print(
+        f"grading (last) steps p50 {percentile(final_steps_ms, 0.5):.1f} p95 {percentile(final_steps_ms, 0.95):.1f} ms; "
+        f"the other steps p95 {percentile(sorted_without(steps_ms, final_steps_ms), 0.95):.1f} ms"
     )
     if later_resets_ms:
         print(
