@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV_DIR = ROOT / ".venv"
 INSTALL_STAMP = VENV_DIR / ".thinkingbox-install"
+LOCAL_WHEELS = Path("/opt/wheels")  # the machine's CPU torch wheel (pyproject: training extra)
 PYTEST_NO_TESTS_COLLECTED = 5
 SERVICE_START_TIMEOUT_SECONDS = 60
 POSTGRES_LIB_DIR = Path("/usr/lib/postgresql")  # Debian keeps initdb/pg_ctl off PATH, in here
@@ -76,10 +77,14 @@ def bootstrap() -> str:
             sys.exit("could not create .venv (on Debian/Ubuntu: apt-get install python3-venv)")
     fingerprint = install_fingerprint()
     if not INSTALL_STAMP.exists() or INSTALL_STAMP.read_text() != fingerprint:
-        say("installing the project and its dev extra into .venv (first run takes a few minutes)")
+        say(
+            "installing the project and its dev and training extras into .venv (first run takes a few minutes)"
+        )
         command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
         check_call([*command, "--upgrade", "pip"])
-        check_call([*command, "-c", "constraints.txt", "-e", ".[dev]"])
+        # torch: the CPU wheel kept on the machine, never the multi-GB CUDA build from the index
+        wheels = ["--find-links", str(LOCAL_WHEELS)] if LOCAL_WHEELS.is_dir() else []
+        check_call([*command, *wheels, "-c", "constraints.txt", "-e", ".[dev,training]"])
         INSTALL_STAMP.write_text(fingerprint)
     return str(python)
 

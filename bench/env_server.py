@@ -9,18 +9,33 @@ at the client around each HTTP exchange, so it includes HTTP, tool calls and, fo
 grading. Reset latency is reported too: under overload the server starts new episodes after the
 steps of running ones, so that is where the queueing shows.
 Last line: RESULT episodes_per_s=… step_p50_ms=… step_p95_ms=…
+
+``--mcp``: the same over the real ThinkingBox MCP servers (TB_SERVERS_PYTHON; our ThinkingBox-format
+tasks outside the benchmark, fixtures/thinkingbox/test_case): 64 concurrent golden episodes, each in
+a fresh server process forked from the pre-imported fork server. While all 64 are open the PSS of
+the server's whole process tree (shared copy-on-write pages count once) is measured against the
+idle tree. A trainer's episode spends most of its time waiting for the model, so by default every
+client thinks ``--think-ms`` (750 ms, a small policy generating one tool call) before each step and
+sends one tool call per step, as a model does; the 64 episodes are then all open at once, as in
+training. ``--think-ms 0`` sends all golden calls in one step with no pause: the server saturated
+(closed loop), where latency is queueing (Little's law) rather than service time. CPU per episode
+is split between our env server process and the real servers' tree (fork servers and their
+children). Last line: RESULT mcp_episodes_per_s=… mcp_reset_p50_ms=… mcp_step_p95_ms=…
+rss_per_episode_mb=… think_ms=…
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +46,8 @@ from tb_engine.loader import load_builtin_suite  # noqa: E402
 from tb_envserver.client import EnvClient, rollout  # noqa: E402
 
 SUITE = load_builtin_suite()
+SQLITE_THINK_MS = 0.0  # the SQLite mode's historical figures: the server saturated
+MCP_THINK_MS = 750.0  # a small policy generating one tool call (500-1000 ms), as in training
 
 
 class ThinkingAgent:
@@ -93,6 +110,227 @@ def client_process(
     results.put(collected)
 
 
+def process_tree(root: int) -> list[int]:
+    """``root`` and every process below it (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        tree += frontier
+    return tree
+
+
+def cpu_seconds(root: int) -> tuple[float, float]:
+    """CPU seconds (user + system) so far of ``root`` itself and of everything below it.
+
+    The real servers run in processes forked by the fork servers (children of ``root``) and are
+    reaped by them, so a finished server's CPU is in its fork server's cutime/cstime; live ones are
+    read directly."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own = below = 0.0
+    for pid in process_tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        used = (int(fields[11]) + int(fields[12])) / tick
+        reaped = (int(fields[13]) + int(fields[14])) / tick
+        if pid == root:
+            own += used
+        else:
+            below += used + reaped
+    return own, below
+
+
+def tree_pss_mb(root: int) -> float:
+    """PSS summed over the process tree: a page shared by n processes counts 1/n in each."""
+    total_kb = 0
+    for pid in process_tree(root):
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024.0
+
+
+def sorted_without(values: list[float], removed: list[float]) -> list[float]:
+    """``values`` minus one occurrence of each of ``removed`` (a multiset difference)."""
+    left = Counter(removed)
+    kept = []
+    for value in values:
+        if left[value]:
+            left[value] -= 1
+        else:
+            kept.append(value)
+    return kept
+
+
+def mcp_main(args: argparse.Namespace) -> None:
+    """64 concurrent golden episodes on the real ThinkingBox servers (see the module docstring)."""
+    from tb_engine.agents.golden import DEFAULT_REPLY
+    from tb_engine.training.thinkingbox_suite import read_training_suite
+
+    python = os.environ.get("TB_SERVERS_PYTHON")
+    if not python:
+        sys.exit("--mcp needs TB_SERVERS_PYTHON (the real ThinkingBox servers' interpreter)")
+    shared = ROOT.parent / "shared" / "thinkingbox"
+    if not shared.is_dir():
+        shared = ROOT.parent.parent / "shared" / "thinkingbox"
+    cases = ROOT / "fixtures" / "thinkingbox" / "test_case"
+    options = [
+        "--thinkingbox-dataset", str(shared / "dataset"),
+        "--servers", str(shared / "servers" / "servers.yaml"),
+        "--python", python,
+        "--test-cases", str(cases),
+        "--benchmark-list", str(shared / "releases" / "thinkingbox_bench_v1" / "testlist_thinkingbox_bench_v1.yaml"),
+    ]  # fmt: skip
+    suite = read_training_suite(
+        shared / "dataset", servers=options[3], python=python, test_cases=[cases], benchmark_list=options[-1]
+    ).suite
+    task_ids = sorted(suite.tasks)
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tb_envserver",
+            *options,
+            "--port",
+            str(port),
+            "--max-episodes",
+            str(args.concurrency * 2),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    server.stdout.readline()
+    url = f"http://127.0.0.1:{port}"
+    warm = EnvClient(url)
+    graded = []
+    for task_id in task_ids:  # start every domain's fork server; warm golden snapshots
+        episode = rollout(warm, lambda t: make_golden_agent(suite.tasks[t]), task_id=task_id)
+        if episode.reward == 1.0:  # some need a search service (Typesense) this bench does not run
+            graded.append(task_id)
+    print(f"golden 1.0 on {len(graded)} of {len(task_ids)} tasks; the bench runs those")
+    task_ids = graded
+    warm.close()
+    time.sleep(0.5)
+    idle_mb = tree_pss_mb(server.pid)
+    all_open = threading.Barrier(args.concurrency + 1, timeout=120)
+    measured = threading.Barrier(args.concurrency + 1, timeout=120)
+    lock = threading.Lock()
+    steps_ms: list[float] = []
+    resets_ms: list[float] = []
+    final_steps_ms: list[float] = []
+    first_resets_ms: list[float] = []  # the 64 episodes starting together (a trainer's first batch)
+    later_resets_ms: list[float] = []  # steady state: an episode ends, the next one starts
+    rewards: list[float | None] = []
+    rounds = max(1, args.episodes // args.concurrency)
+
+    think_s = args.think_ms / 1000.0
+
+    def actions(task) -> list[dict]:
+        """One tool call per step after a think pause (as a model), or all at once with no pause."""
+        calls = [{"name": c.tool, "arguments": dict(c.arguments)} for c in task.golden]
+        reply = {"text": task.extra.get("golden_reply") or DEFAULT_REPLY, "done": True}
+        if think_s:
+            return [{"tool_calls": [call]} for call in calls] + [reply]
+        return [{"tool_calls": calls}, reply]
+
+    def client(k: int) -> None:
+        connection = EnvClient(url)
+        connection.health()
+        mine_steps, mine_final, mine_first, mine_resets, mine_rewards = [], [], [], [], []
+        for index in range(rounds):
+            task = suite.tasks[task_ids[(k + index) % len(task_ids)]]
+            if think_s and index == 0:
+                time.sleep(think_s * k / args.concurrency)  # spread the first resets as a trainer's would be
+            started = time.perf_counter()
+            episode = connection.reset(task_id=task.id)
+            (mine_first if index == 0 else mine_resets).append((time.perf_counter() - started) * 1000.0)
+            if index == 0:
+                all_open.wait()
+                measured.wait()
+            for action in actions(task):
+                time.sleep(think_s)  # the policy generating its next action
+                started = time.perf_counter()
+                answer = connection.step(episode["episode_id"], **action)
+                mine_steps.append((time.perf_counter() - started) * 1000.0)
+            mine_final.append(mine_steps[-1])  # the step that grades (geteffects, snapshots, diff)
+            mine_rewards.append(answer["reward"])
+        connection.close()
+        with lock:
+            steps_ms.extend(mine_steps)
+            final_steps_ms.extend(mine_final)
+            first_resets_ms.extend(mine_first)
+            resets_ms.extend(mine_first + mine_resets)
+            later_resets_ms.extend(mine_resets)
+            rewards.extend(mine_rewards)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(args.concurrency)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    cpu_before = cpu_seconds(server.pid)
+    all_open.wait()
+    open_mb = tree_pss_mb(server.pid)
+    measured.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    time.sleep(0.5)  # the last servers exit and are reaped
+    cpu_after = cpu_seconds(server.pid)
+    server.terminate()
+    server.wait(10)
+    per_episode = (open_mb - idle_mb) / args.concurrency
+    ours_ms, servers_ms = (
+        (after - before) * 1000.0 / len(rewards) for before, after in zip(cpu_before, cpu_after)
+    )
+    print(f"load: {Path('/proc/loadavg').read_text().strip()} ({os.cpu_count()} cores)")
+    mode = (
+        f"think {args.think_ms:g} ms before each step, one tool call per step"
+        if think_s
+        else "no think time, all golden calls in one step (saturated)"
+    )
+    print(
+        f"mcp episodes: {len(rewards)} in {elapsed:.2f} s, {args.concurrency} concurrent ({mode}), {len(task_ids)} "
+        f"tasks on {len(suite.domains)} real server domains; golden reward 1.0 in {rewards.count(1.0)}"
+    )
+    print(f"server tree PSS: idle {idle_mb:.0f} MB, {args.concurrency} open {open_mb:.0f} MB")
+    print(
+        f"resets p50 {percentile(resets_ms, 0.5):.1f} p95 {percentile(resets_ms, 0.95):.1f} ms; steps p50 "
+        f"{percentile(steps_ms, 0.5):.1f} p95 {percentile(steps_ms, 0.95):.1f} ms ({len(steps_ms)} steps)"
+    )
+    print(
+        f"grading (last) steps p50 {percentile(final_steps_ms, 0.5):.1f} p95 {percentile(final_steps_ms, 0.95):.1f} ms; "
+        f"the other steps p95 {percentile(sorted_without(steps_ms, final_steps_ms), 0.95):.1f} ms"
+    )
+    if later_resets_ms:
+        print(
+            f"resets of the first {len(first_resets_ms)} episodes (started together) p50 "
+            f"{percentile(first_resets_ms, 0.5):.1f} p95 {percentile(first_resets_ms, 0.95):.1f} ms; later "
+            f"{len(later_resets_ms)} p50 {percentile(later_resets_ms, 0.5):.1f} p95 "
+            f"{percentile(later_resets_ms, 0.95):.1f} ms"
+        )
+    print(
+        f"CPU per episode: env server {ours_ms:.1f} ms, real servers (fork servers + children) {servers_ms:.1f} ms"
+    )
+    print(
+        f"RESULT mcp_episodes_per_s={len(rewards) / elapsed:.1f} mcp_reset_p50_ms={percentile(resets_ms, 0.5):.1f} "
+        f"mcp_step_p95_ms={percentile(steps_ms, 0.95):.1f} rss_per_episode_mb={per_episode:.1f} think_ms={args.think_ms:g}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -100,7 +338,7 @@ def main() -> None:
     parser.add_argument(
         "--concurrency", type=int, default=64, help="concurrent episodes (one client and connection each)"
     )
-    parser.add_argument("--episodes", type=int, default=1920)
+    parser.add_argument("--episodes", type=int, default=None, help="default 1920; 256 with --mcp")
     parser.add_argument(
         "--client-processes", type=int, default=4, help="processes the clients are spread over"
     )
@@ -110,10 +348,19 @@ def main() -> None:
     parser.add_argument(
         "--think-ms",
         type=float,
-        default=0.0,
-        help="pause before each agent step, as a policy's generation would (0 = saturate the server)",
+        default=None,
+        help="pause before each agent step, as a policy's generation would (0 = saturate the server); "
+        f"default {SQLITE_THINK_MS:g} for the SQLite suites, {MCP_THINK_MS:g} with --mcp",
     )
+    parser.add_argument("--mcp", action="store_true", help="the real ThinkingBox MCP servers (see above)")
     args = parser.parse_args()
+    if args.episodes is None:
+        args.episodes = 256 if args.mcp else 1920
+    if args.think_ms is None:
+        args.think_ms = MCP_THINK_MS if args.mcp else SQLITE_THINK_MS
+    if args.mcp:
+        mcp_main(args)
+        return
     port = free_port()
     # The server runs in its own process(es), as it would next to a trainer.
     server = subprocess.Popen(

@@ -1,8 +1,13 @@
-"""``python -m tb_envserver --suite starter --port 8765 [--pool FILE] [--workers N] [--allow-evaluation-only]``."""
+"""``python -m tb_envserver --suite starter --port 8765 [--pool FILE] [--workers N] [--allow-evaluation-only]``.
+
+ThinkingBox-format tasks on the real ThinkingBox MCP servers instead of a suite:
+``--thinkingbox-dataset DIR --servers servers.yaml --python SERVERS_PYTHON [--test-cases DIR …]
+[--benchmark-list testlist.yaml]`` (the benchmark's tasks are left out: evaluation only)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -25,9 +30,30 @@ def load_named_suite(name_or_path: str) -> SuiteSpec:
     return load_suite(Path(name_or_path))
 
 
+def thinkingbox_suite(args: argparse.Namespace) -> SuiteSpec:
+    """The training suite of ThinkingBox-format tasks outside the benchmark, on the real servers."""
+    from tb_engine.training.thinkingbox_suite import read_training_suite  # noqa: PLC0415 — loads pandas/scipy
+
+    python = args.python or os.environ.get("TB_SERVERS_PYTHON", "")
+    if not args.servers or not python:
+        raise ValueError("--thinkingbox-dataset needs --servers and --python (or TB_SERVERS_PYTHON)")
+    read = read_training_suite(
+        args.thinkingbox_dataset,
+        servers=args.servers,
+        python=python,
+        test_cases=args.test_cases,
+        benchmark_list=args.benchmark_list,
+    )
+    for note in read.unsupported:
+        print(f"left out: {note}", file=sys.stderr)
+    if read.ungraded:
+        print(f"note: {len(read.ungraded)} task(s) have no automatic grade (reward null)", file=sys.stderr)
+    return read.suite
+
+
 def build_environment(args: argparse.Namespace) -> Environment:
     """The Environment the arguments describe (pool file restricts the tasks; evaluation-only is refused)."""
-    suite = load_named_suite(args.suite)
+    suite = thinkingbox_suite(args) if args.thinkingbox_dataset else load_named_suite(args.suite)
     task_ids = None
     if args.pool:
         pool = read_pool(args.pool)
@@ -55,6 +81,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--suite", default="starter", help="built-in suite name or suite directory (default: starter)"
     )
+    p.add_argument("--thinkingbox-dataset", help="ThinkingBox dataset folder (scenario/, test_case/)")
+    p.add_argument("--servers", help="ThinkingBox servers.yaml (server name -> launch command)")
+    p.add_argument("--python", help="the servers' interpreter (default: env TB_SERVERS_PYTHON)")
+    p.add_argument(
+        "--test-cases", action="append", help="test-case folder(s) (default: DATASET/test_case); repeatable"
+    )
+    p.add_argument("--benchmark-list", help="the benchmark's test list: its tasks are left out")
     p.add_argument("--pool", help="training pool JSON (manage.py select_training_pool); default: every task")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
@@ -77,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         env = build_environment(args)
-    except (EvaluationOnlyError, PoolFileError, SpecError, ValueError) as exc:
+    except (EvaluationOnlyError, PoolFileError, SpecError, ValueError) as exc:  # ThinkingBoxFormatError too
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

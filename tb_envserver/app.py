@@ -1,14 +1,19 @@
 """The HTTP front of the training environment (OpenEnv style): a Starlette app over ``Environment``.
 
-POST /reset {task_id?, seed?}            -> {episode_id, task_id, observation: {policy, tools, messages}}
+POST /reset {task_id?, seed?, episode_id?} -> {episode_id, task_id, observation: {policy, tools, messages}}
 POST /step  {episode_id, action}         -> {observation, reward, done, info}
+POST /close {episode_id}                 -> {episode_id, closed, was_open}: ends it now, sandbox back
 GET  /state/{episode_id}                 -> where the episode stands
 GET  /health                             -> pool size, open and finished episodes
+The OpenEnv protocol (``/ws`` sessions, ``/mcp`` JSON-RPC, ``/schema``, ``/metadata``, ``GET
+/state``) is served by the same app from ``openenv.py``.
 Errors are JSON {"error": "..."} with a 4xx/5xx status; bodies over MAX_BODY_BYTES get 413 and
 the connection is closed. uvicorn serves it (``server.py``), keeping connections alive across steps.
 
-Each step runs inline on the event loop: it is CPU work on a suspended generator, so there is
-nothing to wait for and no thread to hand off to (a ``def`` endpoint would run in a thread pool).
+For SQLite suites with local judge and user each step runs inline on the event loop: it is CPU
+work on a suspended generator, so there is nothing to wait for and no thread to hand off to. When
+the environment is ``blocking`` (MCP server processes, an LLM judge or user) resets and steps run
+in a thread pool instead (``Calls``), so the loop keeps answering while they wait.
 Resets wait in ``ResetQueue``: every loop pass answers the steps that have arrived and starts at
 most one new episode, so under overload the wait moves to /reset instead of to every running
 episode's steps. With ``peers`` the app is one of several worker processes: a request for another
@@ -18,9 +23,7 @@ peers' relays) are always answered here.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,54 +31,15 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from tb_engine.training.environment import EnvError, Environment
+from tb_envserver.bodies import MAX_BODY_BYTES, BodyTooLarge, json_response, parse_body, read_body
+from tb_envserver.calls import Calls
+from tb_envserver.openenv import OpenEnvFront
 from tb_envserver.relay import Peers, PeerUnavailable
 
-MAX_BODY_BYTES = 1 << 20
-
-
-def json_response(status: int, payload: dict[str, Any] | bytes, *, close: bool = False) -> Response:
-    """A JSON answer; bytes are JSON already (an answer relayed from a peer)."""
-    body = payload if isinstance(payload, bytes) else json.dumps(payload, default=str).encode()
-    # Connection: close makes uvicorn drop the connection after answering (an unread body).
-    headers = {"connection": "close"} if close else None
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
-
-
-class BodyTooLarge(Exception):
-    def __init__(self, size: int):
-        super().__init__(f"request body: {size} bytes exceeds {MAX_BODY_BYTES}")
-
-
-async def read_body(request: Request) -> bytes:
-    """The request body, refused past MAX_BODY_BYTES before reading when Content-Length says so."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise BodyTooLarge(int(declared))
-        return await request.body()
-    chunks, size = [], 0
-    async for chunk in request.stream():  # chunked transfer encoding
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise BodyTooLarge(size)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def parse_body(raw: bytes) -> dict[str, Any]:
-    """A JSON object from the body (empty body: {}); anything else is a 400 naming the problem."""
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
-        raise EnvError(400, f"request body: not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise EnvError(400, "request body: expected a JSON object")
-    return data
+__all__ = ["MAX_BODY_BYTES", "create_app", "openapi_document"]
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -98,45 +62,10 @@ def answered(endpoint: Endpoint) -> Endpoint:
     return wrapper
 
 
-class ResetQueue:
-    """/reset requests wait here and start one per event-loop pass, after the steps that have arrived.
-
-    ``submit`` queues a reset and returns the future of its answer; the first reset of an empty
-    queue schedules ``_start_one``, which starts one episode and, while more wait, schedules itself
-    again behind everything already ready to run (the steps that arrived meanwhile). No reset
-    starves: one is started on every pass.
-    """
-
-    def __init__(self, env: Environment):
-        self.env = env
-        self._waiting: deque[tuple[asyncio.Future[Response], dict[str, Any]]] = deque()
-
-    def submit(self, data: dict[str, Any]) -> asyncio.Future[Response]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Response] = loop.create_future()
-        self._waiting.append((future, data))
-        if len(self._waiting) == 1:
-            loop.call_soon(self._start_one)
-        return future
-
-    def _start_one(self) -> None:
-        future, data = self._waiting.popleft()
-        if self._waiting:
-            future.get_loop().call_soon(self._start_one)
-        if future.cancelled():  # the client went away while it waited
-            return
-        try:
-            answer = json_response(200, self.env.reset(task_id=data.get("task_id"), seed=data.get("seed")))
-        except EnvError as exc:
-            answer = json_response(exc.status, {"error": exc.message})
-        except Exception as exc:
-            answer = json_response(500, {"error": f"{type(exc).__name__}: {exc}"})
-        future.set_result(answer)
-
-
 def create_app(env: Environment, *, peers: Peers | None = None) -> Starlette:
     """The ASGI app serving ``env``; with ``peers``, one worker of several (see module docstring)."""
-    resets = ResetQueue(env)
+    calls = Calls(env)
+    front = OpenEnvFront(env, calls)
 
     def from_peer(request: Request) -> bool:
         """The request came in on this worker's private port: a relay, always answered here."""
@@ -162,10 +91,10 @@ def create_app(env: Environment, *, peers: Peers | None = None) -> Starlette:
     @answered
     async def reset(request: Request) -> Response:
         data = parse_body(await read_body(request))
-        unknown = sorted(set(data) - {"task_id", "seed"})
+        unknown = sorted(set(data) - {"task_id", "seed", "episode_id"})
         if unknown:
             raise EnvError(400, f"reset: unknown field(s) {', '.join(unknown)}")
-        return await resets.submit(data)
+        return json_response(200, await calls.reset(**data))
 
     @answered
     async def step(request: Request) -> Response:
@@ -176,7 +105,18 @@ def create_app(env: Environment, *, peers: Peers | None = None) -> Starlette:
         owner = owner_elsewhere(request, data["episode_id"])
         if owner is not None:
             return await relay(owner, request, body)
-        return json_response(200, env.step(data["episode_id"], data["action"]))
+        return json_response(200, await calls.run(env.step, data["episode_id"], data["action"]))
+
+    @answered
+    async def close(request: Request) -> Response:
+        body = await read_body(request)
+        data = parse_body(body)
+        if set(data) != {"episode_id"}:
+            raise EnvError(400, "close: expected exactly {episode_id}")
+        owner = owner_elsewhere(request, data["episode_id"])
+        if owner is not None:
+            return await relay(owner, request, body)
+        return json_response(200, await calls.run(env.close_episode, data["episode_id"]))
 
     @answered
     async def state(request: Request) -> Response:
@@ -189,8 +129,8 @@ def create_app(env: Environment, *, peers: Peers | None = None) -> Starlette:
     @answered
     async def health(request: Request) -> Response:
         if peers is None or from_peer(request):
-            return json_response(200, env.health())
-        totals = dict(env.health(), workers=peers.count)
+            return json_response(200, dict(env.health(), status="healthy"))
+        totals = dict(env.health(), status="healthy", workers=peers.count)
         for peer in peers.others():  # /health over all workers: open and finished episodes summed
             try:
                 status, payload = await peers.relay(peer, "GET", "/health", b"")
@@ -207,12 +147,42 @@ def create_app(env: Environment, *, peers: Peers | None = None) -> Starlette:
     routes = [
         Route("/reset", reset, methods=["POST"]),
         Route("/step", step, methods=["POST"]),
+        Route("/close", close, methods=["POST"]),
         Route("/state/{episode_id:path}", state, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
+        Route("/state", answered(front.state), methods=["GET"]),
+        Route("/schema", answered(front.schema), methods=["GET"]),
+        Route("/metadata", answered(front.metadata), methods=["GET"]),
+        Route("/mcp", front.mcp_http, methods=["POST"]),
+        WebSocketRoute("/ws", front.websocket),
     ]
+
+    # openenv's runtime validator (`openenv validate --url`) reads the version and the endpoint set
+    # (simulation mode: /reset, /step and /state) from /openapi.json; it is built from the routes
+    # above, so it cannot drift from what is served.
+    document = openapi_document(routes, version=env.suite.version)
+
+    async def openapi(request: Request) -> Response:
+        return json_response(200, document)
+
+    routes.append(Route("/openapi.json", openapi, methods=["GET"]))
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: no_such_endpoint  # 404 and 405: any other method or path
     }
     app = Starlette(routes=routes, exception_handlers=handlers)
     app.router.redirect_slashes = False  # "/step/" is no endpoint, not a redirect
     return app
+
+
+def openapi_document(routes: list[BaseRoute], *, version: str) -> dict[str, Any]:
+    """A minimal OpenAPI 3.1 document naming every HTTP route and its methods (docs/training.md has the bodies)."""
+    paths: dict[str, Any] = {}
+    for route in routes:
+        if isinstance(route, Route):
+            methods = sorted(m.lower() for m in route.methods or () if m != "HEAD")
+            paths[route.path] = {m: {"responses": {"200": {"description": "JSON"}}} for m in methods}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "ThinkingBox Web training environment", "version": version},
+        "paths": paths,
+    }

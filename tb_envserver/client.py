@@ -224,3 +224,18 @@ def rollout(
                 reset_seconds,
             )
     raise RuntimeError(f"episode {started['episode_id']}: not done after {max_steps} steps")
+
+
+def __getattr__(name: str) -> Any:
+    """``ThinkingboxEnv``: the client class openenv's discovery names for our manifest
+    (``tb_envserver/openenv.yaml``: env ``thinkingbox_env`` -> ``tb_envserver.client.ThinkingboxEnv``).
+
+    It is openenv-core's own ``GenericEnvClient`` (dict actions and observations). Built on first use
+    so that importing this module does not need openenv-core (a training extra)."""
+    if name == "ThinkingboxEnv":
+        from openenv import GenericEnvClient  # type: ignore[import-untyped]  # noqa: PLC0415 — optional dependency
+
+        cls = type("ThinkingboxEnv", (GenericEnvClient,), {"__module__": __name__})
+        globals()[name] = cls  # one class, not a new one per lookup
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

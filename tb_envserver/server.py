@@ -90,6 +90,7 @@ class EnvServer:
         config = uvicorn.Config(
             create_app(env, peers=peers),
             http="httptools",
+            ws="websockets-sansio",  # OpenEnv's /ws sessions
             lifespan="off",
             log_config=_log_config() if verbose else None,
             log_level="info" if verbose else "warning",

@@ -13,6 +13,7 @@ from apps.api import (
     views_meta,
     views_metrics,
     views_noise,
+    views_training,
     views_triage,
 )
 
@@ -59,6 +60,7 @@ urlpatterns = [
     path("api/metrics/compare/", views_metrics.CompareView.as_view(), name="compare"),
     path("api/metrics/noise/", views_noise.NoiseView.as_view(), name="noise"),
     path("api/metrics/replicates/", views_noise.ReplicatesView.as_view(), name="replicates"),
+    path("api/training/pool/", views_training.TrainingPoolView.as_view(), name="training_pool"),
     path("api/planner/", views_noise.PlannerView.as_view(), name="planner"),
     path("api/gates/", views_noise.GateView.as_view(), name="gates"),
     path("api/watches/", views_drift.WatchListView.as_view(), name="watches"),

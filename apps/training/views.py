@@ -15,8 +15,17 @@ from apps.core.roles import Role
 from apps.figures.selectors import attempt_strip, figure_campaigns
 from apps.suites.models import Task
 from apps.training import charts
-from apps.training.pools import Thresholds, pool_sizes_by_q, posterior_table
 from apps.training.report import before_after, strip_rows
+from apps.training.selectors import (
+    BAND_HI,
+    BAND_LO,
+    SELECT_BAND,
+    SELECT_ZONE,
+    Selection,
+    Thresholds,
+    pool_sizes_by_q,
+    selection_table,
+)
 from tb_engine.metrics import MetricsInputError
 
 Q_GRID = [round(0.5 + 0.05 * i, 2) for i in range(10)] + [0.99]
@@ -44,7 +53,8 @@ def _float(request, name: str, default: float) -> tuple[float, str]:
 @require_GET
 @require_role(Role.VIEWER)
 def pools(request):
-    """Per-task posteriors of a base campaign, learning-zone membership, and the pool as thresholds move."""
+    """Per-task posteriors of a base campaign, zone or band membership, the optional reference campaign's
+    solves, and the pool as thresholds move."""
     campaigns = figure_campaigns(request.user)
     campaign = _pick(request, "campaign", {c.pk: c for c in campaigns})
     errors = []
@@ -53,22 +63,33 @@ def pools(request):
         values[name], problem = _float(request, name, default)
         errors += [problem] if problem else []
     thresholds = Thresholds(**values)
+    band = {}
+    for name, default in (("band_lo", BAND_LO), ("band_hi", BAND_HI)):
+        band[name], problem = _float(request, name, default)
+        errors += [problem] if problem else []
+    method = SELECT_BAND if request.GET.get("select") == SELECT_BAND else SELECT_ZONE
+    reference = _pick(request, "reference", {c.pk: c for c in campaigns})
     context = {
         "campaigns": campaigns,
         "campaign": campaign,
         "thresholds": thresholds,
+        "method": method,
+        "band": band,
+        "reference": reference,
         "errors": errors,
         "rows": None,
     }
     if campaign is not None:
         try:
-            table = posterior_table(campaign, thresholds)
+            selection = Selection(method, band["band_lo"], band["band_hi"], reference)
+            table = selection_table(campaign, thresholds, selection)
         except MetricsInputError as exc:
             context["errors"] = errors + [str(exc)]
         else:
             context.update(
                 rows=table.to_dict("records"),
-                pool_size=int(table["in_zone"].sum()),
+                pool_size=int(table["selected"].sum()),
+                unsolved_by_reference=int((~table["ref_solved"]).sum()),
                 zone_chart=chart(charts.zone_probability_figure(table, q=thresholds.q)),
                 size_chart=chart(charts.pool_size_figure(Q_GRID, pool_sizes_by_q(table, Q_GRID))),
                 evaluation_only=campaign.suite.evaluation_only,

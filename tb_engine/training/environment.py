@@ -11,6 +11,7 @@ so the episode's reward is exactly the grader's verdict (``reward.reward_of``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import threading
@@ -21,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tb_engine.attempt_setup import KEYWORD_JUDGE, AttemptSetup, JudgeConfig
+from tb_engine.attempt_setup import KEYWORD_JUDGE, SCRIPTED_USER, AttemptSetup, JudgeConfig, UserConfig
 from tb_engine.backend import Backend
-from tb_engine.interfaces import AgentOutputError, AgentStep, InfraError
+from tb_engine.interfaces import AgentOutputError, AgentStep, InfraError, ToolSchema
 from tb_engine.results import AttemptResult
 from tb_engine.reward import RewardUnavailable, reward_of
 from tb_engine.runner import Limits, Steps
-from tb_engine.spec import SuiteSpec, TaskSpec
+from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 from tb_engine.transcript import Message, ToolCallRequest
 
 DEFAULT_TTL_S = 300.0
@@ -89,6 +90,16 @@ def message_out(message: Message) -> dict[str, Any]:
     return data
 
 
+def tool_out(tool: ToolSchema) -> dict[str, Any]:
+    """What the trainer sees of one tool: name, description, JSON-schema parameters, read-only flag."""
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+        "read_only": tool.read_only,
+    }
+
+
 def trainer_info(verdict: str, diagnostics: dict[str, Any]) -> dict[str, Any]:
     """End-of-episode info: diff classes and counts, check and rubric outcomes; no golden values,
     cell locations, check descriptions or rubric questions, so nothing in it can teach the policy
@@ -141,6 +152,26 @@ def parse_action(action: Any, *, turn: int) -> AgentStep | AgentOutputError:
     return AgentStep(text=text, tool_calls=calls, done=done)
 
 
+def training_domain(domain: DomainSpec) -> DomainSpec:
+    """The domain as episodes run it: an MCP domain gets ``attribute_writes: off`` and its servers
+    ``FASTMCP_LOG_LEVEL=WARNING``, unless the domain sets them itself.
+
+    Write attribution only names which call wrote a diff item (``written_by``), which a trainer never
+    sees (``info`` carries counts, not locations), while its default ("on_failure") replays every
+    failed attempt on a second fresh server: measured on the real ThinkingBox servers, a failed
+    episode cost 245 ms CPU with it and 75 ms without (3.3x), and most episodes early in training fail.
+    FastMCP's INFO lines (its start-up line, through rich) cost each fresh server about 5 ms of its
+    ~65 ms per episode; warnings, errors and tracebacks still reach an infra error's stderr tail.
+    """
+    if domain.backend != "mcp":
+        return domain
+    mcp = {"attribute_writes": "off", **(domain.mcp or {})}
+    launch = mcp.get("launch")
+    if isinstance(launch, dict) and launch.get("command"):
+        mcp["launch"] = {**launch, "env": {"FASTMCP_LOG_LEVEL": "WARNING", **(launch.get("env") or {})}}
+    return dataclasses.replace(domain, mcp=mcp)
+
+
 class Environment:
     """Many concurrent episodes over a fixed task pool of one suite; thread-safe.
 
@@ -158,6 +189,7 @@ class Environment:
         max_episodes: int = DEFAULT_MAX_EPISODES,
         limits: Limits = Limits(),
         judge: JudgeConfig = KEYWORD_JUDGE,
+        user: UserConfig = SCRIPTED_USER,
         clock: Callable[[], float] = time.monotonic,
         id_prefix: str = "",
     ):
@@ -175,11 +207,13 @@ class Environment:
         if not pool:
             raise ValueError(f"task pool: empty (suite {suite.name})")
         self.suite = suite
+        self.domains = {name: training_domain(domain) for name, domain in suite.domains.items()}
         self.pool = pool
         self.ttl_s = ttl_s
         self.max_episodes = max_episodes
         self.limits = limits
-        self.judge = judge  # a judge configuration (attempt_setup); steps run on the loop, so keep it local
+        self.judge = judge  # a judge configuration (attempt_setup)
+        self.user = user  # the simulated user who answers the agent's text replies inside the episode
         self.clock = clock
         self.id_prefix = id_prefix  # marks which server process owns an episode (see workers.py)
         self._open: OrderedDict[str, Episode] = OrderedDict()
@@ -188,10 +222,35 @@ class Environment:
         self._lock = threading.Lock()
         self._random = random.Random()
 
+    @property
+    def blocking(self) -> bool:
+        """Whether a reset or step may wait on something outside this process: an MCP server process,
+        an LLM judge or an LLM user. The server then runs them off its event loop (in threads), so
+        one slow episode never holds up the others."""
+        llm = any(
+            not isinstance(config, dict) or config.get("kind") == "llm"
+            for config in (self.judge, self.user)
+            if config is not None
+        )
+        return llm or any(domain.backend == "mcp" for domain in self.suite.domains.values())
+
     # -- lifecycle -------------------------------------------------------------------------
 
-    def reset(self, *, task_id: str | None = None, seed: int | None = None) -> dict[str, Any]:
-        """Start an episode on ``task_id`` (or a pool task drawn with ``seed``) and return its first observation."""
+    def reset(
+        self, *, task_id: str | None = None, seed: int | None = None, episode_id: str | None = None
+    ) -> dict[str, Any]:
+        """Start an episode on ``task_id`` (or a pool task drawn with ``seed``) and return its first observation.
+
+        ``episode_id`` lets the client name the episode (OpenEnv's reset takes one); it must not name
+        an episode this environment still remembers."""
+        if episode_id is not None:
+            _field(episode_id, str, "episode_id")
+            if not episode_id or len(episode_id) > 128:
+                raise EnvError(400, "episode_id: expected 1 to 128 characters")
+            with self._lock:
+                taken = episode_id in self._open or episode_id in self._finished
+            if taken:
+                raise EnvError(409, f"episode_id: {episode_id!r} is already in use")
         if task_id is not None:
             _field(task_id, str, "task_id")
             if task_id not in self.suite.tasks:
@@ -209,7 +268,12 @@ class Environment:
         task = self.suite.tasks[task_id]
         # No agent: the trainer's actions are the agent steps, sent into the suspended attempt.
         setup = AttemptSetup.from_config(
-            self.suite.domains[task.domain], task, agent=None, judge=self.judge, limits=self.limits
+            self.domains[task.domain],
+            task,
+            agent=None,
+            user=self.user,
+            judge=self.judge,
+            limits=self.limits,
         )
         try:
             backend = setup.open_backend()
@@ -224,26 +288,20 @@ class Environment:
             backend.close()
             raise EnvError(500, f"task {task_id}: episode could not start: {finished.value.error}") from None
         now = self.clock()
-        episode_id = self.id_prefix + uuid.uuid4().hex[len(self.id_prefix) :]
+        if episode_id is None:
+            episode_id = self.id_prefix + uuid.uuid4().hex[len(self.id_prefix) :]
         episode = Episode(episode_id, task, now, now, steps, backend, seen=len(view.messages))
         with self._lock:
             full = len(self._open) >= self.max_episodes
-            if not full:
+            taken = episode_id in self._open or episode_id in self._finished
+            if not full and not taken:
                 self._open[episode.id] = episode
-        if full:
+        if full or taken:
             episode.end()
-            raise self._full()
+            raise self._full() if full else EnvError(409, f"episode_id: {episode_id!r} is already in use")
         observation = {
             "policy": view.system_prompt,
-            "tools": [
-                {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                    "read_only": t.read_only,
-                }
-                for t in view.tools
-            ],
+            "tools": [tool_out(t) for t in view.tools],
             "messages": [message_out(m) for m in view.messages],
         }
         return {"episode_id": episode.id, "task_id": task_id, "observation": observation}
@@ -317,6 +375,7 @@ class Environment:
             "episode_id": episode.id,
             "task_id": episode.task.id,
             "turn": episode.turn,
+            "step_count": episode.turn,  # OpenEnv's State field
             "done": episode.done,
             "messages": episode.seen,
             "age_s": round(now - episode.created, 3),
@@ -391,6 +450,29 @@ class Environment:
         self._expired[episode_id] = None
         while len(self._expired) > EXPIRED_MEMORY:
             self._expired.popitem(last=False)
+
+    def close_episode(self, episode_id: Any) -> dict[str, Any]:
+        """End an episode now and forget it: an open one hands its sandbox back (no reward); a
+        finished one drops its record. The trainer's way to abandon an episode without waiting for its TTL."""
+        _field(episode_id, str, "episode_id")
+        with self._lock:
+            episode = self._open.pop(episode_id, None)
+            was_open = episode is not None
+            if episode is None:
+                episode = self._finished.pop(episode_id, None)
+        if episode is None:
+            raise self._gone(episode_id)
+        with episode.lock:
+            episode.end()
+        return {"episode_id": episode_id, "closed": True, "was_open": was_open}
+
+    def is_open(self, episode_id: str) -> bool:
+        with self._lock:
+            return episode_id in self._open
+
+    def open_count(self) -> int:
+        with self._lock:
+            return len(self._open)
 
     def close(self) -> None:
         """End every open episode (their sandboxes go back to the pool)."""

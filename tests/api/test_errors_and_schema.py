@@ -109,6 +109,7 @@ def test_schema_is_openapi_3_and_lists_every_endpoint(client, bob):
         "/api/suites/{id}/tasks/",
         "/api/suspect-tasks/",
         "/api/tasks/{id}/",
+        "/api/training/pool/",
         "/api/triage/labels/",
         "/api/watch-runs/{id}/acknowledge/",
         "/api/watch-runs/{id}/baseline/",

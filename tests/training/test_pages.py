@@ -111,3 +111,47 @@ def test_report_strip_counts_forbidden_side_effects(client, bob, run_campaign):
     assert strips[0]["violations"] == expected_violations
     assert (strips[1]["violations"], strips[1]["passes"]) == (0, 6)
     assert response.content.decode().count('class="card strip-card"') == 2
+
+
+def test_pools_page_band_with_reference_campaign(client, bob, base, summaries_campaign):
+    from tests.training.test_pools import REFERENCE_COUNTS
+
+    reference = summaries_campaign(REFERENCE_COUNTS, name="reference policy", n=5)
+    client.force_login(bob)
+    query = {
+        "campaign": base.pk,
+        "select": "band",
+        "band_lo": "0.5",
+        "band_hi": "1",
+        "reference": reference.pk,
+    }
+    response = client.get("/training/", query)
+    html = response.content.decode()
+    assert (response.status_code, response.context["errors"]) == (200, [])
+    assert [r["task_id"] for r in response.context["rows"] if r["selected"]] == [
+        "neobank/freeze_misplaced_card",
+        "travel/downgrade_suite_pending_manager",
+    ]
+    assert response.context["unsolved_by_reference"] == 2
+    assert "unsolved by reference" in html and "not run" in html
+    assert "base pass rate c/n is in [0.5000, 1.0000] and solved at least once by reference policy" in html
+
+
+def test_training_pool_api_returns_the_pool_document(client, bob, base, summaries_campaign):
+    from tests.training.test_pools import REFERENCE_COUNTS
+
+    reference = summaries_campaign(REFERENCE_COUNTS, name="reference policy", n=5)
+    client.force_login(bob)
+    data = client.get("/api/training/pool/", {"campaign": base.pk, "reference": reference.pk}).json()
+    assert [t["task_id"] for t in data["tasks"]] == ["travel/downgrade_suite_pending_manager"]
+    assert (data["candidates"], data["selection"]["method"], data["selection"]["unsolved_by_reference"]) == (
+        4,
+        "zone",
+        2,
+    )
+    bad = client.get(
+        "/api/training/pool/", {"campaign": base.pk, "select": "band", "band_lo": 0.9, "band_hi": 0.1}
+    )
+    assert bad.status_code == 400
+    assert "band: need 0 <= band_lo <= band_hi <= 1" in bad.content.decode()
+    assert client.get("/api/training/pool/", {"campaign": 999999}).status_code == 404

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.training.management.commands.serve_training_env import environment_for_pool
-from apps.training.pools import Thresholds, posterior_table
+from apps.training.selectors import Selection, Thresholds, posterior_table, selection_table
 
 LO, HI = 1 / 16, 15 / 16
 COUNTS = {
@@ -139,3 +139,82 @@ def test_serve_training_env_refuses_a_worker_count_out_of_range(base, tmp_path):
         call_command("serve_training_env", "--pool", str(out), "--workers", "0")
 
     assert str(refused.value).startswith("--workers: expected 1..")
+
+
+REFERENCE_COUNTS = {  # a stronger policy, 5 attempts per task; it never ran the insurance task
+    "retail/ticket_hold_carrier_exception": (5, 0),
+    "travel/downgrade_suite_pending_manager": (5, 2),
+    "neobank/freeze_misplaced_card": (5, 5),
+}
+
+
+@pytest.fixture
+def reference(summaries_campaign):
+    return summaries_campaign(REFERENCE_COUNTS, name="reference policy", n=5)
+
+
+def test_band_selection_keeps_base_pass_rates_inside_the_band(base):
+    table = selection_table(base, selection=Selection("band", 0.6, 1.0)).set_index("task_id")
+    assert table["rate"].to_dict() == {
+        "insurance/shop_says_unpaid_no_second_payout": 0.0,
+        "neobank/freeze_misplaced_card": 1.0,
+        "retail/ticket_hold_carrier_exception": 4 / 6,
+        "travel/downgrade_suite_pending_manager": 0.5,
+    }
+    assert sorted(table.index[table["selected"]]) == [
+        "neobank/freeze_misplaced_card",
+        "retail/ticket_hold_carrier_exception",
+    ]
+
+
+def test_reference_campaign_drops_tasks_it_never_solved(base, reference):
+    table = selection_table(base, selection=Selection("zone", reference=reference)).set_index("task_id")
+    assert table[["ref_n", "ref_c"]].to_dict("index") == {
+        "insurance/shop_says_unpaid_no_second_payout": {"ref_n": -1, "ref_c": -1},
+        "neobank/freeze_misplaced_card": {"ref_n": 5, "ref_c": 5},
+        "retail/ticket_hold_carrier_exception": {"ref_n": 5, "ref_c": 0},
+        "travel/downgrade_suite_pending_manager": {"ref_n": 5, "ref_c": 2},
+    }
+    # zone {retail, travel} ∩ solved by the reference {travel, neobank}
+    assert list(table.index[table["selected"]]) == ["travel/downgrade_suite_pending_manager"]
+
+
+def test_select_training_pool_band_and_reference_recorded_in_the_file(base, reference, tmp_path):
+    out = tmp_path / "pool.json"
+    args = ["--campaign", str(base.pk), "--select", "band", "--band-lo", "0.5", "--band-hi", "1"]
+    call_command("select_training_pool", *args, "--reference", str(reference.pk), "--out", str(out))
+    pool = json.loads(out.read_text())
+    assert [t["task_id"] for t in pool["tasks"]] == [
+        "neobank/freeze_misplaced_card",
+        "travel/downgrade_suite_pending_manager",
+    ]
+    assert pool["tasks"][1]["reference"] == {"n": 5, "c": 2}
+    assert pool["tasks"][1]["pass_rate"] == 0.5
+    assert pool["selection"] == {
+        "method": "band",
+        "band": {"lo": 0.5, "hi": 1.0, "of": "base pass rate c/n"},
+        "reference_campaign": {"id": reference.pk, "name": "reference policy", "agent": reference.agent.name},
+        "unsolved_by_reference": 2,
+    }
+
+
+def test_select_training_pool_rejects_an_inverted_band_and_unknown_reference(base, tmp_path):
+    out = str(tmp_path / "pool.json")
+    with pytest.raises(CommandError, match=r"band: need 0 <= band_lo <= band_hi <= 1, got 0.9..0.1"):
+        call_command(
+            "select_training_pool",
+            "--campaign",
+            str(base.pk),
+            "--select",
+            "band",
+            "--band-lo",
+            "0.9",
+            "--band-hi",
+            "0.1",
+            "--out",
+            out,
+        )
+    with pytest.raises(CommandError, match="--reference: no campaign with id 999999"):
+        call_command(
+            "select_training_pool", "--campaign", str(base.pk), "--reference", "999999", "--out", out
+        )
