@@ -14,6 +14,7 @@ from django.db import connection
 
 from apps.attempts.services import attempt_claim_prepare
 from apps.campaigns.services import campaigns_sweep
+from apps.core.services import record_worker_heartbeat
 from apps.worker.connections import release_connections_while_waiting
 from apps.worker.endpoint_gate import install_endpoint_gate
 from apps.worker.execution import warm_builtin_suites, warm_mcp_servers
@@ -30,6 +31,17 @@ def _requeue_dead_predecessors(**_kwargs) -> None:
         return
     if requeued:
         log.warning("re-queued %s attempts of dead workers", requeued)
+
+
+@worker_ready.connect
+def _beat_when_ready(sender=None, **_kwargs) -> None:
+    """Count as alive from the moment messages are taken (beat's first heartbeat task is a minute away)."""
+    try:
+        record_worker_heartbeat(hostname=sender.hostname)
+    except Exception:  # the worker must start even if the database is briefly away
+        log.exception("recording the start-up heartbeat failed")
+    finally:
+        connection.close()
 
 
 @worker_ready.connect
