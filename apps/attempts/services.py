@@ -9,9 +9,10 @@ Nothing here changes a campaign row: what follows for the campaign is the caller
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -147,36 +148,55 @@ def _supersede_last_runs(attempts) -> None:
     Attempt.objects.bulk_update(changed, ["superseded_runs"], batch_size=500)
 
 
-def attempts_import(
-    *, campaign_id: int, attempts: Sequence[tuple[Task, int, AttemptResult]], finished_at: datetime
-) -> None:
-    """Store results run elsewhere as the campaign's finished attempts (unpriced).
+IMPORT_BATCH_ROWS = 2000  # rows converted and inserted at a time: memory stays flat on a million-row import
 
-    Side effects: one Attempt per (task, index, engine result) triple, their signature rows, the
-    campaign's TaskSummary and SignatureCount rows.
+
+def _batched(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def attempts_import(
+    *, campaign_id: int, attempts: Iterable[tuple[Task, int, AttemptResult]], finished_at: datetime
+) -> int:
+    """Store results run elsewhere as the campaign's finished attempts (unpriced); returns how many.
+
+    ``attempts`` is consumed IMPORT_BATCH_ROWS at a time (it may be a generator over a file), so
+    only one batch of engine results and rows is held at once; the caller's transaction keeps the
+    import all-or-nothing. Side effects: one Attempt per (task, index, engine result) triple, their
+    signature rows, the campaign's TaskSummary and SignatureCount rows.
     """
-    outcomes = [
-        AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None) for _, _, result in attempts
-    ]
-    rows = [
-        Attempt(
-            campaign_id=campaign_id, task=task, index=index, finished_at=finished_at, **outcome.as_fields()
-        )
-        for (task, index, _), outcome in zip(attempts, outcomes, strict=True)
-    ]
-    Attempt.objects.bulk_create(rows, batch_size=500)
-    signatures_store(
-        [
-            found
-            for row, outcome in zip(rows, outcomes, strict=True)
-            if (
-                found := outcome.signature_row(
-                    attempt_id=row.pk, campaign_id=campaign_id, task_id=row.task_id
-                )
-            )
+    stored = 0
+    for batch in _batched(attempts, IMPORT_BATCH_ROWS):
+        outcomes = [
+            AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None) for _, _, result in batch
         ]
-    )
+        rows = [
+            Attempt(
+                campaign_id=campaign_id,
+                task=task,
+                index=index,
+                finished_at=finished_at,
+                **outcome.as_fields(),
+            )
+            for (task, index, _), outcome in zip(batch, outcomes, strict=True)
+        ]
+        Attempt.objects.bulk_create(rows, batch_size=500)
+        signatures_store(
+            [
+                found
+                for row, outcome in zip(rows, outcomes, strict=True)
+                if (
+                    found := outcome.signature_row(
+                        attempt_id=row.pk, campaign_id=campaign_id, task_id=row.task_id
+                    )
+                )
+            ]
+        )
+        stored += len(rows)
     summary_refresh(campaign_id=campaign_id)
+    return stored
 
 
 # --- Housekeeping: dead workers, lost messages, signatures -----------------------------------------

@@ -7,7 +7,7 @@ and test) and write in one transaction, so a failing import leaves the database 
 from __future__ import annotations
 
 import dataclasses
-import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,11 +24,11 @@ from apps.core.models import Team
 from apps.suites.models import Suite, Task
 from apps.suites.services import suite_store
 from apps.thinkingbox.launch import LaunchPlan
+from tb_engine.results import AttemptResult
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
-from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_tb_results, read_dataset
-from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, our_figures, tb_agg_figures
+from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, iter_tb_results, read_dataset
+from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, TbTally, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
-from tb_engine.yaml_bounded import load_yaml
 
 CUSTOM_CHECK_DETAIL = "custom check — not supported"
 IMPORTED_AGENT_MARKER = (
@@ -150,15 +150,6 @@ class ResultsImport:
     disagreements: int  # attempts whose our-state verdict differs from ThinkingBox's hash verdict
 
 
-def _agent_names(path: Path) -> list[str]:
-    """``metadata.agent`` of every row (rows were already validated by parse_tb_results)."""
-    if path.suffix in (".yaml", ".yml"):
-        rows = [load_yaml(path.read_text(encoding="utf-8"))]
-    else:
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [str((row.get("metadata") or {}).get("agent") or "unknown") for row in rows]
-
-
 def _matching_suite(task_ids: set[str], suite_name: str | None, path: Path, team: Team) -> Suite | None:
     usable = Suite.objects.filter(Q(team__isnull=True) | Q(team=team))  # never another team's own suite
     if suite_name:
@@ -245,37 +236,69 @@ def _slug(text: str) -> str:
     return slugify(text)[:80] or "imported"
 
 
+@dataclass
+class _Survey:
+    """A first pass over a results file: every row checked, only what the import needs kept."""
+
+    tally: TbTally = field(default_factory=TbTally)
+    first: dict[str, TbRecord] = field(default_factory=dict)  # each test's first row (minimal suite)
+    lines: dict[str, dict[int, int]] = field(default_factory=dict)  # test -> repetition -> line
+    agents: set[str] = field(default_factory=set)
+    rows: int = 0
+    disagreements: int = 0
+
+
+def _survey(path: Path) -> _Survey:
+    """Read the file once, a row at a time: a bad row or a duplicate (test, repetition) raises, naming its line."""
+    survey = _Survey()
+    for record in iter_tb_results(path):
+        lines = survey.lines.setdefault(record.task_id, {})
+        if record.repetition in lines:
+            raise ThinkingBoxFormatError(
+                f"duplicate attempt: {record.task_id} repetition {record.repetition} "
+                f"(also on line {lines[record.repetition]})",
+                file=path,
+                line=record.line,
+            )
+        lines[record.repetition] = record.line
+        survey.first.setdefault(record.task_id, record)
+        survey.tally.add(record)
+        survey.agents.add(record.agent)
+        survey.rows += 1
+        survey.disagreements += sum(1 for c in record.effects.values() if not c.agree)
+    return survey
+
+
+def _stored_attempts(path: Path, task_rows: dict[str, Task]) -> Iterator[tuple[Task, int, AttemptResult]]:
+    """The second pass: each row as the attempt to store, converted as the writer asks for it."""
+    for record in iter_tb_results(path):
+        task = task_rows[record.task_id]
+        yield task, record.repetition, record.to_attempt_result(task_hash=task.content_hash)
+
+
 @transaction.atomic
 def tb_results_import(
     *, path: str | Path, campaign_name: str, team: Team, owner=None, suite_name: str | None = None
 ) -> ResultsImport:
     """Turn ``tb infer`` output (JSONL or one YAML result) into a finished campaign.
 
-    Side effects, in one transaction: maybe a minimal Suite (when no imported suite holds the
-    test ids), an AgentConfig named ``tb:<metadata.agent>`` (kind openai, marked imported, not a
-    simulation), a Campaign (status done), one Attempt per row and refreshed TaskSummary rows.
-    Raises ThinkingBoxFormatError (file, line) for bad rows, a duplicate (test, repetition), an
-    unknown suite or an existing campaign name.
+    The file is read twice, a row at a time, so memory stays flat however many rows it holds:
+    once to check every row (nothing is written before the last one passed), once to store them
+    in batches. Side effects, in one transaction: maybe a minimal Suite (when no imported suite
+    holds the test ids), an AgentConfig named ``tb:<metadata.agent>`` (kind openai, marked
+    imported, not a simulation), a Campaign (status done), one Attempt per row and refreshed
+    TaskSummary rows. Raises ThinkingBoxFormatError (file, line) for bad rows, a duplicate (test,
+    repetition), an unknown suite or an existing campaign name.
     """
     path = Path(path)
-    records = parse_tb_results(path)
-    if not records:
+    survey = _survey(path)
+    if not survey.rows:
         raise ThinkingBoxFormatError("no rows to import", file=path)
-    seen: dict[tuple[str, int], int] = {}
-    for record in records:
-        place = (record.task_id, record.repetition)
-        if place in seen:
-            raise ThinkingBoxFormatError(
-                f"duplicate attempt: {record.task_id} repetition {record.repetition} (also on line {seen[place]})",
-                file=path,
-                line=record.line,
-            )
-        seen[place] = record.line
     if campaign_name_taken(team=team, name=campaign_name):
         raise ThinkingBoxFormatError(
             f"campaign {campaign_name!r} already exists in team {team.slug}", file=path
         )
-    agents = sorted(set(_agent_names(path)))
+    agents = sorted(survey.agents)
     owner = (
         owner
         or team.members.order_by("id").first()
@@ -284,11 +307,13 @@ def tb_results_import(
     if owner is None:
         raise ThinkingBoxFormatError(f"team {team.slug} has no member to own the campaign", file=path)
 
-    task_ids = {r.task_id for r in records}
+    task_ids = set(survey.first)
     suite = _matching_suite(task_ids, suite_name, path, team)
     suite_created = suite is None
     if suite is None:
-        suite = _minimal_suite(records, f"tb-results-{team.slug}-{_slug(campaign_name)}"[:100], path, team)
+        suite = _minimal_suite(
+            list(survey.first.values()), f"tb-results-{team.slug}-{_slug(campaign_name)}"[:100], path, team
+        )
     task_rows = {t.task_id: t for t in Task.objects.filter(suite=suite, task_id__in=task_ids)}
 
     agent = agent_config_imported(
@@ -296,29 +321,26 @@ def tb_results_import(
         model="+".join(agents),
         parameters={"imported": IMPORTED_AGENT_MARKER, "tb_agents": agents},
     )
-    attempts = []
-    disagreements = 0
-    for record in records:
-        task = task_rows[record.task_id]
-        attempts.append((task, record.repetition, record.to_attempt_result(task_hash=task.content_hash)))
-        disagreements += sum(1 for c in record.effects.values() if not c.agree)
+    tasks = survey.tally.tasks.values()
     campaign = campaign_import(
         name=campaign_name,
         team=team,
         owner=owner,
         agent=agent,
         suite=suite,
-        attempts=attempts,
+        attempts=_stored_attempts(path, task_rows),
+        tasks=[task_rows[task_id] for task_id in survey.first],
+        n_attempts=max(max(t.last_repetition + 1 for t in tasks), max(t.runs for t in tasks)),
         source=str(path),
         harness="tb infer",
     )
     return ResultsImport(
         campaign=campaign,
-        attempts=len(attempts),
+        attempts=survey.rows,
         suite_created=suite_created,
-        tb_agg=tb_agg_figures(records),
-        ours=our_figures(records),
-        disagreements=disagreements,
+        tb_agg=tb_agg_figures(survey.tally),
+        ours=our_figures(survey.tally),
+        disagreements=survey.disagreements,
     )
 
 

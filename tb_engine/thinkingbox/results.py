@@ -72,6 +72,7 @@ class TbRecord:
     effects: dict[str, EffectsComparison] = field(default_factory=dict)  # server -> our diff vs their hash
     raw_effects: dict[str, Any] = field(default_factory=dict)  # effects we cannot diff (non-database servers)
     failure: dict[str, Any] = field(default_factory=dict)  # traceback, failing line, judge motivations
+    agent: str = "unknown"  # metadata.agent: who ran it
 
     @property
     def passed(self) -> bool:
@@ -133,22 +134,47 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             line = mark.line + 1 if mark is not None else 1
             raise ThinkingBoxFormatError(f"malformed YAML: {problem}", file=path, line=line) from exc
         return
-    for number, text in enumerate(_text(path, "JSON").split("\n"), start=1):
-        if not text.strip():
-            continue
-        try:
-            yield number, json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ThinkingBoxFormatError(
-                f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number
-            ) from exc
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ThinkingBoxFormatError(f"cannot read the file: {exc.strerror}", file=path) from exc
+    # One line at a time: a results file can hold a million rows (hundreds of MB).
+    with handle:
+        for number, data in enumerate(handle, start=1):
+            if data.strip():
+                yield number, _json_line(data, path, number)
+
+
+def _json_line(data: bytes, path: Path, number: int) -> Any:
+    """One JSONL line decoded, with read_text's errors for NUL and non-UTF-8 bytes."""
+    if b"\x00" in data:
+        raise ThinkingBoxFormatError("NUL character: not a JSON file", file=path, line=number)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ThinkingBoxFormatError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded (save the file as UTF-8)",
+            file=path,
+            line=number,
+        ) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ThinkingBoxFormatError(
+            f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number
+        ) from exc
+
+
+def iter_tb_results(path: str | Path) -> Iterator[TbRecord]:
+    """The attempts of a tb infer output file one by one, read as they are needed (memory stays flat)."""
+    path = Path(path)
+    for number, row in _rows(path):
+        yield parse_tb_row(row, file=str(path), line=number)
 
 
 def parse_tb_results(path: str | Path) -> list[TbRecord]:
     """All attempts of a tb infer output file (JSONL, or a single-result YAML) as TbRecords."""
-    path = Path(path)
-    records = [parse_tb_row(row, file=str(path), line=number) for number, row in _rows(path)]
-    return records
+    return list(iter_tb_results(path))
 
 
 def _expect(
@@ -254,6 +280,7 @@ def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
         effects=effects,
         raw_effects=raw_effects,
         failure=failure,
+        agent=str(metadata.get("agent") or "unknown"),
     )
 
 
