@@ -54,7 +54,12 @@ def tb_row(task: int, repetition: int) -> dict:
                 "content": '{"status": "ok", "text_content": "some text"}',
                 "id": call_id,
             },
-            {"T": "Text", "metadata": {"tag": "text", "is_done": True}, "role": "assistant", "content": "Done."},
+            {
+                "T": "Text",
+                "metadata": {"tag": "text", "is_done": True},
+                "role": "assistant",
+                "content": "Done.",
+            },
         ],
         "test_result": {"result": passed, "reward": 1.0 if passed else 0.0, "is_system_error": False},
         "usage": [{"input_tokens": 1339, "output_tokens": 73, "total_tokens": 1412}],
