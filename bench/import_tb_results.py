@@ -96,15 +96,15 @@ def main() -> None:
         if not os.environ.get("DATABASE_URL"):
             os.environ["TB_DATA_DIR"] = str(Path(tmp) / "data")
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
-        import django  # noqa: PLC0415 — after the data folder is chosen
+        import django  # after the data folder is chosen
 
         django.setup()
-        from django.contrib.auth import get_user_model  # noqa: PLC0415 — needs django.setup()
-        from django.core.management import call_command  # noqa: PLC0415
-        from django.db import connection  # noqa: PLC0415
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+        from django.db import connection
 
-        from apps.core.models import Team  # noqa: PLC0415
-        from apps.thinkingbox.services import tb_results_import  # noqa: PLC0415
+        from apps.core.models import Team
+        from apps.thinkingbox.services import tb_results_import
 
         call_command("migrate", verbosity=0)
         team, _ = Team.objects.get_or_create(slug="bench-import", defaults={"name": "Bench import"})
