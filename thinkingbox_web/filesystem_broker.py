@@ -20,6 +20,7 @@ import tempfile
 import uuid
 from queue import Empty
 from time import monotonic
+from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
@@ -41,7 +42,7 @@ class Channel(filesystem.Channel):
         os.makedirs(folder, exist_ok=True)
         return folder
 
-    def _put(self, queue, payload, **kwargs):
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]  # as kombu's
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         partial = final + WRITING_SUFFIX
@@ -54,7 +55,7 @@ class Channel(filesystem.Channel):
         except OSError as exc:
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
-    def _get(self, queue):
+    def _get(self, queue: str, timeout: float | None = None) -> Any:
         wanted = f"{queue}.msg"
         for name in sorted(os.listdir(self.data_folder_in)):
             if name.partition(".")[2] != wanted:
