@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import reset_queries, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -195,6 +195,8 @@ def attempts_import(
             ]
         )
         stored += len(rows)
+        # With DEBUG on, Django logs every query's SQL: a million-row import's batches would all stay.
+        reset_queries()
     summary_refresh(campaign_id=campaign_id)
     return stored
 
