@@ -21,6 +21,7 @@ from django.db import reset_queries, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.attempts.bulk_insert import attempt_rows_insert
 from apps.attempts.dispatch import RUN_ATTEMPT_TASK, attempts_dispatch
 from apps.attempts.models import Attempt
 from apps.attempts.outcomes import USAGE_FIELDS, AttemptOutcome, last_run, superseded_run
@@ -163,8 +164,8 @@ def attempts_import(
     """Store results run elsewhere as the campaign's finished attempts (unpriced); returns how many.
 
     ``attempts`` is consumed IMPORT_BATCH_ROWS at a time (it may be a generator over a file), so
-    only one batch of engine results and rows is held at once; the caller's transaction keeps the
-    import all-or-nothing. Side effects: one Attempt per (task, index, engine result) triple, their
+    only one batch of engine results and rows is held at once, and written with COPY
+    (``bulk_insert``); the caller's transaction keeps the import all-or-nothing. Side effects: one Attempt per (task, index, engine result) triple, their
     signature rows, the campaign's TaskSummary and SignatureCount rows.
     """
     stored = 0
@@ -172,29 +173,31 @@ def attempts_import(
         outcomes = [
             AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None) for _, _, result in batch
         ]
-        rows = [
-            Attempt(
-                campaign_id=campaign_id,
-                task=task,
-                index=index,
-                finished_at=finished_at,
-                **outcome.as_fields(),
-            )
-            for (task, index, _), outcome in zip(batch, outcomes, strict=True)
-        ]
-        Attempt.objects.bulk_create(rows, batch_size=500)
+        ids = attempt_rows_insert(
+            [
+                {
+                    "campaign_id": campaign_id,
+                    "task_id": task.pk,
+                    "index": index,
+                    "finished_at": finished_at,
+                    **outcome.as_fields(),
+                }
+                for (task, index, _), outcome in zip(batch, outcomes, strict=True)
+            ]
+        )
         signatures_store(
             [
                 found
-                for row, outcome in zip(rows, outcomes, strict=True)
+                for attempt_id, (task, _, _), outcome in zip(ids, batch, outcomes, strict=True)
                 if (
                     found := outcome.signature_row(
-                        attempt_id=row.pk, campaign_id=campaign_id, task_id=row.task_id
+                        attempt_id=attempt_id, campaign_id=campaign_id, task_id=task.pk
                     )
                 )
-            ]
+            ],
+            fresh=True,
         )
-        stored += len(rows)
+        stored += len(ids)
         # With DEBUG on, Django logs every query's SQL: a million-row import's batches would all stay.
         reset_queries()
     summary_refresh(campaign_id=campaign_id)

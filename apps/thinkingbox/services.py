@@ -1,7 +1,8 @@
 """Writes for ThinkingBox-Bench: import a dataset as a suite, import ``tb infer`` rows as a campaign.
 
-Both imports parse everything first (the engine raises ThinkingBoxFormatError naming file, line
-and test) and write in one transaction, so a failing import leaves the database unchanged.
+Both imports write in one transaction and the engine raises ThinkingBoxFormatError naming file,
+line and test, so a failing import leaves the database unchanged. A dataset is parsed whole first;
+a results file is streamed (keys first, then each row parsed as it is stored).
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from apps.suites.services import suite_store
 from apps.thinkingbox.launch import LaunchPlan
 from tb_engine.results import AttemptResult
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
-from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, iter_tb_results, read_dataset
+from tb_engine.thinkingbox import (
+    ImportProblem,
+    ThinkingBoxFormatError,
+    iter_tb_results,
+    iter_tb_row_keys,
+    parse_tb_row,
+    read_dataset,
+)
 from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, TbTally, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
 
@@ -236,42 +244,83 @@ def _slug(text: str) -> str:
     return slugify(text)[:80] or "imported"
 
 
+class _TestRows:
+    """What the first pass keeps of one test: its row count, last repetition and which repetitions it saw."""
+
+    __slots__ = ("last_repetition", "repetitions", "runs")
+
+    def __init__(self) -> None:
+        self.runs, self.last_repetition = 0, -1
+        # Bit r set once repetition r was seen (r < MAX_REPETITIONS = 200): a few dozen bytes per
+        # test where a {repetition: line} map cost about 100 bytes a row.
+        self.repetitions = 0
+
+
 @dataclass
 class _Survey:
-    """A first pass over a results file: every row checked, only what the import needs kept."""
+    """A first pass over a results file: every row's key checked, only what the import needs kept."""
 
-    tally: TbTally = field(default_factory=TbTally)
+    tests: dict[str, _TestRows] = field(default_factory=dict)  # in order of first appearance
     first: dict[str, TbRecord] = field(default_factory=dict)  # each test's first row (minimal suite)
-    lines: dict[str, dict[int, int]] = field(default_factory=dict)  # test -> repetition -> line
     agents: set[str] = field(default_factory=set)
     rows: int = 0
-    disagreements: int = 0
+
+    @property
+    def n_attempts(self) -> int:
+        """The campaign's N: the highest repetition + 1, or the most rows of one test if more."""
+        tests = self.tests.values()
+        return max(max(t.last_repetition + 1 for t in tests), max(t.runs for t in tests))
+
+
+def _earlier_line(path: Path, task_id: str, repetition: int) -> int:
+    """The first line holding (test, repetition): read again only once a duplicate was found."""
+    return next(k.line for k in iter_tb_row_keys(path) if (k.task_id, k.repetition) == (task_id, repetition))
 
 
 def _survey(path: Path) -> _Survey:
-    """Read the file once, a row at a time: a bad row or a duplicate (test, repetition) raises, naming its line."""
+    """Read the file once, a key at a time: bad JSON, a bad key or a duplicate (test, repetition) raises, naming its line.
+
+    The rest of each row is checked by the second pass (``_stored_attempts``), inside the import's
+    transaction, so a bad row there still leaves nothing written; only each test's first row is
+    parsed here, for a minimal suite.
+    """
     survey = _Survey()
-    for record in iter_tb_results(path):
-        lines = survey.lines.setdefault(record.task_id, {})
-        if record.repetition in lines:
+    for key in iter_tb_row_keys(path):
+        test = survey.tests.get(key.task_id)
+        if test is None:
+            test = survey.tests[key.task_id] = _TestRows()
+            survey.first[key.task_id] = parse_tb_row(key.row, file=str(path), line=key.line)
+        bit = 1 << key.repetition
+        if test.repetitions & bit:
             raise ThinkingBoxFormatError(
-                f"duplicate attempt: {record.task_id} repetition {record.repetition} "
-                f"(also on line {lines[record.repetition]})",
+                f"duplicate attempt: {key.task_id} repetition {key.repetition} "
+                f"(also on line {_earlier_line(path, key.task_id, key.repetition)})",
                 file=path,
-                line=record.line,
+                line=key.line,
             )
-        lines[record.repetition] = record.line
-        survey.first.setdefault(record.task_id, record)
-        survey.tally.add(record)
-        survey.agents.add(record.agent)
+        test.repetitions |= bit
+        test.runs += 1
+        test.last_repetition = max(test.last_repetition, key.repetition)
+        survey.agents.add(key.agent)
         survey.rows += 1
-        survey.disagreements += sum(1 for c in record.effects.values() if not c.agree)
     return survey
 
 
-def _stored_attempts(path: Path, task_rows: dict[str, Task]) -> Iterator[tuple[Task, int, AttemptResult]]:
-    """The second pass: each row as the attempt to store, converted as the writer asks for it."""
+@dataclass
+class _Stored:
+    """What the second pass counts while it stores the rows: tb agg's tallies and verdict disagreements."""
+
+    tally: TbTally = field(default_factory=TbTally)
+    disagreements: int = 0
+
+
+def _stored_attempts(
+    path: Path, task_rows: dict[str, Task], counted: _Stored
+) -> Iterator[tuple[Task, int, AttemptResult]]:
+    """The second pass: each row parsed whole, counted, and turned into the attempt to store."""
     for record in iter_tb_results(path):
+        counted.tally.add(record)
+        counted.disagreements += sum(1 for c in record.effects.values() if not c.agree)
         task = task_rows[record.task_id]
         yield task, record.repetition, record.to_attempt_result(task_hash=task.content_hash)
 
@@ -283,8 +332,8 @@ def tb_results_import(
     """Turn ``tb infer`` output (JSONL or one YAML result) into a finished campaign.
 
     The file is read twice, a row at a time, so memory stays flat however many rows it holds:
-    once to check every row (nothing is written before the last one passed), once to store them
-    in batches. Side effects, in one transaction: maybe a minimal Suite (when no imported suite
+    once for the rows' keys (tests, repetitions, duplicates), once to parse each row whole and
+    store them in batches; a bad row found then rolls the whole import back. Side effects, in one transaction: maybe a minimal Suite (when no imported suite
     holds the test ids), an AgentConfig named ``tb:<metadata.agent>`` (kind openai, marked
     imported, not a simulation), a Campaign (status done), one Attempt per row and refreshed
     TaskSummary rows. Raises ThinkingBoxFormatError (file, line) for bad rows, a duplicate (test,
@@ -321,16 +370,16 @@ def tb_results_import(
         model="+".join(agents),
         parameters={"imported": IMPORTED_AGENT_MARKER, "tb_agents": agents},
     )
-    tasks = survey.tally.tasks.values()
+    counted = _Stored()
     campaign = campaign_import(
         name=campaign_name,
         team=team,
         owner=owner,
         agent=agent,
         suite=suite,
-        attempts=_stored_attempts(path, task_rows),
+        attempts=_stored_attempts(path, task_rows, counted),
         tasks=[task_rows[task_id] for task_id in survey.first],
-        n_attempts=max(max(t.last_repetition + 1 for t in tasks), max(t.runs for t in tasks)),
+        n_attempts=survey.n_attempts,
         source=str(path),
         harness="tb infer",
     )
@@ -338,9 +387,9 @@ def tb_results_import(
         campaign=campaign,
         attempts=survey.rows,
         suite_created=suite_created,
-        tb_agg=tb_agg_figures(survey.tally),
-        ours=our_figures(survey.tally),
-        disagreements=survey.disagreements,
+        tb_agg=tb_agg_figures(counted.tally),
+        ours=our_figures(counted.tally),
+        disagreements=counted.disagreements,
     )
 
 

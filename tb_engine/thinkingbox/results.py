@@ -172,6 +172,29 @@ def iter_tb_results(path: str | Path) -> Iterator[TbRecord]:
         yield parse_tb_row(row, file=str(path), line=number)
 
 
+@dataclass(frozen=True)
+class TbRowKey:
+    """What identifies a row (its test and repetition) and its agent, read without parsing the rest."""
+
+    task_id: str
+    repetition: int
+    agent: str
+    line: int
+    row: Any  # the decoded JSON row, for parse_tb_row when the whole row is needed
+
+
+def iter_tb_row_keys(path: str | Path) -> Iterator[TbRowKey]:
+    """Each row's key, checked as parse_tb_row checks it: a cheap first pass over a big file.
+
+    Every line is still decoded (bad JSON raises here, naming its line); the messages, usage and
+    results are only checked by parse_tb_row.
+    """
+    path = Path(path)
+    for number, row in _rows(path):
+        task_id, repetition, metadata = _key(row, file=str(path), line=number)
+        yield TbRowKey(task_id, repetition, _agent(metadata), number, row)
+
+
 def parse_tb_results(path: str | Path) -> list[TbRecord]:
     """All attempts of a tb infer output file (JSONL, or a single-result YAML) as TbRecords."""
     return list(iter_tb_results(path))
@@ -192,21 +215,26 @@ def _expect(
 
 def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
     """One tb infer row (already decoded from JSON) as a TbRecord; errors name the row's test."""
-    _expect(row, dict, "row", file=file, line=line)
-    uid = _expect(row.get("uid"), str, "uid", file=file, line=line)
-    if ":" not in uid:
-        raise ThinkingBoxFormatError(f"uid {uid!r} is not '<file>:<test>'", file=file, line=line)
+    uid, repetition, metadata = _key(row, file=file, line=line)
     try:
-        return _parse_row(row, uid, file=file, line=line)
+        return _parse_row(row, uid, repetition, metadata, file=file, line=line)
     except ThinkingBoxFormatError as exc:
         if exc.test:
             raise
         raise ThinkingBoxFormatError(exc.message, file=exc.file, line=exc.line, test=uid) from exc
 
 
-def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
-    metadata = _expect(row.get("metadata"), dict, "metadata", file=file, line=line)
-    repetition = _expect(metadata.get("repetition", 0), int, "metadata.repetition", file=file, line=line)
+def _key(row: Any, *, file: str, line: int) -> tuple[str, int, dict]:
+    """(uid, repetition, metadata) of a row, each checked; errors past the uid name the row's test."""
+    _expect(row, dict, "row", file=file, line=line)
+    uid = _expect(row.get("uid"), str, "uid", file=file, line=line)
+    if ":" not in uid:
+        raise ThinkingBoxFormatError(f"uid {uid!r} is not '<file>:<test>'", file=file, line=line)
+    try:
+        metadata = _expect(row.get("metadata"), dict, "metadata", file=file, line=line)
+        repetition = _expect(metadata.get("repetition", 0), int, "metadata.repetition", file=file, line=line)
+    except ThinkingBoxFormatError as exc:
+        raise ThinkingBoxFormatError(exc.message, file=exc.file, line=exc.line, test=uid) from exc
     if not 0 <= repetition < MAX_REPETITIONS:
         raise ThinkingBoxFormatError(
             f"field metadata.repetition must be 0..{MAX_REPETITIONS - 1} (at most {MAX_REPETITIONS} attempts "
@@ -215,6 +243,14 @@ def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
             line=line,
             test=uid,
         )
+    return uid, repetition, metadata
+
+
+def _agent(metadata: dict) -> str:
+    return str(metadata.get("agent") or "unknown")
+
+
+def _parse_row(row: dict, uid: str, repetition: int, metadata: dict, *, file: str, line: int) -> TbRecord:
     messages = _expect(row.get("messages"), list, "messages", file=file, line=line)
     system_error = _expect(row.get("is_system_error", False), bool, "is_system_error", file=file, line=line)
     finish_reason = _expect(row.get("finish_reason") or "", str, "finish_reason", file=file, line=line)
@@ -280,7 +316,7 @@ def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
         effects=effects,
         raw_effects=raw_effects,
         failure=failure,
-        agent=str(metadata.get("agent") or "unknown"),
+        agent=_agent(metadata),
     )
 
 
