@@ -18,6 +18,8 @@ from apps.core.services import record_worker_heartbeat
 from apps.worker.connections import release_connections_while_waiting
 from apps.worker.endpoint_gate import install_endpoint_gate
 from apps.worker.execution import warm_builtin_suites, warm_mcp_servers
+from apps.worker.tasks import memory_budget
+from tb_engine.thinkingbox.mcp_pool import set_memory_guard
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,13 @@ def _warm_mcp_servers(sender=None, **_kwargs) -> None:
         log.exception("warming MCP servers failed")
     finally:
         connection.close()
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _bound_mcp_pools_by_memory(**_kwargs) -> None:
+    """Past the worker's memory budget (TB_WORKER_MEMORY_MB), warm MCP pools no attempt uses are closed."""
+    set_memory_guard(memory_budget().over)
 
 
 @worker_init.connect
