@@ -25,11 +25,34 @@ def _fields() -> list[models.Field]:
     return [f for f in Attempt._meta.concrete_fields if not f.primary_key]
 
 
+class JsonText(str):
+    """A JSON column's value already encoded (``encoded_json``): written as it is."""
+
+    __slots__ = ()
+
+
+def encoded_json(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with each JSON column's value encoded as JsonText.
+
+    Lets the encoding happen where the row is made (another process, in a parallel import) and
+    travel as one string instead of a nested structure.
+    """
+    json_fields = _json_fields()
+    return {
+        name: JsonText(json.dumps(value, cls=json_fields[name].encoder)) if name in json_fields else value
+        for name, value in fields.items()
+    }
+
+
+def _json_fields() -> dict[str, models.JSONField]:
+    return {f.name: f for f in _fields() if isinstance(f, models.JSONField)}
+
+
 def _converter(field: models.Field) -> Callable[[Any], Any]:
     if isinstance(field, models.JSONField):
         encoder = field.encoder
         # Text both backends parse as the column's JSON (jsonb on PostgreSQL, text on SQLite).
-        return lambda value: json.dumps(value, cls=encoder)
+        return lambda value: str(value) if isinstance(value, JsonText) else json.dumps(value, cls=encoder)
     if field.get_internal_type() in _ADAPTED:
         return _last_value_kept(lambda value: field.get_db_prep_save(value, connection))
     return lambda value: value

@@ -9,6 +9,7 @@ Nothing here changes a campaign row: what follows for the campaign is the caller
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import socket
@@ -21,7 +22,7 @@ from django.db import reset_queries, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.attempts.bulk_insert import attempt_rows_insert
+from apps.attempts.bulk_insert import attempt_rows_insert, encoded_json
 from apps.attempts.dispatch import RUN_ATTEMPT_TASK, attempts_dispatch
 from apps.attempts.models import Attempt
 from apps.attempts.outcomes import USAGE_FIELDS, AttemptOutcome, last_run, superseded_run
@@ -33,7 +34,7 @@ from apps.attempts.recording import (
     attempt_record,
     attempts_heartbeat,
 )
-from apps.attempts.signature_rows import signatures_store
+from apps.attempts.signature_rows import SignatureRow, signatures_store
 from apps.attempts.signatures import BackfillReport, backfill_signatures
 from apps.attempts.summaries import summaries_create, summary_refresh
 from apps.suites.models import Task
@@ -158,42 +159,71 @@ def _batched(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
+@dataclass(frozen=True)
+class ImportRow:
+    """One result run elsewhere, ready to store: its columns (JSON ones already encoded) and signature.
+
+    Made by ``attempt_import_row``, which may run in another process (a big import converts rows
+    in parallel); ``attempts_import_rows`` stores a stream of them.
+    """
+
+    task_id: int
+    index: int
+    fields: dict
+    signature: SignatureRow | None  # attempt_id and campaign_id filled in when stored
+
+
+def attempt_import_row(*, task_id: int, index: int, result: AttemptResult) -> ImportRow:
+    """The row and signature an imported (unpriced) engine result is stored as."""
+    outcome = AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None)
+    return ImportRow(
+        task_id=task_id,
+        index=index,
+        fields=encoded_json(outcome.as_fields()),
+        signature=outcome.signature_row(attempt_id=0, campaign_id=0, task_id=task_id),
+    )
+
+
 def attempts_import(
     *, campaign_id: int, attempts: Iterable[tuple[Task, int, AttemptResult]], finished_at: datetime
 ) -> int:
     """Store results run elsewhere as the campaign's finished attempts (unpriced); returns how many.
 
-    ``attempts`` is consumed IMPORT_BATCH_ROWS at a time (it may be a generator over a file), so
-    only one batch of engine results and rows is held at once, and written with COPY
-    (``bulk_insert``); the caller's transaction keeps the import all-or-nothing. Side effects: one Attempt per (task, index, engine result) triple, their
-    signature rows, the campaign's TaskSummary and SignatureCount rows.
+    ``attempts`` (task, index, engine result) may be a generator over a file: see attempts_import_rows.
+    """
+    rows = (
+        attempt_import_row(task_id=task.pk, index=index, result=result) for task, index, result in attempts
+    )
+    return attempts_import_rows(campaign_id=campaign_id, rows=rows, finished_at=finished_at)
+
+
+def attempts_import_rows(*, campaign_id: int, rows: Iterable[ImportRow], finished_at: datetime) -> int:
+    """Store prepared rows as the campaign's finished attempts; returns how many.
+
+    ``rows`` is consumed IMPORT_BATCH_ROWS at a time (it may be a generator over a file), so only
+    one batch is held at once, and written with COPY (``bulk_insert``); the caller's transaction
+    keeps the import all-or-nothing. Side effects: one Attempt per row, their signature rows, the
+    campaign's TaskSummary and SignatureCount rows.
     """
     stored = 0
-    for batch in _batched(attempts, IMPORT_BATCH_ROWS):
-        outcomes = [
-            AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None) for _, _, result in batch
-        ]
+    for batch in _batched(rows, IMPORT_BATCH_ROWS):
         ids = attempt_rows_insert(
             [
                 {
                     "campaign_id": campaign_id,
-                    "task_id": task.pk,
-                    "index": index,
+                    "task_id": row.task_id,
+                    "index": row.index,
                     "finished_at": finished_at,
-                    **outcome.as_fields(),
                 }
-                for (task, index, _), outcome in zip(batch, outcomes, strict=True)
+                | row.fields
+                for row in batch
             ]
         )
         signatures_store(
             [
-                found
-                for attempt_id, (task, _, _), outcome in zip(ids, batch, outcomes, strict=True)
-                if (
-                    found := outcome.signature_row(
-                        attempt_id=attempt_id, campaign_id=campaign_id, task_id=task.pk
-                    )
-                )
+                dataclasses.replace(row.signature, attempt_id=attempt_id, campaign_id=campaign_id)
+                for attempt_id, row in zip(ids, batch, strict=True)
+                if row.signature is not None
             ],
             fresh=True,
         )

@@ -26,11 +26,13 @@ from django.utils import timezone
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.attempts.selectors import attempt_counts_by_task, attempts_in_flight, attempts_in_window
 from apps.attempts.services import (
+    ImportRow,
     Recorded,
     attempts_add,
     attempts_cancel_queued,
     attempts_dispatch,
     attempts_import,
+    attempts_import_rows,
     attempts_queue,
     attempts_requeue_unfinished,
     attempts_resend_lost,
@@ -233,19 +235,21 @@ def campaign_import(
     owner,
     agent: AgentConfig,
     suite: Suite,
-    attempts: Iterable[tuple[Task, int, AttemptResult]],
+    attempts: Iterable[tuple[Task, int, AttemptResult]] = (),
     source: str,
     harness: str,
     finished_at: datetime | None = None,
     tasks: Sequence[Task] | None = None,
     n_attempts: int | None = None,
+    rows: Iterable[ImportRow] | None = None,
 ) -> Campaign:
     """Store results run elsewhere (e.g. ``tb infer`` rows) as a finished campaign.
 
     ``attempts`` are (task, index, engine result) triples; ``source`` (a file name) becomes the
     campaign's user-simulator and judge description, ``harness`` what ran them. Given ``tasks``
     and ``n_attempts`` (known from a first pass over a big file), ``attempts`` may be a generator:
-    it is read once, a batch at a time. Side effects, in one transaction: a Campaign (status done)
+    it is read once, a batch at a time. Or, with ``tasks`` and ``n_attempts``, ``rows`` already
+    made ready to store (``attempts.services.attempt_import_row``, maybe in other processes). Side effects, in one transaction: a Campaign (status done)
     over the attempts' tasks, one Attempt per triple (unpriced) and the campaign's TaskSummary rows.
     """
     finished_at = finished_at or timezone.now()
@@ -272,7 +276,10 @@ def campaign_import(
         finished_at=finished_at,
     )
     campaign.tasks.set(tasks)
-    attempts_import(campaign_id=campaign.pk, attempts=attempts, finished_at=finished_at)
+    if rows is not None:
+        attempts_import_rows(campaign_id=campaign.pk, rows=rows, finished_at=finished_at)
+    else:
+        attempts_import(campaign_id=campaign.pk, attempts=attempts, finished_at=finished_at)
     return campaign
 
 

@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils.text import slugify
 
 from apps.agents.services import agent_config_imported
+from apps.attempts.services import ImportRow
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_name_taken
 from apps.campaigns.services import campaign_import
@@ -25,12 +26,11 @@ from apps.core.models import Team
 from apps.suites.models import Suite, Task
 from apps.suites.services import suite_store
 from apps.thinkingbox.launch import LaunchPlan
-from tb_engine.results import AttemptResult
+from apps.thinkingbox.results_rows import converted_rows
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 from tb_engine.thinkingbox import (
     ImportProblem,
     ThinkingBoxFormatError,
-    iter_tb_results,
     iter_tb_row_keys,
     parse_tb_row,
     read_dataset,
@@ -314,15 +314,15 @@ class _Stored:
     disagreements: int = 0
 
 
-def _stored_attempts(
-    path: Path, task_rows: dict[str, Task], counted: _Stored
-) -> Iterator[tuple[Task, int, AttemptResult]]:
-    """The second pass: each row parsed whole, counted, and turned into the attempt to store."""
-    for record in iter_tb_results(path):
-        counted.tally.add(record)
-        counted.disagreements += sum(1 for c in record.effects.values() if not c.agree)
-        task = task_rows[record.task_id]
-        yield task, record.repetition, record.to_attempt_result(task_hash=task.content_hash)
+def _stored_rows(
+    path: Path, task_rows: dict[str, Task], counted: _Stored, *, rows: int
+) -> Iterator[ImportRow]:
+    """The second pass: each row parsed whole (in parallel for a big file), counted, ready to store."""
+    tasks = {task_id: (task.pk, task.content_hash) for task_id, task in task_rows.items()}
+    for row, tallied, disagreements in converted_rows(path, tasks, rows=rows):
+        counted.tally.add(tallied)
+        counted.disagreements += disagreements
+        yield row
 
 
 @transaction.atomic
@@ -377,7 +377,7 @@ def tb_results_import(
         owner=owner,
         agent=agent,
         suite=suite,
-        attempts=_stored_attempts(path, task_rows, counted),
+        rows=_stored_rows(path, task_rows, counted, rows=survey.rows),
         tasks=[task_rows[task_id] for task_id in survey.first],
         n_attempts=survey.n_attempts,
         source=str(path),

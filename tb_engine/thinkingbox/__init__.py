@@ -21,8 +21,10 @@ from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
 from tb_engine.thinkingbox.results import (
     TbRecord,
     TbRowKey,
+    iter_tb_lines,
     iter_tb_results,
     iter_tb_row_keys,
+    parse_tb_line,
     parse_tb_results,
     parse_tb_row,
 )
@@ -44,8 +46,10 @@ __all__ = [
     "parse_dataset",
     "parse_scenario",
     "parse_test_file",
+    "iter_tb_lines",
     "iter_tb_results",
     "iter_tb_row_keys",
+    "parse_tb_line",
     "parse_tb_results",
     "parse_tb_row",
     "read_dataset",

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from math import comb, inf
+from typing import NamedTuple
 
 from tb_engine.metrics.posterior import beta_interval_mass, beta_quantile
-from tb_engine.thinkingbox.results import TbRecord
+from tb_engine.thinkingbox.results import TbRecord, TbRowStats
 
 TB_AGG_K = (1, 5, 10, 20, 50, 100)  # the k values tb agg reports, those <= runs per test
 JEFFREYS = 0.5  # tb agg's Beta(0.5, 0.5) prior for its credible interval and Goldilocks zone
@@ -122,6 +123,23 @@ class _TaskTally:
         self.stats = {name: _Running() for name in STATS}
 
 
+class TbTallied(NamedTuple):
+    """What TbTally reads of a row: small enough to send from the process that parsed the row."""
+
+    task_id: str
+    passed: bool
+    tb_error_row: bool
+    status: str
+    repetition: int
+    stats: TbRowStats
+
+    @classmethod
+    def of(cls, record: TbRecord) -> TbTallied:
+        return cls(
+            record.task_id, record.passed, record.tb_error_row, record.status, record.repetition, record.stats
+        )
+
+
 class TbTally:
     """What tb agg's figures and ours need of each row, kept per test as rows arrive.
 
@@ -138,7 +156,7 @@ class TbTally:
             tally.add(record)
         return tally
 
-    def add(self, record: TbRecord) -> None:
+    def add(self, record: TbRecord | TbTallied) -> None:
         task = self.tasks.get(record.task_id)
         if task is None:
             task = self.tasks[record.task_id] = _TaskTally()

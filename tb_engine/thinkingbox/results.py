@@ -172,6 +172,30 @@ def iter_tb_results(path: str | Path) -> Iterator[TbRecord]:
         yield parse_tb_row(row, file=str(path), line=number)
 
 
+def iter_tb_lines(path: str | Path, *, size: int) -> Iterator[list[tuple[int, bytes]]]:
+    """A JSONL file's non-blank lines, undecoded, ``size`` at a time with their line numbers (for parse_tb_line)."""
+    path = Path(path)
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ThinkingBoxFormatError(f"cannot read the file: {exc.strerror}", file=path) from exc
+    chunk: list[tuple[int, bytes]] = []
+    with handle:
+        for number, data in enumerate(handle, start=1):
+            if data.strip():
+                chunk.append((number, data))
+                if len(chunk) == size:
+                    yield chunk
+                    chunk = []
+    if chunk:
+        yield chunk
+
+
+def parse_tb_line(data: bytes, *, file: str, line: int) -> TbRecord:
+    """One JSONL line of a tb infer file as a TbRecord, with iter_tb_results' errors."""
+    return parse_tb_row(_json_line(data, Path(file), line), file=file, line=line)
+
+
 @dataclass(frozen=True)
 class TbRowKey:
     """What identifies a row (its test and repetition) and its agent, read without parsing the rest."""

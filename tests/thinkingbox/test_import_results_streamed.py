@@ -9,6 +9,7 @@ import pytest
 
 import apps.attempts.services as attempt_services
 from apps.attempts.models import Attempt, AttemptSignature, TaskSummary
+from apps.thinkingbox import results_rows
 from apps.thinkingbox.services import tb_results_import
 from tb_engine.thinkingbox import ThinkingBoxFormatError
 from tests.thinkingbox.conftest import SHARED, table_counts
@@ -103,3 +104,54 @@ def test_import_tb_results_stores_every_column_of_the_rows(alice, team_a, tmp_pa
         AttemptSignature.objects.filter(campaign=report.campaign).count()
         == Attempt.objects.filter(campaign=report.campaign, verdict="fail").count()
     )
+
+
+def _stored(campaign) -> list[tuple]:
+    return list(
+        Attempt.objects.filter(campaign=campaign)
+        .order_by("task__task_id", "index")
+        .values_list("task__task_id", "index", "status", "verdict", "result", "input_tokens", "categories")
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_tb_results_in_worker_processes_stores_what_one_process_stores(
+    alice, team_a, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(results_rows, "IMPORT_WORKERS", 2)
+    path = tmp_path / "rows.jsonl"
+    _write(path, _rows(1200))
+    monkeypatch.setattr(results_rows, "PARALLEL_FROM_ROWS", 10**9)
+    alone = tb_results_import(path=path, campaign_name="one process", team=team_a, owner=alice)
+
+    monkeypatch.setattr(results_rows, "PARALLEL_FROM_ROWS", 100)
+    pooled = tb_results_import(path=path, campaign_name="worker processes", team=team_a, owner=alice)
+
+    assert len(_stored(pooled.campaign)) == 1200
+    assert _stored(pooled.campaign) == _stored(alone.campaign)
+    assert (pooled.tb_agg, pooled.ours, pooled.disagreements) == (
+        alone.tb_agg,
+        alone.ours,
+        alone.disagreements,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_tb_results_in_worker_processes_bad_row_writes_nothing(alice, team_a, tmp_path, monkeypatch):
+    monkeypatch.setattr(results_rows, "IMPORT_WORKERS", 2)
+    monkeypatch.setattr(results_rows, "PARALLEL_FROM_ROWS", 100)
+    rows = _rows(1200)
+    rows[900] = {**rows[900], "messages": "hello"}  # in a later chunk than the first ones stored
+    rows[1100] = {**rows[1100], "messages": "hello"}
+    path = tmp_path / "rows.jsonl"
+    _write(path, rows)
+    before = table_counts()
+
+    with pytest.raises(ThinkingBoxFormatError) as raised:
+        tb_results_import(path=path, campaign_name="bad", team=team_a, owner=alice)
+
+    assert (
+        str(raised.value)
+        == f"{path}:901: test cloud_drive.py:test_append_18: field messages must be list, got str"
+    )
+    assert table_counts() == before
