@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connection, models
 
 from apps.attempts.models import Attempt
+from apps.core.text import without_nul
 
 # Columns whose Python value the driver cannot take as it is (Django adapts them per backend).
 _ADAPTED = {"DateTimeField", "DateField", "TimeField", "DecimalField", "DurationField", "UUIDField"}
@@ -32,30 +33,38 @@ class JsonText(str):
 
 
 def encoded_json(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` with each JSON column's value encoded as JsonText.
+    """``fields`` with each JSON column's value encoded as JsonText, NUL characters shown as ␀.
 
     Lets the encoding happen where the row is made (another process, in a parallel import) and
-    travel as one string instead of a nested structure.
+    travel as one string instead of a nested structure. The values may still hold NULs
+    (``AttemptOutcome.as_fields(json_nul_shown=False)``): PostgreSQL refuses them, and finding
+    them in the encoded text saves walking the value first.
     """
     json_fields = _json_fields()
-    return {
-        name: JsonText(json.dumps(value, cls=json_fields[name].encoder)) if name in json_fields else value
-        for name, value in fields.items()
-    }
+    encoded = {}
+    for name, value in fields.items():
+        if name in json_fields:
+            encoder = json_fields[name].encoder
+            text = json.dumps(value, cls=encoder)
+            if "\\u0000" in text:
+                text = json.dumps(without_nul(value), cls=encoder)
+            value = JsonText(text)
+        encoded[name] = value
+    return encoded
 
 
 def _json_fields() -> dict[str, models.JSONField]:
     return {f.name: f for f in _fields() if isinstance(f, models.JSONField)}
 
 
-def _converter(field: models.Field) -> Callable[[Any], Any]:
+def _converter(field: models.Field) -> Callable[[Any], Any] | None:
     if isinstance(field, models.JSONField):
         encoder = field.encoder
         # Text both backends parse as the column's JSON (jsonb on PostgreSQL, text on SQLite).
         return lambda value: str(value) if isinstance(value, JsonText) else json.dumps(value, cls=encoder)
     if field.get_internal_type() in _ADAPTED:
         return _last_value_kept(lambda value: field.get_db_prep_save(value, connection))
-    return lambda value: value
+    return None
 
 
 def _last_value_kept(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -93,7 +102,8 @@ def _reserve_ids(count: int) -> list[int]:
 
 
 def attempt_rows_insert(rows: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Insert new attempts given as {field name: value} (others take their defaults); returns their ids in order.
+    """Insert new attempts given as {field attname (``campaign_id``, ``task_id``, ``status``…): value}
+    (others take their defaults); returns their ids in order.
 
     Must run inside a transaction (``transaction.atomic``), the caller's, which keeps it
     all-or-nothing. Side effects: one campaigns_attempt row per mapping.
@@ -103,21 +113,25 @@ def attempt_rows_insert(rows: Sequence[Mapping[str, Any]]) -> list[int]:
     if not connection.in_atomic_block:
         raise RuntimeError("attempt_rows_insert must run inside transaction.atomic()")
     fields = _fields()
-    converters = [_converter(f) for f in fields]
-    defaults = [f.get_default() for f in fields]
+    known = {f.attname for f in fields}
+    unknown = sorted({key for row in rows for key in row} - known)
+    if unknown:
+        raise ValueError(f"attempt_rows_insert: not Attempt columns: {', '.join(unknown)}")
+    # (attname, conversion or None when the driver takes the value as it is, default)
+    plan = [(f.attname, _converter(f), f.get_default()) for f in fields]
     ids = _reserve_ids(len(rows))
     values = (
         [
             pk,
             *(
-                convert(row[f.attname] if f.attname in row else row.get(f.name, default))
-                for f, convert, default in zip(fields, converters, defaults, strict=True)
+                row.get(attname, default) if convert is None else convert(row.get(attname, default))
+                for attname, convert, default in plan
             ),
         ]
         for pk, row in zip(ids, rows, strict=True)
     )
     table = connection.ops.quote_name(Attempt._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(c) for c in ["id", *(f.column for f in fields)])
+    columns = ", ".join(connection.ops.quote_name(c) for c in ["id", *(f.column or f.name for f in fields)])
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # The driver's own cursor: Django's wrapper has no copy(); the statement runs in the

@@ -179,7 +179,7 @@ def attempt_import_row(*, task_id: int, index: int, result: AttemptResult) -> Im
     return ImportRow(
         task_id=task_id,
         index=index,
-        fields=encoded_json(outcome.as_fields()),
+        fields=encoded_json(outcome.as_fields(json_nul_shown=False)),
         signature=outcome.signature_row(attempt_id=0, campaign_id=0, task_id=task_id),
     )
 

@@ -155,3 +155,16 @@ def test_import_tb_results_in_worker_processes_bad_row_writes_nothing(alice, tea
         == f"{path}:901: test cloud_drive.py:test_append_18: field messages must be list, got str"
     )
     assert table_counts() == before
+
+
+@pytest.mark.django_db
+def test_import_tb_results_shows_nul_characters_as_the_record_path_does(alice, team_a, tmp_path):
+    rows = _rows(2)
+    rows[1]["messages"][-1]["content"] = "Done.\u0000"
+    path = tmp_path / "rows.jsonl"
+    _write(path, rows)
+
+    report = tb_results_import(path=path, campaign_name="nul", team=team_a, owner=alice)
+
+    stored = Attempt.objects.get(campaign=report.campaign, index=1).result["transcript"]["messages"]
+    assert [m["content"] for m in stored if m["role"] == "assistant"][-1] == "Done.␀"

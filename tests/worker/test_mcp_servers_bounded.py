@@ -98,7 +98,8 @@ def test_one_domain_campaign_runs_only_its_servers_and_none_outlives_its_worker(
     full_import, celery_worker_process, alice, team_a, tmp_path
 ):
     modules = {d.name: _module(d.spec) for d in Domain.objects.filter(suite=full_import, backend="mcp")}
-    assert len(set(modules.values())) >= 2  # the full import of the shared dataset: servers a worker could start
+    # The full import of the shared dataset: servers a worker could start.
+    assert len(set(modules.values())) >= 2
     # Tasks without rubrics: their verdict is the state alone (no judge needed).
     tasks = list(
         full_import.tasks.filter(domain__name=DOMAIN, task_id__startswith=f"{DOMAIN}_group1.py:").order_by(
