@@ -10,6 +10,7 @@ its line, after the rows before it were handed on.
 from __future__ import annotations
 
 import collections
+import gc
 import itertools
 import multiprocessing
 import os
@@ -63,6 +64,9 @@ def converted_rows(path: Path, tasks: TaskKeys, *, rows: int) -> Iterator[Conver
         return
     _job.update(path=str(path), tasks=tasks)
     ahead = IMPORT_WORKERS * 4  # chunks in flight: enough to keep every process busy, memory flat
+    # The forked workers share this process's pages until they write to them; the collector would
+    # write to every object it scans (copying the whole heap into each worker), frozen it leaves them.
+    gc.freeze()
     try:
         with multiprocessing.get_context("fork").Pool(IMPORT_WORKERS) as pool:
             chunks = iter_tb_lines(path, size=CHUNK_ROWS)
@@ -79,4 +83,5 @@ def converted_rows(path: Path, tasks: TaskKeys, *, rows: int) -> Iterator[Conver
                     message, file, line, test = error
                     raise ThinkingBoxFormatError(message, file=file, line=line, test=test)
     finally:
+        gc.unfreeze()
         _job.clear()
