@@ -228,8 +228,9 @@ def _import_tools(problems: _Problems, path: Path, domain_name: str) -> ModuleTy
 
 
 def _load_tools(
-    problems: _Problems, raw: Any, module: ModuleType | None, tools_path: Path
+    problems: _Problems, raw: Any, module: ModuleType | None, tools_path: Path, *, bind: bool = True
 ) -> dict[str, ToolSpec]:
+    """The declared tools; with ``bind``, each with its function from ``module`` (checked against its schema)."""
     tools: dict[str, ToolSpec] = {}
     if not isinstance(raw, list) or not raw:
         problems.add("tools", "must be a non-empty list of tool definitions")
@@ -261,7 +262,9 @@ def _load_tools(
         if not isinstance(read_only, bool):
             problems.add(f"{field}.read_only", "must be true or false")
         impl = getattr(module, name, None) if module is not None else None
-        if impl is None or not callable(impl):
+        if not bind:
+            pass
+        elif impl is None or not callable(impl):
             problems.add(f"{field}.name", f"no function {name}() in {tools_path}")
         else:
             _check_signature(problems, impl, parameters, field)
@@ -302,9 +305,14 @@ def load_domain(directory: str | Path) -> DomainSpec:
     if not isinstance(policy, str) or not policy.strip():
         problems.add("policy", "must be a non-empty string (the agent's instructions)")
     tables = _load_tables(problems, raw.get("tables"))
-    module = _import_tools(problems, directory / "tools.py", name)
-    tools = _load_tools(problems, raw.get("tools"), module, directory / "tools.py")
     data = _check_rows(problems, tables, raw.get("data"), "data")
+    tools_path = directory / "tools.py"
+    _load_tools(problems, raw.get("tools"), None, tools_path, bind=False)
+    # A domain whose declarations are already broken is never run: importing its tools.py would
+    # execute an author's code for a domain that cannot be used anyway.
+    problems.raise_if_any()
+    module = _import_tools(problems, tools_path, name)
+    tools = _load_tools(problems, raw.get("tools"), module, tools_path)
     problems.raise_if_any()
     return DomainSpec(
         name=name,

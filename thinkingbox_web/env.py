@@ -113,7 +113,9 @@ def filesystem_broker_options(data_dir: Path) -> dict:
     processed_dir = data_dir / "broker" / "processed"
     # Exchange-to-queue tables; kombu's default is ./control, i.e. wherever the process started.
     control_dir = data_dir / "broker" / "control"
-    for folder in (queue_dir, processed_dir, control_dir):
+    # Files that are not whole messages are moved here (thinkingbox_web.filesystem_broker).
+    rejected_dir = data_dir / "broker" / "rejected"
+    for folder in (queue_dir, processed_dir, control_dir, rejected_dir):
         folder.mkdir(parents=True, exist_ok=True)
     # Producer and consumer share one folder: the web process writes messages, the worker reads them.
     return {
@@ -121,6 +123,7 @@ def filesystem_broker_options(data_dir: Path) -> dict:
         "data_folder_out": str(queue_dir),
         "processed_folder": str(processed_dir),
         "control_folder": str(control_dir),
+        "rejected_folder": str(rejected_dir),
         "store_processed": False,
         # The filesystem transport delivers one message per poll: poll often or attempts crawl.
         "polling_interval": 0.02,

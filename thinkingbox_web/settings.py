@@ -183,6 +183,8 @@ CELERY_BROKER_URL = env.get("CELERY_BROKER_URL") or "filesystem://"
 CELERY_BROKER_IS_FILESYSTEM = CELERY_BROKER_URL.startswith("filesystem:")
 if CELERY_BROKER_IS_FILESYSTEM:
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(DATA_DIR)
+    # Kombu's filesystem transport, writing whole messages and setting unreadable files aside.
+    CELERY_BROKER_TRANSPORT = "thinkingbox_web.filesystem_broker:Transport"
 else:
     # A worker that dies holding a message gets it redelivered after this many seconds (Redis).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": read_int(env, "CELERY_VISIBILITY_TIMEOUT", 3600)}

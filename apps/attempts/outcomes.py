@@ -73,13 +73,18 @@ class AttemptOutcome:
             provider=list(result.extra.get("provider") or []),
         )
 
-    def as_fields(self) -> dict[str, Any]:
-        """The row's columns; text with NUL characters (PostgreSQL refuses them) shown as ␀."""
+    def as_fields(self, *, json_nul_shown: bool = True) -> dict[str, Any]:
+        """The row's columns; text with NUL characters (PostgreSQL refuses them) shown as ␀.
+
+        ``json_nul_shown=False`` leaves the JSON columns as they are, for a caller that shows their
+        NULs as it encodes them (``bulk_insert.encoded_json``: one pass over the value instead of two).
+        """
+        shown = without_nul if json_nul_shown else _as_it_is
         return {
             "status": self.status,
             "termination": self.termination,
             "verdict": self.verdict,
-            "categories": without_nul(self.categories),
+            "categories": shown(self.categories),
             "clean_looking": self.clean_looking,
             "task_hash": self.task_hash,
             "input_tokens": self.agent_usage.input_tokens,
@@ -92,9 +97,9 @@ class AttemptOutcome:
             "tool_calls": self.tool_calls,
             "diff_items": self.diff_items,
             "duration_ms": self.duration_ms,
-            "result": without_nul(self.result),
+            "result": shown(self.result),
             "error_detail": without_nul(self.error_detail),
-            "provider": without_nul(self.provider),
+            "provider": shown(self.provider),
         }
 
     def signature_row(self, *, attempt_id: int, campaign_id: int, task_id: int) -> SignatureRow | None:
@@ -110,6 +115,10 @@ class AttemptOutcome:
             termination=self.termination,
             clean_looking=self.clean_looking,
         )
+
+
+def _as_it_is(value: Any) -> Any:
+    return value
 
 
 # --- Superseded runs: every run the endpoint answered stays billed (SPEC §5) ----------------------

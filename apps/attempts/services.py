@@ -9,17 +9,20 @@ Nothing here changes a campaign row: what follows for the campaign is the caller
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import reset_queries, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.attempts.bulk_insert import attempt_rows_insert, encoded_json
 from apps.attempts.dispatch import RUN_ATTEMPT_TASK, attempts_dispatch
 from apps.attempts.models import Attempt
 from apps.attempts.outcomes import USAGE_FIELDS, AttemptOutcome, last_run, superseded_run
@@ -31,7 +34,7 @@ from apps.attempts.recording import (
     attempt_record,
     attempts_heartbeat,
 )
-from apps.attempts.signature_rows import signatures_store
+from apps.attempts.signature_rows import SignatureRow, signatures_store
 from apps.attempts.signatures import BackfillReport, backfill_signatures
 from apps.attempts.summaries import summaries_create, summary_refresh
 from apps.suites.models import Task
@@ -147,36 +150,88 @@ def _supersede_last_runs(attempts) -> None:
     Attempt.objects.bulk_update(changed, ["superseded_runs"], batch_size=500)
 
 
-def attempts_import(
-    *, campaign_id: int, attempts: Sequence[tuple[Task, int, AttemptResult]], finished_at: datetime
-) -> None:
-    """Store results run elsewhere as the campaign's finished attempts (unpriced).
+IMPORT_BATCH_ROWS = 2000  # rows converted and inserted at a time: memory stays flat on a million-row import
 
-    Side effects: one Attempt per (task, index, engine result) triple, their signature rows, the
+
+def _batched(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+@dataclass(frozen=True)
+class ImportRow:
+    """One result run elsewhere, ready to store: its columns (JSON ones already encoded) and signature.
+
+    Made by ``attempt_import_row``, which may run in another process (a big import converts rows
+    in parallel); ``attempts_import_rows`` stores a stream of them.
+    """
+
+    task_id: int
+    index: int
+    fields: dict
+    signature: SignatureRow | None  # attempt_id and campaign_id filled in when stored
+
+
+def attempt_import_row(*, task_id: int, index: int, result: AttemptResult) -> ImportRow:
+    """The row and signature an imported (unpriced) engine result is stored as."""
+    outcome = AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None)
+    return ImportRow(
+        task_id=task_id,
+        index=index,
+        fields=encoded_json(outcome.as_fields(json_nul_shown=False)),
+        signature=outcome.signature_row(attempt_id=0, campaign_id=0, task_id=task_id),
+    )
+
+
+def attempts_import(
+    *, campaign_id: int, attempts: Iterable[tuple[Task, int, AttemptResult]], finished_at: datetime
+) -> int:
+    """Store results run elsewhere as the campaign's finished attempts (unpriced); returns how many.
+
+    ``attempts`` (task, index, engine result) may be a generator over a file: see attempts_import_rows.
+    """
+    rows = (
+        attempt_import_row(task_id=task.pk, index=index, result=result) for task, index, result in attempts
+    )
+    return attempts_import_rows(campaign_id=campaign_id, rows=rows, finished_at=finished_at)
+
+
+def attempts_import_rows(*, campaign_id: int, rows: Iterable[ImportRow], finished_at: datetime) -> int:
+    """Store prepared rows as the campaign's finished attempts; returns how many.
+
+    ``rows`` is consumed IMPORT_BATCH_ROWS at a time (it may be a generator over a file), so only
+    one batch is held at once, and written with COPY (``bulk_insert``); the caller's transaction
+    keeps the import all-or-nothing. Side effects: one Attempt per row, their signature rows, the
     campaign's TaskSummary and SignatureCount rows.
     """
-    outcomes = [
-        AttemptOutcome.from_result(result, agent_cost=None, eval_cost=None) for _, _, result in attempts
-    ]
-    rows = [
-        Attempt(
-            campaign_id=campaign_id, task=task, index=index, finished_at=finished_at, **outcome.as_fields()
+    stored = 0
+    for batch in _batched(rows, IMPORT_BATCH_ROWS):
+        ids = attempt_rows_insert(
+            [
+                {
+                    "campaign_id": campaign_id,
+                    "task_id": row.task_id,
+                    "index": row.index,
+                    "finished_at": finished_at,
+                }
+                | row.fields
+                for row in batch
+            ]
         )
-        for (task, index, _), outcome in zip(attempts, outcomes, strict=True)
-    ]
-    Attempt.objects.bulk_create(rows, batch_size=500)
-    signatures_store(
-        [
-            found
-            for row, outcome in zip(rows, outcomes, strict=True)
-            if (
-                found := outcome.signature_row(
-                    attempt_id=row.pk, campaign_id=campaign_id, task_id=row.task_id
-                )
-            )
-        ]
-    )
+        signatures_store(
+            [
+                dataclasses.replace(row.signature, attempt_id=attempt_id, campaign_id=campaign_id)
+                for attempt_id, row in zip(ids, batch, strict=True)
+                if row.signature is not None
+            ],
+            fresh=True,
+        )
+        stored += len(ids)
+        # With DEBUG on, Django logs every query's SQL: a million-row import's batches would all stay.
+        reset_queries()
     summary_refresh(campaign_id=campaign_id)
+    return stored
 
 
 # --- Housekeeping: dead workers, lost messages, signatures -----------------------------------------

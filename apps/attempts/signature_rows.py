@@ -65,12 +65,15 @@ def variant_ids(forms: dict[str, tuple[str, str]]) -> dict[str, int]:
     return found
 
 
-def signatures_store(rows: list[SignatureRow], *, attempt_ids: Iterable[int] = ()) -> None:
+def signatures_store(
+    rows: list[SignatureRow], *, attempt_ids: Iterable[int] = (), fresh: bool = False
+) -> None:
     """Replace the signature rows of ``attempt_ids`` and of every row's attempt with ``rows``.
 
-    An attempt listed in ``attempt_ids`` without a row (it did not fail) ends with none.
+    An attempt listed in ``attempt_ids`` without a row (it did not fail) ends with none. ``fresh``:
+    the attempts were just inserted, so there is nothing to replace (an import skips the deletes).
     """
-    stale = list({*attempt_ids, *(row.attempt_id for row in rows)})
+    stale = [] if fresh else list({*attempt_ids, *(row.attempt_id for row in rows)})
     with transaction.atomic(savepoint=False):
         for chunk in in_slices(stale):
             AttemptSignature.objects.filter(attempt_id__in=chunk).delete()

@@ -125,8 +125,13 @@ def summary_refresh(*, campaign_id: int, task_id: int | None = None) -> None:
     # No savepoint when nested in attempt_record's transaction (two round trips saved).
     with transaction.atomic(savepoint=False):
         if task_id is None:
+            # order_by(): Attempt's default ordering would add its columns to the DISTINCT and
+            # return one row per attempt (a million for a big import) instead of one per task.
             task_ids = list(
-                Attempt.objects.filter(campaign_id=campaign_id).values_list("task_id", flat=True).distinct()
+                Attempt.objects.filter(campaign_id=campaign_id)
+                .order_by()
+                .values_list("task_id", flat=True)
+                .distinct()
             )
             summaries_create(campaign_id=campaign_id, task_ids=task_ids)
             where, params = "campaign_id = %s", [campaign_id]

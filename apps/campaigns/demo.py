@@ -9,7 +9,8 @@ from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_progress
 from apps.campaigns.services import campaign_create, campaign_start, campaigns_wait
 from apps.core.demo import DemoContext, demo_step
-from thinkingbox_web.embedded import broker_is_embedded, start_embedded_worker, stop_worker, tasks_run_inline
+from apps.core.services import worker_heartbeat_forget
+from thinkingbox_web.embedded import SupervisedWorker, broker_is_embedded, tasks_run_inline
 
 DEMO_AGENTS = ("golden", "sim:steady", "sim:explorer", "sim:careless", "sim:cautious")
 DEMO_N = 20  # the norm; `demo --repeat N` changes it
@@ -44,7 +45,11 @@ def run_demo_campaigns(context: DemoContext) -> None:
     if not to_wait:
         context.notes.append("Demo campaigns: already complete")
         return
-    worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None
+    worker = (
+        SupervisedWorker(on_exit=worker_heartbeat_forget).start()
+        if broker_is_embedded() and not tasks_run_inline()
+        else None
+    )
     started = time.monotonic()
     try:
         finished = campaigns_wait(
@@ -52,7 +57,7 @@ def run_demo_campaigns(context: DemoContext) -> None:
         )
     finally:
         if worker is not None:
-            stop_worker(worker)
+            worker.stop()
     total = sum(campaign_progress(campaign=c).finished for c in to_wait)
     context.out.write("\n")
     seconds = time.monotonic() - started

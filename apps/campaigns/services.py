@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,11 +26,13 @@ from django.utils import timezone
 from apps.agents.models import AgentConfig, PriceSheet
 from apps.attempts.selectors import attempt_counts_by_task, attempts_in_flight, attempts_in_window
 from apps.attempts.services import (
+    ImportRow,
     Recorded,
     attempts_add,
     attempts_cancel_queued,
     attempts_dispatch,
     attempts_import,
+    attempts_import_rows,
     attempts_queue,
     attempts_requeue_unfinished,
     attempts_resend_lost,
@@ -232,29 +235,37 @@ def campaign_import(
     owner,
     agent: AgentConfig,
     suite: Suite,
-    attempts: Sequence[tuple[Task, int, AttemptResult]],
+    attempts: Iterable[tuple[Task, int, AttemptResult]] = (),
     source: str,
     harness: str,
     finished_at: datetime | None = None,
+    tasks: Sequence[Task] | None = None,
+    n_attempts: int | None = None,
+    rows: Iterable[ImportRow] | None = None,
 ) -> Campaign:
     """Store results run elsewhere (e.g. ``tb infer`` rows) as a finished campaign.
 
     ``attempts`` are (task, index, engine result) triples; ``source`` (a file name) becomes the
-    campaign's user-simulator and judge description, ``harness`` what ran them. Side effects,
-    in one transaction: a Campaign (status done) over the attempts' tasks, one Attempt per
-    triple (unpriced) and the campaign's TaskSummary rows.
+    campaign's user-simulator and judge description, ``harness`` what ran them. Given ``tasks``
+    and ``n_attempts`` (known from a first pass over a big file), ``attempts`` may be a generator:
+    it is read once, a batch at a time. Or, with ``tasks`` and ``n_attempts``, ``rows`` already
+    made ready to store (``attempts.services.attempt_import_row``, maybe in other processes). Side effects, in one transaction: a Campaign (status done)
+    over the attempts' tasks, one Attempt per triple (unpriced) and the campaign's TaskSummary rows.
     """
     finished_at = finished_at or timezone.now()
-    tasks = {task.pk: task for task, _, _ in attempts}
-    repeats = max(index for _, index, _ in attempts) + 1
-    per_task = max(sum(1 for task, _, _ in attempts if task.pk == pk) for pk in tasks)
+    if tasks is None or n_attempts is None:
+        attempts = list(attempts)
+        by_pk = {task.pk: task for task, _, _ in attempts}
+        repeats = max(index for _, index, _ in attempts) + 1
+        per_task = Counter(task.pk for task, _, _ in attempts)
+        tasks, n_attempts = list(by_pk.values()), max(repeats, max(per_task.values()))
     campaign = Campaign.objects.create(
         name=name,
         team=team,
         owner=owner,
         agent=agent,
         suite=suite,
-        n_attempts=max(repeats, per_task),
+        n_attempts=n_attempts,
         user_simulator={"kind": "imported", "source": source},
         judge={"kind": "imported", "source": source},
         harness_version=f"{harness} (imported by {HARNESS_VERSION})",
@@ -264,8 +275,11 @@ def campaign_import(
         started_at=finished_at,
         finished_at=finished_at,
     )
-    campaign.tasks.set(tasks.values())
-    attempts_import(campaign_id=campaign.pk, attempts=attempts, finished_at=finished_at)
+    campaign.tasks.set(tasks)
+    if rows is not None:
+        attempts_import_rows(campaign_id=campaign.pk, rows=rows, finished_at=finished_at)
+    else:
+        attempts_import(campaign_id=campaign.pk, attempts=attempts, finished_at=finished_at)
     return campaign
 
 

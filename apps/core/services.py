@@ -50,3 +50,12 @@ def record_worker_heartbeat(*, hostname: str) -> WorkerHeartbeat:
             WorkerHeartbeat.objects.filter(pk=heartbeat.pk).update(last_seen=now, beats=F("beats") + 1)
             heartbeat.refresh_from_db()
     return heartbeat
+
+
+def worker_heartbeat_forget(*, hostname: str) -> int:
+    """A worker known to be dead (its supervisor saw it exit) stops counting as alive at once.
+
+    Side effect: deletes its heartbeat row (it is written again when the worker is ready).
+    """
+    deleted, _ = WorkerHeartbeat.objects.filter(hostname=hostname).delete()
+    return deleted

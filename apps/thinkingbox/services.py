@@ -1,13 +1,14 @@
 """Writes for ThinkingBox-Bench: import a dataset as a suite, import ``tb infer`` rows as a campaign.
 
-Both imports parse everything first (the engine raises ThinkingBoxFormatError naming file, line
-and test) and write in one transaction, so a failing import leaves the database unchanged.
+Both imports write in one transaction and the engine raises ThinkingBoxFormatError naming file,
+line and test, so a failing import leaves the database unchanged. A dataset is parsed whole first;
+a results file is streamed (keys first, then each row parsed as it is stored).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from django.db.models import Q
 from django.utils.text import slugify
 
 from apps.agents.services import agent_config_imported
+from apps.attempts.services import ImportRow
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_name_taken
 from apps.campaigns.services import campaign_import
@@ -24,11 +26,17 @@ from apps.core.models import Team
 from apps.suites.models import Suite, Task
 from apps.suites.services import suite_store
 from apps.thinkingbox.launch import LaunchPlan
+from apps.thinkingbox.results_rows import converted_rows
 from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
-from tb_engine.thinkingbox import ImportProblem, ThinkingBoxFormatError, parse_tb_results, read_dataset
-from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, our_figures, tb_agg_figures
+from tb_engine.thinkingbox import (
+    ImportProblem,
+    ThinkingBoxFormatError,
+    iter_tb_row_keys,
+    parse_tb_row,
+    read_dataset,
+)
+from tb_engine.thinkingbox.agg import OurFigures, TbAggFigures, TbTally, our_figures, tb_agg_figures
 from tb_engine.thinkingbox.results import TbRecord
-from tb_engine.yaml_bounded import load_yaml
 
 CUSTOM_CHECK_DETAIL = "custom check — not supported"
 IMPORTED_AGENT_MARKER = (
@@ -150,15 +158,6 @@ class ResultsImport:
     disagreements: int  # attempts whose our-state verdict differs from ThinkingBox's hash verdict
 
 
-def _agent_names(path: Path) -> list[str]:
-    """``metadata.agent`` of every row (rows were already validated by parse_tb_results)."""
-    if path.suffix in (".yaml", ".yml"):
-        rows = [load_yaml(path.read_text(encoding="utf-8"))]
-    else:
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [str((row.get("metadata") or {}).get("agent") or "unknown") for row in rows]
-
-
 def _matching_suite(task_ids: set[str], suite_name: str | None, path: Path, team: Team) -> Suite | None:
     usable = Suite.objects.filter(Q(team__isnull=True) | Q(team=team))  # never another team's own suite
     if suite_name:
@@ -245,37 +244,110 @@ def _slug(text: str) -> str:
     return slugify(text)[:80] or "imported"
 
 
+class _TestRows:
+    """What the first pass keeps of one test: its row count, last repetition and which repetitions it saw."""
+
+    __slots__ = ("last_repetition", "repetitions", "runs")
+
+    def __init__(self) -> None:
+        self.runs, self.last_repetition = 0, -1
+        # Bit r set once repetition r was seen (r < MAX_REPETITIONS = 200): a few dozen bytes per
+        # test where a {repetition: line} map cost about 100 bytes a row.
+        self.repetitions = 0
+
+
+@dataclass
+class _Survey:
+    """A first pass over a results file: every row's key checked, only what the import needs kept."""
+
+    tests: dict[str, _TestRows] = field(default_factory=dict)  # in order of first appearance
+    first: dict[str, TbRecord] = field(default_factory=dict)  # each test's first row (minimal suite)
+    agents: set[str] = field(default_factory=set)
+    rows: int = 0
+
+    @property
+    def n_attempts(self) -> int:
+        """The campaign's N: the highest repetition + 1, or the most rows of one test if more."""
+        tests = self.tests.values()
+        return max(max(t.last_repetition + 1 for t in tests), max(t.runs for t in tests))
+
+
+def _earlier_line(path: Path, task_id: str, repetition: int) -> int:
+    """The first line holding (test, repetition): read again only once a duplicate was found."""
+    return next(k.line for k in iter_tb_row_keys(path) if (k.task_id, k.repetition) == (task_id, repetition))
+
+
+def _survey(path: Path) -> _Survey:
+    """Read the file once, a key at a time: bad JSON, a bad key or a duplicate (test, repetition) raises, naming its line.
+
+    The rest of each row is checked by the second pass (``_stored_attempts``), inside the import's
+    transaction, so a bad row there still leaves nothing written; only each test's first row is
+    parsed here, for a minimal suite.
+    """
+    survey = _Survey()
+    for key in iter_tb_row_keys(path):
+        test = survey.tests.get(key.task_id)
+        if test is None:
+            test = survey.tests[key.task_id] = _TestRows()
+            survey.first[key.task_id] = parse_tb_row(key.row, file=str(path), line=key.line)
+        bit = 1 << key.repetition
+        if test.repetitions & bit:
+            raise ThinkingBoxFormatError(
+                f"duplicate attempt: {key.task_id} repetition {key.repetition} "
+                f"(also on line {_earlier_line(path, key.task_id, key.repetition)})",
+                file=path,
+                line=key.line,
+            )
+        test.repetitions |= bit
+        test.runs += 1
+        test.last_repetition = max(test.last_repetition, key.repetition)
+        survey.agents.add(key.agent)
+        survey.rows += 1
+    return survey
+
+
+@dataclass
+class _Stored:
+    """What the second pass counts while it stores the rows: tb agg's tallies and verdict disagreements."""
+
+    tally: TbTally = field(default_factory=TbTally)
+    disagreements: int = 0
+
+
+def _stored_rows(
+    path: Path, task_rows: dict[str, Task], counted: _Stored, *, rows: int
+) -> Iterator[ImportRow]:
+    """The second pass: each row parsed whole (in parallel for a big file), counted, ready to store."""
+    tasks = {task_id: (task.pk, task.content_hash) for task_id, task in task_rows.items()}
+    for row, tallied, disagreements in converted_rows(path, tasks, rows=rows):
+        counted.tally.add(tallied)
+        counted.disagreements += disagreements
+        yield row
+
+
 @transaction.atomic
 def tb_results_import(
     *, path: str | Path, campaign_name: str, team: Team, owner=None, suite_name: str | None = None
 ) -> ResultsImport:
     """Turn ``tb infer`` output (JSONL or one YAML result) into a finished campaign.
 
-    Side effects, in one transaction: maybe a minimal Suite (when no imported suite holds the
-    test ids), an AgentConfig named ``tb:<metadata.agent>`` (kind openai, marked imported, not a
-    simulation), a Campaign (status done), one Attempt per row and refreshed TaskSummary rows.
-    Raises ThinkingBoxFormatError (file, line) for bad rows, a duplicate (test, repetition), an
-    unknown suite or an existing campaign name.
+    The file is read twice, a row at a time, so memory stays flat however many rows it holds:
+    once for the rows' keys (tests, repetitions, duplicates), once to parse each row whole and
+    store them in batches; a bad row found then rolls the whole import back. Side effects, in one transaction: maybe a minimal Suite (when no imported suite
+    holds the test ids), an AgentConfig named ``tb:<metadata.agent>`` (kind openai, marked
+    imported, not a simulation), a Campaign (status done), one Attempt per row and refreshed
+    TaskSummary rows. Raises ThinkingBoxFormatError (file, line) for bad rows, a duplicate (test,
+    repetition), an unknown suite or an existing campaign name.
     """
     path = Path(path)
-    records = parse_tb_results(path)
-    if not records:
+    survey = _survey(path)
+    if not survey.rows:
         raise ThinkingBoxFormatError("no rows to import", file=path)
-    seen: dict[tuple[str, int], int] = {}
-    for record in records:
-        place = (record.task_id, record.repetition)
-        if place in seen:
-            raise ThinkingBoxFormatError(
-                f"duplicate attempt: {record.task_id} repetition {record.repetition} (also on line {seen[place]})",
-                file=path,
-                line=record.line,
-            )
-        seen[place] = record.line
     if campaign_name_taken(team=team, name=campaign_name):
         raise ThinkingBoxFormatError(
             f"campaign {campaign_name!r} already exists in team {team.slug}", file=path
         )
-    agents = sorted(set(_agent_names(path)))
+    agents = sorted(survey.agents)
     owner = (
         owner
         or team.members.order_by("id").first()
@@ -284,11 +356,13 @@ def tb_results_import(
     if owner is None:
         raise ThinkingBoxFormatError(f"team {team.slug} has no member to own the campaign", file=path)
 
-    task_ids = {r.task_id for r in records}
+    task_ids = set(survey.first)
     suite = _matching_suite(task_ids, suite_name, path, team)
     suite_created = suite is None
     if suite is None:
-        suite = _minimal_suite(records, f"tb-results-{team.slug}-{_slug(campaign_name)}"[:100], path, team)
+        suite = _minimal_suite(
+            list(survey.first.values()), f"tb-results-{team.slug}-{_slug(campaign_name)}"[:100], path, team
+        )
     task_rows = {t.task_id: t for t in Task.objects.filter(suite=suite, task_id__in=task_ids)}
 
     agent = agent_config_imported(
@@ -296,29 +370,26 @@ def tb_results_import(
         model="+".join(agents),
         parameters={"imported": IMPORTED_AGENT_MARKER, "tb_agents": agents},
     )
-    attempts = []
-    disagreements = 0
-    for record in records:
-        task = task_rows[record.task_id]
-        attempts.append((task, record.repetition, record.to_attempt_result(task_hash=task.content_hash)))
-        disagreements += sum(1 for c in record.effects.values() if not c.agree)
+    counted = _Stored()
     campaign = campaign_import(
         name=campaign_name,
         team=team,
         owner=owner,
         agent=agent,
         suite=suite,
-        attempts=attempts,
+        rows=_stored_rows(path, task_rows, counted, rows=survey.rows),
+        tasks=[task_rows[task_id] for task_id in survey.first],
+        n_attempts=survey.n_attempts,
         source=str(path),
         harness="tb infer",
     )
     return ResultsImport(
         campaign=campaign,
-        attempts=len(attempts),
+        attempts=survey.rows,
         suite_created=suite_created,
-        tb_agg=tb_agg_figures(records),
-        ours=our_figures(records),
-        disagreements=disagreements,
+        tb_agg=tb_agg_figures(counted.tally),
+        ours=our_figures(counted.tally),
+        disagreements=counted.disagreements,
     )
 
 

@@ -119,7 +119,7 @@ def _warm_sandboxes(suite) -> None:
 
 
 def warm_mcp_servers() -> int:
-    """Start the warm pool (and fork server) of the MCP domains of running campaigns in this process.
+    """Start the warm pool (and fork server) of the MCP domains running campaigns' tasks use, in this process.
 
     So the first attempts of a fresh worker process find server processes ready instead of
     waiting for a server module's import (about a second and a half). Only domains a running
@@ -129,9 +129,12 @@ def warm_mcp_servers() -> int:
     skipped: their attempts fail with the reason later.
     """
     started = set()
+    # The domains of the running campaigns' tasks, not of their suites: a one-domain campaign
+    # over a full ThinkingBox import must not start the other domains' servers.
     rows = (
-        Domain.objects.filter(backend="mcp", suite__campaigns__status=Campaign.Status.RUNNING)
+        Domain.objects.filter(backend="mcp", tasks__campaigns__status=Campaign.Status.RUNNING)
         .exclude(suite__source=Suite.Source.BUILTIN)
+        .order_by()
         .distinct()
     )
     for suite_id, spec in rows.values_list("suite_id", "spec"):

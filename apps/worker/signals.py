@@ -14,9 +14,12 @@ from django.db import connection
 
 from apps.attempts.services import attempt_claim_prepare
 from apps.campaigns.services import campaigns_sweep
+from apps.core.services import record_worker_heartbeat
 from apps.worker.connections import release_connections_while_waiting
 from apps.worker.endpoint_gate import install_endpoint_gate
 from apps.worker.execution import warm_builtin_suites, warm_mcp_servers
+from apps.worker.tasks import memory_budget
+from tb_engine.thinkingbox.mcp_pool import set_memory_guard
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,17 @@ def _requeue_dead_predecessors(**_kwargs) -> None:
         return
     if requeued:
         log.warning("re-queued %s attempts of dead workers", requeued)
+
+
+@worker_ready.connect
+def _beat_when_ready(sender=None, **_kwargs) -> None:
+    """Count as alive from the moment messages are taken (beat's first heartbeat task is a minute away)."""
+    try:
+        record_worker_heartbeat(hostname=sender.hostname)
+    except Exception:  # the worker must start even if the database is briefly away
+        log.exception("recording the start-up heartbeat failed")
+    finally:
+        connection.close()
 
 
 @worker_ready.connect
@@ -60,6 +74,13 @@ def _warm_mcp_servers(sender=None, **_kwargs) -> None:
         log.exception("warming MCP servers failed")
     finally:
         connection.close()
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _bound_mcp_pools_by_memory(**_kwargs) -> None:
+    """Past the worker's memory budget (TB_WORKER_MEMORY_MB), warm MCP pools no attempt uses are closed."""
+    set_memory_guard(memory_budget().over)
 
 
 @worker_init.connect

@@ -18,7 +18,16 @@ from tb_engine.thinkingbox.dataset import (
 from tb_engine.thinkingbox.declarations import ServerDeclarations, server_declarations
 from tb_engine.thinkingbox.effects import EffectsComparison, compare_effects, effects_states
 from tb_engine.thinkingbox.errors import ImportProblem, ThinkingBoxFormatError
-from tb_engine.thinkingbox.results import TbRecord, parse_tb_results, parse_tb_row
+from tb_engine.thinkingbox.results import (
+    TbRecord,
+    TbRowKey,
+    iter_tb_lines,
+    iter_tb_results,
+    iter_tb_row_keys,
+    parse_tb_line,
+    parse_tb_results,
+    parse_tb_row,
+)
 
 __all__ = [
     "DatasetRead",
@@ -26,6 +35,7 @@ __all__ = [
     "ImportProblem",
     "ServerDeclarations",
     "TbRecord",
+    "TbRowKey",
     "ThinkingBoxFormatError",
     "UnsupportedScenario",
     "compare_effects",
@@ -36,6 +46,10 @@ __all__ = [
     "parse_dataset",
     "parse_scenario",
     "parse_test_file",
+    "iter_tb_lines",
+    "iter_tb_results",
+    "iter_tb_row_keys",
+    "parse_tb_line",
     "parse_tb_results",
     "parse_tb_row",
     "read_dataset",

@@ -10,12 +10,13 @@ how many those are.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from math import comb
+from math import comb, inf
+from typing import NamedTuple
 
 from tb_engine.metrics.posterior import beta_interval_mass, beta_quantile
-from tb_engine.thinkingbox.results import TbRecord
+from tb_engine.thinkingbox.results import TbRecord, TbRowStats
 
 TB_AGG_K = (1, 5, 10, 20, 50, 100)  # the k values tb agg reports, those <= runs per test
 JEFFREYS = 0.5  # tb agg's Beta(0.5, 0.5) prior for its credible interval and Goldilocks zone
@@ -82,38 +83,113 @@ def pass_power_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
-def _by_task(records: list[TbRecord]) -> dict[str, list[TbRecord]]:
-    grouped: dict[str, list[TbRecord]] = defaultdict(list)
-    for record in records:
-        grouped[record.task_id].append(record)
-    return dict(grouped)
+STATS = (
+    "assistant_texts",
+    "user_texts",
+    "tool_responses",
+    "output_tokens",
+    "reasoning_tokens",
+    "char_length",
+    "execution_time",
+)
 
 
-def tb_agg_figures(records: list[TbRecord]) -> TbAggFigures:
+class _Running:
+    """A Spread kept as rows arrive: the same sum (in row order), min and max as over the full list."""
+
+    __slots__ = ("count", "high", "low", "total")
+
+    def __init__(self) -> None:
+        self.total, self.low, self.high, self.count = 0.0, inf, -inf, 0
+
+    def add(self, value: float) -> None:
+        self.total += value
+        self.low = min(self.low, value)
+        self.high = max(self.high, value)
+        self.count += 1
+
+    def spread(self) -> Spread:
+        if not self.count:
+            return Spread(0.0, 0.0, 0.0)
+        return Spread(self.total / self.count, self.low, self.high)
+
+
+class _TaskTally:
+    __slots__ = ("done", "errors", "infra_errors", "last_repetition", "passes", "runs", "stats")
+
+    def __init__(self) -> None:
+        self.runs = self.passes = self.errors = self.done = self.infra_errors = 0
+        self.last_repetition = -1
+        self.stats = {name: _Running() for name in STATS}
+
+
+class TbTallied(NamedTuple):
+    """What TbTally reads of a row: small enough to send from the process that parsed the row."""
+
+    task_id: str
+    passed: bool
+    tb_error_row: bool
+    status: str
+    repetition: int
+    stats: TbRowStats
+
+    @classmethod
+    def of(cls, record: TbRecord) -> TbTallied:
+        return cls(
+            record.task_id, record.passed, record.tb_error_row, record.status, record.repetition, record.stats
+        )
+
+
+class TbTally:
+    """What tb agg's figures and ours need of each row, kept per test as rows arrive.
+
+    An import of a million rows adds them one at a time instead of holding them all.
+    """
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, _TaskTally] = {}  # in order of first appearance, as tb agg lists them
+
+    @classmethod
+    def of(cls, records: Iterable[TbRecord]) -> TbTally:
+        tally = cls()
+        for record in records:
+            tally.add(record)
+        return tally
+
+    def add(self, record: TbRecord | TbTallied) -> None:
+        task = self.tasks.get(record.task_id)
+        if task is None:
+            task = self.tasks[record.task_id] = _TaskTally()
+        task.runs += 1
+        task.passes += record.passed
+        task.errors += record.tb_error_row
+        task.done += record.status == "done"
+        task.infra_errors += record.status == "infra_error"
+        task.last_repetition = max(task.last_repetition, record.repetition)
+        for name in STATS:
+            task.stats[name].add(getattr(record.stats, name))
+
+
+def _tally(records: Iterable[TbRecord] | TbTally) -> TbTally:
+    return records if isinstance(records, TbTally) else TbTally.of(records)
+
+
+def tb_agg_figures(records: Iterable[TbRecord] | TbTally) -> TbAggFigures:
     """The figures ``tb agg`` prints: every row counts, error rows as failures."""
-    grouped = _by_task(records)
     rows = []
-    for task_id, attempts in grouped.items():
-        passes = sum(1 for r in attempts if r.passed)
-        errors = sum(1 for r in attempts if r.tb_error_row)
+    for task_id, task in _tally(records).tasks.items():
+        passes, runs = task.passes, task.runs
+        spreads = {name: task.stats[name].spread() for name in STATS}
         rows.append(
             TbAggTestRow(
                 task_id=task_id,
-                runs=len(attempts),
+                runs=runs,
                 passes=passes,
-                fails=len(attempts) - passes - errors,
-                errors=errors,
-                assistant_texts=_spread([r.stats.assistant_texts for r in attempts]),
-                user_texts=_spread([r.stats.user_texts for r in attempts]),
-                tool_responses=_spread([r.stats.tool_responses for r in attempts]),
-                output_tokens=_spread([r.stats.output_tokens for r in attempts]),
-                reasoning_tokens=_spread([r.stats.reasoning_tokens for r in attempts]),
-                char_length=_spread([r.stats.char_length for r in attempts]),
-                execution_time=_spread([r.stats.execution_time for r in attempts]),
-                success_pct=100.0 * passes / len(attempts),
-                p_zone=beta_interval_mass(
-                    ZONE_LOW, ZONE_HIGH, JEFFREYS + passes, JEFFREYS + len(attempts) - passes
-                ),
+                fails=runs - passes - task.errors,
+                errors=task.errors,
+                **spreads,
+                success_pct=100.0 * passes / runs,
+                p_zone=beta_interval_mass(ZONE_LOW, ZONE_HIGH, JEFFREYS + passes, JEFFREYS + runs - passes),
             )
         )
     total = sum(r.runs for r in rows)
@@ -180,15 +256,12 @@ class OurFigures:
     gap_points: float  # discovery-reliability gap in percentage points
 
 
-def our_figures(records: list[TbRecord], ks: tuple[int, ...] = TB_AGG_K) -> OurFigures:
+def our_figures(records: Iterable[TbRecord] | TbTally, ks: tuple[int, ...] = TB_AGG_K) -> OurFigures:
     """SPEC §5 figures (pass@1, pass@k, pass^k, all-N, gap, coverage) over imported attempts."""
-    grouped = _by_task(records)
-    repeats = max((max(r.repetition for r in a) + 1 for a in grouped.values()), default=0)
-    repeats = max(repeats, max((len(a) for a in grouped.values()), default=0))
-    counts = []
-    for attempts in grouped.values():
-        done = [r for r in attempts if r.status == "done"]
-        counts.append((len(done), sum(1 for r in done if r.passed)))
+    grouped = _tally(records).tasks
+    repeats = max((t.last_repetition + 1 for t in grouped.values()), default=0)
+    repeats = max(repeats, max((t.runs for t in grouped.values()), default=0))
+    counts = [(t.done, t.passes) for t in grouped.values()]
     measured = [(n, c) for n, c in counts if n > 0]
     largest = max((n for n, _ in measured), default=0)
 
@@ -202,12 +275,12 @@ def our_figures(records: list[TbRecord], ks: tuple[int, ...] = TB_AGG_K) -> OurF
     done_total = sum(n for n, _ in counts)
     all_n_share = all_n / tasks if tasks else 0.0
     observed = any_pass / tasks if tasks else 0.0
-    rows = [len(a) for a in grouped.values()]
+    rows = [t.runs for t in grouped.values()]
     return OurFigures(
         tasks=tasks,
         attempts_expected=tasks * repeats,
         attempts_done=done_total,
-        infra_errors=sum(1 for r in records if r.status == "infra_error"),
+        infra_errors=sum(t.infra_errors for t in grouped.values()),
         coverage=done_total / (tasks * repeats) if tasks and repeats else 0.0,
         incomplete_tasks=sum(1 for n, _ in counts if n < repeats),
         repeats=repeats,

@@ -15,7 +15,9 @@ JSON-RPC like the SDK's own stdio transport:
   ``TB_MCP_START=spawn`` setting, or any command that is not ``python -m MODULE``).
 
 Every process ends with its attempt: the transport closes the server's stdin and, if the
-process has not exited within ``EXIT_GRACE_S``, kills it.
+process has not exited within ``EXIT_GRACE_S``, kills it. None outlives the process that owns it:
+each spawned server's and fork server's process group is killed by ``mcp_reaper``'s watcher when
+the owner dies, even by SIGKILL (a fork server's children also die with it, PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 import anyio
 
 from tb_engine.interfaces import InfraError
+from tb_engine.thinkingbox.mcp_reaper import unwatch_group, watch_group
 
 FORKSERVER_SCRIPT = Path(__file__).with_name("mcp_forkserver.py")
 STDERR_TAIL_BYTES = 16_384
@@ -223,6 +226,7 @@ async def spawned(
         )
     finally:
         tail.handed_over()
+    watch_group(child.pid)  # its own session: the group dies with us even if the server ignores its stdin
     process.start, process.pid = "spawn", child.pid
     process.returncode = lambda: child.returncode
     process.started_ms = (time.perf_counter() - started) * 1000.0
@@ -233,6 +237,7 @@ async def spawned(
     finally:
         with anyio.CancelScope(shield=True):
             await _end_spawned(child)
+        unwatch_group(child.pid)
 
 
 async def _end_spawned(child: Any) -> None:
@@ -320,6 +325,7 @@ class ForkServerHandle:
                 f"MCP server did not start: {exc}", evidence={"backend": {"stderr_tail": ""}}
             ) from exc
         self._process = process
+        watch_group(process.pid)  # the fork server and its children (one group) die with this process
         self.starts += 1
         self._stderr_thread = threading.Thread(
             target=self._read_stderr, args=(process,), name="tb-mcpfork-stderr", daemon=True
@@ -374,6 +380,7 @@ class ForkServerHandle:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=5)
+            unwatch_group(process.pid)
             if process.stdout is not None:
                 process.stdout.close()
         if self._stderr_thread is not None:

@@ -72,6 +72,7 @@ class TbRecord:
     effects: dict[str, EffectsComparison] = field(default_factory=dict)  # server -> our diff vs their hash
     raw_effects: dict[str, Any] = field(default_factory=dict)  # effects we cannot diff (non-database servers)
     failure: dict[str, Any] = field(default_factory=dict)  # traceback, failing line, judge motivations
+    agent: str = "unknown"  # metadata.agent: who ran it
 
     @property
     def passed(self) -> bool:
@@ -133,22 +134,94 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             line = mark.line + 1 if mark is not None else 1
             raise ThinkingBoxFormatError(f"malformed YAML: {problem}", file=path, line=line) from exc
         return
-    for number, text in enumerate(_text(path, "JSON").split("\n"), start=1):
-        if not text.strip():
-            continue
-        try:
-            yield number, json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ThinkingBoxFormatError(
-                f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number
-            ) from exc
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ThinkingBoxFormatError(f"cannot read the file: {exc.strerror}", file=path) from exc
+    # One line at a time: a results file can hold a million rows (hundreds of MB).
+    with handle:
+        for number, data in enumerate(handle, start=1):
+            if data.strip():
+                yield number, _json_line(data, path, number)
+
+
+def _json_line(data: bytes, path: Path, number: int) -> Any:
+    """One JSONL line decoded, with read_text's errors for NUL and non-UTF-8 bytes."""
+    if b"\x00" in data:
+        raise ThinkingBoxFormatError("NUL character: not a JSON file", file=path, line=number)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ThinkingBoxFormatError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded (save the file as UTF-8)",
+            file=path,
+            line=number,
+        ) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ThinkingBoxFormatError(
+            f"invalid or truncated JSON: {exc.msg} at column {exc.colno}", file=path, line=number
+        ) from exc
+
+
+def iter_tb_results(path: str | Path) -> Iterator[TbRecord]:
+    """The attempts of a tb infer output file one by one, read as they are needed (memory stays flat)."""
+    path = Path(path)
+    for number, row in _rows(path):
+        yield parse_tb_row(row, file=str(path), line=number)
+
+
+def iter_tb_lines(path: str | Path, *, size: int) -> Iterator[list[tuple[int, bytes]]]:
+    """A JSONL file's non-blank lines, undecoded, ``size`` at a time with their line numbers (for parse_tb_line)."""
+    path = Path(path)
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ThinkingBoxFormatError(f"cannot read the file: {exc.strerror}", file=path) from exc
+    chunk: list[tuple[int, bytes]] = []
+    with handle:
+        for number, data in enumerate(handle, start=1):
+            if data.strip():
+                chunk.append((number, data))
+                if len(chunk) == size:
+                    yield chunk
+                    chunk = []
+    if chunk:
+        yield chunk
+
+
+def parse_tb_line(data: bytes, *, file: str, line: int) -> TbRecord:
+    """One JSONL line of a tb infer file as a TbRecord, with iter_tb_results' errors."""
+    return parse_tb_row(_json_line(data, Path(file), line), file=file, line=line)
+
+
+@dataclass(frozen=True)
+class TbRowKey:
+    """What identifies a row (its test and repetition) and its agent, read without parsing the rest."""
+
+    task_id: str
+    repetition: int
+    agent: str
+    line: int
+    row: Any  # the decoded JSON row, for parse_tb_row when the whole row is needed
+
+
+def iter_tb_row_keys(path: str | Path) -> Iterator[TbRowKey]:
+    """Each row's key, checked as parse_tb_row checks it: a cheap first pass over a big file.
+
+    Every line is still decoded (bad JSON raises here, naming its line); the messages, usage and
+    results are only checked by parse_tb_row.
+    """
+    path = Path(path)
+    for number, row in _rows(path):
+        task_id, repetition, metadata = _key(row, file=str(path), line=number)
+        yield TbRowKey(task_id, repetition, _agent(metadata), number, row)
 
 
 def parse_tb_results(path: str | Path) -> list[TbRecord]:
     """All attempts of a tb infer output file (JSONL, or a single-result YAML) as TbRecords."""
-    path = Path(path)
-    records = [parse_tb_row(row, file=str(path), line=number) for number, row in _rows(path)]
-    return records
+    return list(iter_tb_results(path))
 
 
 def _expect(
@@ -166,21 +239,26 @@ def _expect(
 
 def parse_tb_row(row: Any, *, file: str = "<row>", line: int = 1) -> TbRecord:
     """One tb infer row (already decoded from JSON) as a TbRecord; errors name the row's test."""
-    _expect(row, dict, "row", file=file, line=line)
-    uid = _expect(row.get("uid"), str, "uid", file=file, line=line)
-    if ":" not in uid:
-        raise ThinkingBoxFormatError(f"uid {uid!r} is not '<file>:<test>'", file=file, line=line)
+    uid, repetition, metadata = _key(row, file=file, line=line)
     try:
-        return _parse_row(row, uid, file=file, line=line)
+        return _parse_row(row, uid, repetition, metadata, file=file, line=line)
     except ThinkingBoxFormatError as exc:
         if exc.test:
             raise
         raise ThinkingBoxFormatError(exc.message, file=exc.file, line=exc.line, test=uid) from exc
 
 
-def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
-    metadata = _expect(row.get("metadata"), dict, "metadata", file=file, line=line)
-    repetition = _expect(metadata.get("repetition", 0), int, "metadata.repetition", file=file, line=line)
+def _key(row: Any, *, file: str, line: int) -> tuple[str, int, dict]:
+    """(uid, repetition, metadata) of a row, each checked; errors past the uid name the row's test."""
+    _expect(row, dict, "row", file=file, line=line)
+    uid = _expect(row.get("uid"), str, "uid", file=file, line=line)
+    if ":" not in uid:
+        raise ThinkingBoxFormatError(f"uid {uid!r} is not '<file>:<test>'", file=file, line=line)
+    try:
+        metadata = _expect(row.get("metadata"), dict, "metadata", file=file, line=line)
+        repetition = _expect(metadata.get("repetition", 0), int, "metadata.repetition", file=file, line=line)
+    except ThinkingBoxFormatError as exc:
+        raise ThinkingBoxFormatError(exc.message, file=exc.file, line=exc.line, test=uid) from exc
     if not 0 <= repetition < MAX_REPETITIONS:
         raise ThinkingBoxFormatError(
             f"field metadata.repetition must be 0..{MAX_REPETITIONS - 1} (at most {MAX_REPETITIONS} attempts "
@@ -189,6 +267,14 @@ def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
             line=line,
             test=uid,
         )
+    return uid, repetition, metadata
+
+
+def _agent(metadata: dict) -> str:
+    return str(metadata.get("agent") or "unknown")
+
+
+def _parse_row(row: dict, uid: str, repetition: int, metadata: dict, *, file: str, line: int) -> TbRecord:
     messages = _expect(row.get("messages"), list, "messages", file=file, line=line)
     system_error = _expect(row.get("is_system_error", False), bool, "is_system_error", file=file, line=line)
     finish_reason = _expect(row.get("finish_reason") or "", str, "finish_reason", file=file, line=line)
@@ -254,6 +340,7 @@ def _parse_row(row: dict, uid: str, *, file: str, line: int) -> TbRecord:
         effects=effects,
         raw_effects=raw_effects,
         failure=failure,
+        agent=_agent(metadata),
     )
 
 

@@ -44,6 +44,7 @@ def test_healthz_unreachable_redis_broker_answers_503(client, settings, monkeypa
     # Port 1 on loopback: nothing listens there, so the connection is refused at once.
     settings.CELERY_BROKER_IS_FILESYSTEM = False
     monkeypatch.setattr(celery_app.conf, "broker_url", "redis://127.0.0.1:1/0")
+    monkeypatch.setattr(celery_app.conf, "broker_transport", None)  # settings name one for filesystem:// only
     response = client.get("/healthz")
     body = response.json()
     assert response.status_code == 503

@@ -94,16 +94,36 @@ def test_load_tasks_duplicate_id_is_reported(tmp_path):
     assert caught.value.errors == [f"{folder / 'tasks.yaml'}: task shop/t1: id: duplicate task id"]
 
 
-def test_load_domain_bad_column_type_and_missing_tool_function(tmp_path):
+def test_load_domain_missing_tool_function_names_tools_py(tmp_path):
+    folder = write_domain(tmp_path, DOMAIN, "def other(db):\n    return 1\n")
+    with pytest.raises(SpecError) as caught:
+        load_domain(folder)
+    assert caught.value.errors == [
+        f"{folder / 'domain.yaml'}: tools[0](set_status).name: no function set_status() in {folder / 'tools.py'}"
+    ]
+
+
+def test_load_domain_already_broken_never_imports_its_tools_py(tmp_path):
     bad = DOMAIN.replace("status: text,", "status: varchar,")
-    folder = write_domain(tmp_path, bad, "def other(db):\n    return 1\n")
+    marker = tmp_path / "tools-ran"
+    folder = write_domain(tmp_path, bad, f"open({str(marker)!r}, 'w').write('ran')\n" + TOOLS)
     with pytest.raises(SpecError) as caught:
         load_domain(folder)
     path = folder / "domain.yaml"
     assert caught.value.errors == [
         f"{path}: tables.tickets.columns.status: unknown type 'varchar' (use one of text, integer, real, boolean, json)",
-        f"{path}: tools[0](set_status).name: no function set_status() in {folder / 'tools.py'}",
     ]
+    assert marker.exists() is False
+
+
+def test_load_suite_skipping_a_broken_domain_never_imports_its_tools_py(tmp_path):
+    marker = tmp_path / "tools-ran"
+    write_domain(
+        tmp_path, DOMAIN.replace("policy: Be nice.", "policy: ''"), f"open({str(marker)!r}, 'w')\n" + TOOLS
+    )
+    (tmp_path / "suite.yaml").write_text("name: mini\nversion: 1\n")
+    suite = load_suite(tmp_path, skip_broken_domains=True)
+    assert (sorted(suite.domains), marker.exists()) == ([], False)
 
 
 def test_load_domain_base_data_wrong_type_names_row_and_column(tmp_path):

@@ -22,9 +22,9 @@ from apps.campaigns.services import (
     campaigns_wait,
     evaluator_configs,
 )
-from apps.core.services import team_default_for
+from apps.core.services import team_default_for, worker_heartbeat_forget
 from apps.suites.models import Suite
-from thinkingbox_web.embedded import broker_is_embedded, start_embedded_worker, stop_worker, tasks_run_inline
+from thinkingbox_web.embedded import SupervisedWorker, broker_is_embedded, tasks_run_inline
 
 
 class Command(BaseCommand):
@@ -153,12 +153,16 @@ class Command(BaseCommand):
     def _wait(self, options, campaign):
         if not options["wait"]:
             return
-        worker = start_embedded_worker() if broker_is_embedded() and not tasks_run_inline() else None
+        worker = (
+            SupervisedWorker(on_exit=worker_heartbeat_forget).start()
+            if broker_is_embedded() and not tasks_run_inline()
+            else None
+        )
         try:
             finished = campaigns_wait([campaign.pk], timeout=options["timeout"])
         finally:
             if worker is not None:
-                stop_worker(worker)
+                worker.stop()
         progress = campaign_progress(campaign=campaign)
         rate = f"{100 * progress.pass_rate:.1f}%" if progress.pass_rate is not None else "—"
         self.stdout.write(

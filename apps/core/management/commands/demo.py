@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 
 from django.conf import settings
@@ -11,6 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.demo import DemoContext, demo_steps
+from apps.core.services import worker_heartbeat_forget
+from thinkingbox_web.embedded import SupervisedWorker
 
 
 class Command(BaseCommand):
@@ -60,29 +61,17 @@ class Command(BaseCommand):
     def _serve(self, addrport: str, *, with_worker: bool) -> None:
         worker = None
         if with_worker:
-            # Same task code as production; with the embedded broker it reads data/broker/.
-            worker = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "thinkingbox_web",
-                    "worker",
-                    "--pool",
-                    "threads",
-                    "--concurrency",
-                    "2",
-                    "--loglevel",
-                    "WARNING",
-                ],
-            )
-            self.stdout.write(f"Celery worker started (pid {worker.pid}).")
+            # Same task code as production; with the embedded broker it reads data/broker/. Supervised:
+            # a worker that dies is started again, and pages say no worker is alive until it is ready.
+            # It also sends the periodic tasks (heartbeat, sweep of lost attempts, drift ticks).
+            worker = SupervisedWorker(
+                pool="threads", concurrency=2, beat=True, on_exit=worker_heartbeat_forget
+            ).start()
+            self.stdout.write(f"Celery worker started (pid {worker.pid}), restarted if it dies.")
         # SIGTERM (e.g. from a process manager) must also reach the `finally` that stops the worker.
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
         try:
             call_command("runserver", addrport, use_reloader=False)
         finally:
             if worker is not None:
-                worker.terminate()
-                worker.wait(timeout=30)
+                worker.stop(timeout=30)
