@@ -141,11 +141,17 @@ def figure_campaigns(user, *, ids: Iterable[int] | None = None) -> list[Campaign
 
 
 def filter_options(campaigns: list[Campaign]) -> tuple[list[str], list[str]]:
-    """Domains and tags present in the campaigns' suites, sorted (one query)."""
+    """Domains and tags present in the campaigns' suites, sorted (one query).
+
+    The distinct (domain, tag list) pairs, not a row per task: a 507-task suite has a few dozen, and
+    decoding every task's tags was a sixth of a warm leaderboard request's CPU
+    (bench/dashboard_concurrency.py, py-spy --gil).
+    """
     suite_ids = {campaign.suite_id for campaign in campaigns}
     domains: set[str] = set()
     tags: set[str] = set()
-    for domain, task_tags in Task.objects.filter(suite_id__in=suite_ids).values_list("domain__name", "tags"):
+    pairs = Task.objects.filter(suite_id__in=suite_ids).values_list("domain__name", "tags").distinct()
+    for domain, task_tags in pairs.order_by():
         domains.add(domain)
         tags.update(task_tags or [])
     return sorted(domains), sorted(tags)

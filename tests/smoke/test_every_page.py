@@ -195,6 +195,10 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "api:attempts": [("page", "/api/attempts/" + _q(campaign=careless))],
         "api:attempt": [("page", f"/api/attempts/{data.failed_attempt.pk}/")],
         "api:leaderboard": [("page", "/api/metrics/leaderboard/")],
+        "api:training_pool": [
+            ("page", "/api/training/pool/" + _q(campaign=careless)),
+            ("page", "/api/training/pool/" + _q(campaign=careless, select="band", band_lo=0.2, band_hi=0.8)),
+        ],
         "api:gap": [("page", "/api/metrics/gap/")],
         "api:cost": [("page", "/api/metrics/cost/")],
         "api:domains": [("page", "/api/metrics/domains/")],
