@@ -37,8 +37,14 @@ def imported_top_level_modules() -> dict[str, str]:
 
 
 def declared_distributions() -> set[str]:
+    """The project's dependencies, plus the extras product code may use (not dev: tests only).
+
+    The `training` extra's packages (openenv-core, trl, ...) are imported only where a trainer uses
+    them, with that extra installed.
+    """
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return {canonicalize_name(Requirement(line).name) for line in project["dependencies"]}
+    lines = [*project["dependencies"], *project["optional-dependencies"]["training"]]
+    return {canonicalize_name(Requirement(line).name) for line in lines}
 
 
 def test_every_imported_third_party_package_is_declared():
