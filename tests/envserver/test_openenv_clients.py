@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import httpx
 import pytest
@@ -18,6 +17,7 @@ from tb_engine.agents.golden import DEFAULT_REPLY
 from tb_engine.loader import load_builtin_suite
 from tb_engine.training import Environment
 from tb_envserver import EnvServer
+from tests.support.episodes import open_episodes, wait_for_open
 
 SUITE = load_builtin_suite()
 TASK = "retail/ticket_hold_carrier_exception"
@@ -29,18 +29,6 @@ def server():
     server.start_background()
     yield server
     server.shutdown_all()
-
-
-def open_episodes(server: EnvServer) -> int:
-    return httpx.get(f"{server.url}/health").json()["episodes"]
-
-
-def wait_for_open(server: EnvServer, expected: int) -> int:
-    """The open-episode count once it settles (a socket close is handled just after the client returns)."""
-    deadline = time.monotonic() + 5
-    while open_episodes(server) != expected and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return open_episodes(server)
 
 
 def golden_reply(task_id: str) -> str:

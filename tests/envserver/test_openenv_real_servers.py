@@ -5,9 +5,7 @@ pre-imported fork server. Golden 1.0, no-op 0.0, and every close frees its episo
 from __future__ import annotations
 
 import asyncio
-import time
 
-import httpx
 import pytest
 from openenv import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
@@ -16,6 +14,7 @@ from tb_engine.agents.golden import DEFAULT_REPLY
 from tb_engine.training import Environment
 from tb_engine.training.thinkingbox_suite import read_training_suite
 from tb_envserver import EnvServer
+from tests.support.episodes import open_episodes, wait_for_open
 from tests.support.paths import THINKINGBOX_DIR
 from tests.support.real_servers import DATASET, OWN_TEST_CASES, servers_python
 
@@ -43,17 +42,6 @@ def server(suite):
     server.start_background()
     yield server
     server.shutdown_all()
-
-
-def open_episodes(server: EnvServer) -> int:
-    return httpx.get(f"{server.url}/health").json()["episodes"]
-
-
-def wait_for_open(server: EnvServer, expected: int) -> int:
-    deadline = time.monotonic() + 10
-    while open_episodes(server) != expected and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return open_episodes(server)
 
 
 def test_training_suite_leaves_out_every_benchmark_task():
@@ -88,7 +76,7 @@ def test_generic_client_golden_then_noop_on_a_real_server_domain(server, suite):
             rewards.append(last.reward)
             if not golden:
                 assert "missing_effect" in last.observation["info"]["categories"]
-        assert wait_for_open(server, 0) == 0
+        assert wait_for_open(server, 0, timeout=10) == 0
     assert rewards == [1.0, 0.0]
 
 
@@ -117,7 +105,7 @@ def test_mcp_tool_client_golden_then_noop_and_abandoned_sessions_free_their_serv
     assert asyncio.run(episode(golden=True)) == 1.0
     assert asyncio.run(episode(golden=False)) == 0.0
     assert asyncio.run(abandon(4)) == 4
-    assert wait_for_open(server, 0) == 0
+    assert wait_for_open(server, 0, timeout=10) == 0
 
 
 def test_a_failed_episode_runs_one_server_not_a_second_for_write_attribution(suite, monkeypatch):
