@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from tb_engine.diff import diff_states
 from tb_engine.interfaces import InfraError, ToolSchema
+from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.thinkingbox.dataset import init_config
@@ -315,7 +316,7 @@ class McpBackend:
     def _task_states_key(self) -> tuple[str, ...]:
         config = self.session.config
         launch = json.dumps([config.command, list(config.args), sorted((config.env or {}).items()), config.url])
-        return (self.server, launch, self.task.id, self.task.content_hash())
+        return (self.server, launch, self.task.id, task_hash_of(self.task))
 
     def _snapshot(self, key: str) -> Snapshot:
         if key in self._snapshots:

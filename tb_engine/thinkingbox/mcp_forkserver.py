@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import importlib
 import inspect
 import json
@@ -322,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_warm_up:
         learn_imports(serve)
         prefill_tool_cache(module, args.entry)
+    gc.collect()
+    gc.freeze()
     if threading.active_count() > 1:  # only the forking thread survives a fork: say so where it can be read
         print(
             f"mcp_forkserver: {threading.active_count()} threads after importing {args.module}; "
