@@ -18,6 +18,7 @@ from tb_engine.interfaces import InfraError, ToolSchema
 from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
+from tb_engine.thinkingbox import task_states
 from tb_engine.thinkingbox.dataset import init_config
 from tb_engine.thinkingbox.declarations import NO_DECLARATIONS, ServerDeclarations, declarations_for_launch
 from tb_engine.thinkingbox.effects import (
@@ -30,7 +31,6 @@ from tb_engine.thinkingbox.effects import (
     snapshot_of,
     state_writes,
 )
-from tb_engine.thinkingbox import task_states
 from tb_engine.thinkingbox.mcp_session import RESERVED_PREFIX, McpSession, merged_evidence
 from tb_engine.thinkingbox.task_states import TaskStates, build_task_states, table_texts
 from tb_engine.transcript import ToolCall, ToolCallRequest
@@ -315,7 +315,9 @@ class McpBackend:
 
     def _task_states_key(self) -> tuple[str, ...]:
         config = self.session.config
-        launch = json.dumps([config.command, list(config.args), sorted((config.env or {}).items()), config.url])
+        launch = json.dumps(
+            [config.command, list(config.args), sorted((config.env or {}).items()), config.url]
+        )
         return (self.server, launch, self.task.id, task_hash_of(self.task))
 
     def _snapshot(self, key: str) -> Snapshot:

@@ -47,8 +47,14 @@ class TaskStates:
     initial: Snapshot
     golden: Snapshot
 
-    def matches(self, declarations: ServerDeclarations, initial: dict[str, str], golden: dict[str, str]) -> bool:
-        return declarations == self.declarations and initial == self.initial_texts and golden == self.golden_texts
+    def matches(
+        self, declarations: ServerDeclarations, initial: dict[str, str], golden: dict[str, str]
+    ) -> bool:
+        return (
+            declarations == self.declarations
+            and initial == self.initial_texts
+            and golden == self.golden_texts
+        )
 
     def result_snapshot(self, rows: dict[str, list[dict[str, Any]]], texts: dict[str, str]) -> Snapshot:
         """SR over ``self.specs`` (a table missing from ``rows`` is empty), as ``snapshot_of`` builds
