@@ -280,7 +280,7 @@ def backend_for_domain(domain: DomainSpec, task: TaskSpec) -> McpBackend:
     """A Backend for one attempt of ``task`` from the warm pool of the domain's MCP server."""
     mcp = domain.mcp or {}
     launch = mcp.get("launch") or {}
-    options = {"attribute_writes": mcp["attribute_writes"]} if mcp.get("attribute_writes") else {}
+    options = {name: mcp[name] for name in ("attribute_writes", "evidence") if mcp.get(name)}
     return pool_for(launch_config(domain), size=launch.get("pool_size")).backend(domain, task, **options)
 
 

@@ -153,8 +153,8 @@ def parse_action(action: Any, *, turn: int) -> AgentStep | AgentOutputError:
 
 
 def training_domain(domain: DomainSpec) -> DomainSpec:
-    """The domain as episodes run it: an MCP domain gets ``attribute_writes: off`` and its servers
-    ``FASTMCP_LOG_LEVEL=WARNING``, unless the domain sets them itself.
+    """The domain as episodes run it: an MCP domain gets ``attribute_writes: off``, ``evidence:
+    verdict`` and its servers ``FASTMCP_LOG_LEVEL=WARNING``, unless the domain sets them itself.
 
     Write attribution only names which call wrote a diff item (``written_by``), which a trainer never
     sees (``info`` carries counts, not locations), while its default ("on_failure") replays every
@@ -162,10 +162,13 @@ def training_domain(domain: DomainSpec) -> DomainSpec:
     episode cost 245 ms CPU with it and 75 ms without (3.3x), and most episodes early in training fail.
     FastMCP's INFO lines (its start-up line, through rich) cost each fresh server about 5 ms of its
     ~65 ms per episode; warnings, errors and tracebacks still reach an infra error's stderr tail.
+    The full evidence (our recomputation of the server's two hashes, our diff beside its verdict)
+    goes into ``AttemptResult.extra``, which an episode drops: a fifth of the grading step's CPU
+    for nothing the reward or ``info`` reads.
     """
     if domain.backend != "mcp":
         return domain
-    mcp = {"attribute_writes": "off", **(domain.mcp or {})}
+    mcp = {"attribute_writes": "off", "evidence": "verdict", **(domain.mcp or {})}
     launch = mcp.get("launch")
     if isinstance(launch, dict) and launch.get("command"):
         mcp["launch"] = {**launch, "env": {"FASTMCP_LOG_LEVEL": "WARNING", **(launch.get("env") or {})}}
