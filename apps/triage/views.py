@@ -29,6 +29,7 @@ from apps.triage.forms import LabelForm
 from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
+from apps.triage.value_pairs import value_pairs
 
 PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
 # The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
@@ -63,6 +64,11 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
             page=page,
             rows=selectors.cluster_rows(
                 user=request.user, filters=filters, index=index, page=page.object_list
+            ),
+            # The (result, golden) value pairs each cluster holds: opposite mistakes kept apart.
+            pairs=value_pairs(
+                selectors.queue_queryset(user=request.user, filters=filters, ordered=False),
+                signatures=[c.signature for c in page.object_list if c.signature],
             ),
         )
         if can_edit:

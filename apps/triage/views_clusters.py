@@ -23,7 +23,9 @@ from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns
 from apps.triage import charts, selectors, services
 from apps.triage.models import AttemptReview, Label
+from apps.triage.queue import MAX_VARIANTS
 from apps.triage.selectors import Cluster, QueueFilters
+from apps.triage.value_pairs import value_pairs
 from apps.triage.views import _assignees, _attempt_page, _queue_context
 
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
@@ -51,7 +53,9 @@ def cluster(request, signature: str):
     if not _SIGNATURE.match(signature):
         raise Http404("no such failure cluster")
     filters = QueueFilters.from_query(request.GET).without_signature()
-    scoped = filters.with_signature(signature)
+    # ?v= narrows the cluster to one value-pair sub-group (its stored signature forms).
+    variants = tuple(int(v) for v in request.GET.getlist("v") if v.isdigit())[:MAX_VARIANTS]
+    scoped = filters.with_signature(signature).with_variants(variants)
     attempts = selectors.queue_queryset(user=request.user, filters=scoped)
     rows = selectors.queue_rows(attempts)
     can_edit = user_has_role(request.user, Role.TRIAGER)
@@ -85,6 +89,13 @@ def cluster(request, signature: str):
             "index": index,
             "share": index.share(found) if found else None,
             "related": _related(found, index) if found else [],
+            "pairs": value_pairs(
+                selectors.queue_queryset(
+                    user=request.user, filters=filters.with_signature(signature), ordered=False
+                ),
+                signatures=[signature],
+            ).get(signature),
+            "variants": variants,
             "distribution": chart(charts.cluster_campaign_bars(shares)),
             "shares": shares,
             "scope_query": filters.querystring(),
