@@ -103,7 +103,11 @@ def common_ground(
     shared = frozenset.intersection(*task_sets.values())
     k = min(c.n_attempts for c in present)
     computed: dict[int, tuple[GroundFigure, GroundFigure]] = {}
+    nothing = GroundFigure(None, None, None)
     for campaign in present:
+        if not shared:  # no task in common: nothing to compute, nobody ranked
+            computed[campaign.pk] = (nothing, nothing)
+            continue
         frame = frames[campaign.pk]
         table = frame[frame["task_id"].astype(str).isin(shared)].reset_index(drop=True)
         raw = campaign_metrics(table, n_attempts=campaign.n_attempts, ks=(1, k))

@@ -122,3 +122,23 @@ def test_leaderboard_in_chromium_says_what_it_compares(live_server, client, bob,
         expect(page.locator("#common-ground")).to_have_count(0)
         assert page.locator("#leaderboard tbody tr[data-campaign] td.rank").count() == 3  # own bands again
         assert page.errors == []
+
+
+@pytest.mark.django_db
+def test_campaigns_without_a_common_task_are_not_ranked_against_each_other(client, bob, summaries_campaign):
+    summaries_campaign({R1: (4, 4)}, name="Retail only", n=4)
+    summaries_campaign({N1: (3, 3)}, name="Neobank only", n=3)
+    client.force_login(bob)
+
+    response = client.get("/leaderboard/")
+
+    ground = response.context["ground"]
+    assert ground.comparable is False and ground.tasks == ()
+    assert [row.rank for row in ground.rows.values()] == ["—", "—"]
+    assert "share no task, so they are not ranked against each other" in response.content.decode()
+    summaries_campaign({R1: (2, 2)}, name="Retail two", n=2)
+    sliced = client.get(
+        "/leaderboard/?domain=retail&sort=name&healthy=exclude"
+    )  # Neobank only has no row there
+    assert sliced.status_code == 200
+    assert sliced.context["ground"].comparable is False  # N = 4 beside N = 2 on the one retail task
