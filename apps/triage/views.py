@@ -95,7 +95,7 @@ def _attempt_page(rows, filters: QueueFilters, page_number: str | None) -> dict:
 QUEUE_COLUMNS = (
     ("campaign", "Campaign", ""),
     ("task", "Task", ""),
-    ("index", "#", "num"),
+    ("index", "Run", "num"),  # the attempt's place among the task's N (1-based); "#" is its id
     ("termination", "Termination", ""),
     ("diff", "What went wrong", ""),
     ("", "Categories", ""),
