@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
@@ -129,23 +130,36 @@ def cluster_act(request):
     try:
         if action in ("label", "unlabel"):
             label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
-            services.attempts_bulk_label(
+            changed = services.attempts_bulk_label(
                 attempts=attempts, label=label, actor=request.user, add=action == "label"
             )
+            done = f"{'Added' if action == 'label' else 'Removed'} label “{label.name}” {'to' if action == 'label' else 'from'}"
         elif action == "assign":
             assignee = _assignee_for(request, attempts)
-            services.attempts_bulk_assign(attempts=attempts, assignee=assignee, actor=request.user)
+            changed = services.attempts_bulk_assign(attempts=attempts, assignee=assignee, actor=request.user)
+            done = f"Assigned {assignee.get_username() if assignee else 'nobody'} to"
         elif action in ("reviewed", "open"):
             status = AttemptReview.Status.REVIEWED if action == "reviewed" else AttemptReview.Status.OPEN
-            services.attempts_bulk_status(attempts=attempts, status=status, actor=request.user)
+            changed = services.attempts_bulk_status(attempts=attempts, status=status, actor=request.user)
+            done = "Marked reviewed" if action == "reviewed" else "Reopened"
         else:
             return HttpResponseBadRequest("action: choose label, unlabel, assign, reviewed or open")
     except ValidationError as error:
         return HttpResponseBadRequest("; ".join(error.messages))
+    # Say what happened, with counts: the rows are swapped in place (htmx) or the page comes back.
+    clusters = len(set(signatures))
+    feedback = (
+        f"{done} {changed} attempt{'s' if changed != 1 else ''} of {len(attempts)} in {clusters} "
+        f"cluster{'s' if clusters != 1 else ''}"
+        + (f" ({len(attempts) - changed} already so)" if changed < len(attempts) else "")
+        + ". Every change is in each attempt's audit trail."
+    )
     target = _safe_next(request)
     if request.htmx and not target:
         context = _queue_context(request, filters, "grouped", page_number=request.POST.get("page"))
+        context["bulk_feedback"] = feedback
         return render(request, "triage/queue.html#triage-rows", context)
+    messages.success(request, feedback)
     return redirect(target or f"{reverse('triage:queue')}?{filters.querystring()}")
 
 

@@ -163,3 +163,26 @@ def test_demo_like_clusters_split_by_value_pair_and_search_finds_exception_in_ch
             json.dumps(attempt.result) + attempt.task.task_id + json.dumps(attempt.task.spec.get("title"))
         ).lower()
         assert "exception" in text
+
+
+def test_bulk_cluster_actions_say_what_they_did_and_rows_show_labels(opposite, client, trish):
+    """Issue 30 item 5: the swapped rows carry a message with counts, and the row shows its labels."""
+    from apps.triage.models import Label
+
+    campaign, closed, held = opposite
+    signature = cluster_index(user=trish, filters=QueueFilters())[0].signature
+    label = Label.objects.get(name="premature close")
+    client.force_login(trish)
+    form = {"query": "", "view": "grouped", "s": [signature], "action": "label", "label": label.pk}
+
+    first = client.post("/triage/clusters/act/", form, HTTP_HX_REQUEST="true").content.decode()
+    again = client.post("/triage/clusters/act/", form, HTTP_HX_REQUEST="true").content.decode()
+
+    assert (
+        'role="status" id="bulk-feedback">Added label “premature close” to 5 attempts of 5 in 1 cluster.'
+        in first
+    )
+    assert "to 0 attempts of 5 in 1 cluster (5 already so)." in again
+    assert ">premature close ×5</span>" in first
+    redirected = client.post("/triage/clusters/act/", {**form, "action": "reviewed"}, follow=True)
+    assert "Marked reviewed 5 attempts of 5 in 1 cluster." in redirected.content.decode()
