@@ -25,11 +25,11 @@ from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns, filter_options
 from apps.suites.models import Task
 from apps.triage import selectors, services
+from apps.triage.cluster_labels import cluster_labels
 from apps.triage.forms import LabelForm
 from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
-from apps.triage.cluster_labels import cluster_labels
 from apps.triage.value_pairs import value_pairs
 
 PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
