@@ -9,7 +9,6 @@ import pandas as pd
 
 from apps.core.charts import PALETTE, clean, layout
 
-
 TEXT_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
 
 
