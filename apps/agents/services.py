@@ -291,3 +291,31 @@ def price_sheet_default() -> PriceSheet:
     if sheet is not None:
         return sheet
     return price_sheet_load_starter()
+
+
+class PriceSheetInUse(Exception):
+    """A price sheet campaigns were priced with cannot change: their costs must keep meaning what they meant."""
+
+
+@transaction.atomic
+def price_sheet_update(
+    *, sheet: PriceSheet, name: str, source: str, effective_date: date, models: dict
+) -> PriceSheet:
+    """Replace a price sheet's name, source, date and prices after the engine's validation.
+
+    Side effects: updates the PriceSheet row. Raises PriceSheetInUse when campaigns use the sheet
+    (store a new, dated sheet instead) and tb_engine.pricing.PriceSheetError for a bad price.
+    """
+    locked = PriceSheet.objects.select_for_update().get(pk=sheet.pk)
+    if locked.campaign_set.exists():
+        raise PriceSheetInUse(
+            f"price sheet {locked.name!r} prices existing campaigns; store a new sheet with its own date instead"
+        )
+    checked = PriceList.from_dict(
+        {"name": name, "source": source, "effective_date": effective_date.isoformat(), "models": models},
+        origin="price sheet",
+    )
+    locked.name, locked.source, locked.effective_date = name, source, effective_date
+    locked.prices = checked.to_dict()["models"]
+    locked.save()
+    return locked

@@ -130,7 +130,9 @@ def _estimate_agent(value: str) -> AgentConfig | None:
 @require_role("operator")
 def campaign_launch(request):
     teams = teams_for(request.user)
-    form = CampaignLaunchForm(request.POST or None, teams=teams)
+    # ?agent=pk:N preselects the agent (the agent page's "Launch a campaign with it").
+    initial = {"agent": request.GET["agent"]} if request.method == "GET" and "agent" in request.GET else None
+    form = CampaignLaunchForm(request.POST or None, teams=teams, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

@@ -9,6 +9,8 @@ import pandas as pd
 
 from apps.core.charts import PALETTE, clean, layout
 
+TEXT_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
+
 
 def gap_scatter(frame: pd.DataFrame) -> dict:
     """pass@N observed (x) against all-N share (y) per campaign, with the y = x diagonal.
@@ -22,7 +24,10 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
         "x": clean(frame["pass_at_n"] * 100),
         "y": clean(frame["all_n"] * 100),
         "text": list(frame["name"]),
-        "textposition": "top center",
+        # Neighbouring campaigns often sit close together: their names take turns above, below and
+        # beside the marker instead of printing over each other, and are never cut at the plot's edge.
+        "textposition": [TEXT_POSITIONS[i % len(TEXT_POSITIONS)] for i in range(len(frame))],
+        "cliponaxis": False,
         # One colour per campaign (its stored colour) when the frame carries it, else the house blue.
         "marker": {"size": 12, "color": list(frame["colour"]) if "colour" in frame else PALETTE[0]},
         "hovertemplate": "%{text}<br>pass@N observed %{x:.1f}%<br>all-N %{y:.1f}%<extra></extra>",
@@ -99,7 +104,13 @@ def heatmap(frame: pd.DataFrame, *, title: str) -> dict:
             }
         ],
         "layout": layout(
-            title, height=max(220, 60 + 36 * len(frame.index)), margin={"l": 200, "r": 20, "t": 40, "b": 60}
+            title,
+            height=max(220, 60 + 36 * len(frame.index)),
+            # Margins grow to the labels (campaign names, domain names) instead of a fixed 200 px
+            # that wasted half a narrow card and still cut long domain names.
+            margin={"l": 10, "r": 10, "t": 40, "b": 10},
+            xaxis={"automargin": True, "tickangle": -30},
+            yaxis={"automargin": True},
         ),
     }
 

@@ -1,4 +1,5 @@
-"""The dashboard's own reads: external scores beside the leaderboard.
+"""The dashboard's own reads: external scores beside the leaderboard; the common ground of campaigns
+that ran different tests (apps.dashboard.common_ground).
 
 Figures come from apps.figures.selectors and attempts from apps.attempts.selectors; this module
 only holds what the dashboard owns.
@@ -7,7 +8,10 @@ only holds what the dashboard owns.
 from __future__ import annotations
 
 from apps.campaigns.models import Campaign
+from apps.dashboard.common_ground import CommonGround, GroundRow, common_ground, ranked_order
 from apps.dashboard.models import ExternalScore
+
+__all__ = ["CommonGround", "GroundRow", "common_ground", "external_scores", "ranked_order"]
 
 
 def external_scores(*, campaigns: list[Campaign]) -> dict[int, dict[str, float]]:

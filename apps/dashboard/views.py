@@ -20,7 +20,7 @@ from apps.core.roles import Role
 from apps.dashboard import charts, services
 from apps.dashboard.forms import ExternalScoreForm, WhatIfPriceForm
 from apps.dashboard.fragments import shared_fragment
-from apps.dashboard.selectors import external_scores
+from apps.dashboard.selectors import common_ground, external_scores, ranked_order
 from apps.drift.selectors import open_alert_count
 from apps.figures import selectors as figures
 from apps.suites.models import Task
@@ -94,6 +94,11 @@ def leaderboard(request):
     harness_rows = (
         figures.leaderboard_rows(harness, domain=domain, tag=tag, exclude=health.exclude) if harness else []
     )
+    # Campaigns that ran different tasks or N are never ranked on their own figures (issue 30): the
+    # ranking is on the tasks all of them ran and the smallest N, and the page says so.
+    ground = common_ground([row.campaign for row in rows], domain=domain, tag=tag, exclude=health.exclude)
+    if not ground.comparable and sort in figures.BAND_SORTS:
+        rows = ranked_order(ground, rows)
     external = external_scores(campaigns=[row.campaign for row in rows])
     benchmarks, correlations = _correlations(rows, external)
     domains, tags = figures.filter_options(visible)
@@ -108,7 +113,8 @@ def leaderboard(request):
     context = {
         "rows": rows,
         "harness_rows": harness_rows,
-        "groups": _band_groups(rows, grouped=sort in figures.BAND_SORTS),
+        "groups": _band_groups(rows, grouped=sort in figures.BAND_SORTS and ground.comparable),
+        "ground": ground,
         "rank_label": figures.METRIC_LABELS[rank_by],
         "drift_alerts": open_alert_count(user=request.user),
         "external": external,
@@ -119,7 +125,7 @@ def leaderboard(request):
         "preset": preset,
         "presets": [(key, label) for key, (label, _) in PRESETS.items()],
         "cols": columns,
-        "colspan": 2 + len(columns) + len(benchmarks),
+        "colspan": 2 + len(columns) + len(benchmarks) + (0 if ground.comparable else 2),
         "metric_span": len(columns),
         **health.context(),
         "export_query": f"{filter_query}&sort={sort}&dir={'desc' if descending else 'asc'}".lstrip("&"),

@@ -153,9 +153,15 @@ def empty_diff_note(result: AttemptResult | None, imported: dict | None) -> str:
     """What the diff pane says when it has no item: 'no difference' only when that is known and the attempt passed."""
     if result is None or result.status != "done":
         return "No state diff: the attempt did not finish."
-    if result.verdict == "pass":
-        return "No difference from the golden end state."
     evidence = thinkingbox_evidence(result)
+    if result.verdict == "pass":
+        if imported is not None and not evidence.get("effects"):
+            # Nothing was compared: "no difference" would claim a comparison that never happened.
+            return (
+                "No state diff: the imported row carries no effects (tb infer ran without --dump); "
+                "ThinkingBox's own check below decided the pass."
+            )
+        return "No difference from the golden end state."
     if imported is not None and not evidence.get("effects"):
         if evidence.get("raw_effects"):
             return (

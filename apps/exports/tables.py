@@ -13,6 +13,7 @@ from typing import Any
 from django.http import QueryDict
 
 from apps.core.batches import in_slices
+from apps.dashboard.selectors import common_ground, ranked_order
 from apps.drift import selectors as drift
 from apps.figures import selectors as figures
 from apps.figures.selectors import figure_campaigns
@@ -78,6 +79,15 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         key=sort,
         descending=descending,
     )
+    # As on the page: campaigns that ran different tasks or N are ranked on their common ground only.
+    ranked = [row.campaign for row in rows if not row.campaign.is_harness_check]
+    ground = common_ground(ranked, domain=domain, tag=tag, exclude=exclude)
+    if not ground.comparable and sort in figures.BAND_SORTS:
+        rows = ranked_order(ground, rows)
+    compared = (
+        ground.summary
+        or "The same tasks and the same N for every ranked campaign: ranked on their own figures."
+    )
     columns = [
         Column("campaign", "campaign"),
         Column("simulation", "simulation", "bool"),
@@ -111,6 +121,13 @@ def leaderboard_table(user, query: QueryDict) -> Table:
         Column("all_n_se", "all-N SE", "share"),
         Column("all_n_lo", "all-N share 95% lo", "share"),
         Column("all_n_hi", "all-N share 95% hi", "share"),
+        # What is compared (issue 30): the common ground when the campaigns ran different tests.
+        Column("compared_on", "what is compared"),
+        Column("common_rank", "rank on common ground"),
+        Column("common_tasks", "common tasks", "int"),
+        Column("common_k", "common k", "int"),
+        Column("common_pass_hat_k", "pass^k on common ground", "share"),
+        Column("common_pass_at_1", "pass@1 on common ground", "share"),
     ]
     out = []
     for row in rows:
@@ -148,9 +165,25 @@ def leaderboard_table(user, query: QueryDict) -> Table:
                 "infra_errors": m.coverage.infra_errors,
                 "incomplete_tasks": len(m.coverage.incomplete_tasks),
                 "excluded_unhealthy_tasks": len(exclude),
+                "compared_on": compared,
+                **_common_ground_cells(ground, campaign.pk),
             }
         )
-    return Table("leaderboard", "Leaderboard", columns, out)
+    title = "Leaderboard" if ground.comparable else f"Leaderboard. {ground.summary}"
+    return Table("leaderboard", title, columns, out)
+
+
+def _common_ground_cells(ground, campaign_pk: int) -> dict[str, Any]:
+    row = ground.rows.get(campaign_pk)
+    if ground.comparable or row is None:
+        return {}
+    return {
+        "common_rank": row.rank,
+        "common_tasks": len(ground.tasks),
+        "common_k": ground.k,
+        "common_pass_hat_k": row.pass_hat_k.value,
+        "common_pass_at_1": row.pass_at_1.value,
+    }
 
 
 def gap_table(user, query: QueryDict) -> Table:

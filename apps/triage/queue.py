@@ -21,6 +21,8 @@ CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", 
 SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
 QUEUE_PER_PAGE = 50
+MAX_SEARCH = 200  # characters of a text search
+MAX_VARIANTS = 200  # signature forms in one value-pair sub-group link
 # Sortable queue columns: the ?sort= value (a leading "-" reverses) -> the ORM ordering it means.
 # The queue order always ends with the default order, so equal keys keep a stable, shared order
 # for the list and for j/k in the drilldown.
@@ -54,7 +56,10 @@ class QueueFilters:
     status: str = ""
     scope: str = "clean"
     signature: str = ""  # one failure cluster (SPEC §8): its attempts only
-    sort: str = ""  # a QUEUE_SORTS key, "-" first for descending; "" is the default order
+    sort: str = ""
+    text: str = ""  # ?q=: words in what went wrong (diff values, messages, final reply) or the task id/title
+    # ?v=: stored signature forms (SignatureVariant pks), one value-pair sub-group of the cluster
+    variants: tuple[int, ...] = ()  # a QUEUE_SORTS key, "-" first for descending; "" is the default order
 
     @classmethod
     def from_query(cls, query) -> QueueFilters:
@@ -76,6 +81,10 @@ class QueueFilters:
             scope=scope if scope in SCOPES else "clean",
             signature=signature if _SIGNATURE.match(signature) else "",
             sort=sort if sort.removeprefix("-") in QUEUE_SORTS else "",
+            text=" ".join(query.get("q", "").split())[:MAX_SEARCH],
+            variants=tuple(sorted({int(v) for v in query.getlist("v") if v.isdigit()}))[:MAX_VARIANTS]
+            if signature
+            else (),
         )
 
     def ordering(self) -> tuple[str, ...]:
@@ -97,19 +106,27 @@ class QueueFilters:
             pairs.append(("scope", self.scope))
         if self.signature:
             pairs.append(("signature", self.signature))
+            pairs.extend(("v", pk) for pk in self.variants)
+        if self.text:
+            pairs.append(("q", self.text))
         return urlencode(pairs)
 
     def without_signature(self) -> QueueFilters:
         """The same scope over every cluster (what a cluster's size and share are measured against)."""
-        return replace(self, signature="")
+        return replace(self, signature="", variants=())
 
     def with_signature(self, signature: str) -> QueueFilters:
         """The same scope narrowed to one cluster."""
         return replace(self, signature=signature)
 
+    def with_variants(self, variants: tuple[int, ...]) -> QueueFilters:
+        """The same cluster narrowed to one value-pair sub-group (its stored signature forms)."""
+        return replace(self, variants=tuple(sorted(variants)))
 
-def _review_conditions(filters: QueueFilters) -> list[Q]:
-    """The label, assignee and status filters: conditions on the attempt's review (this app's table)."""
+
+def _attempt_conditions(filters: QueueFilters) -> list[Q]:
+    """The label, assignee and status filters (conditions on the attempt's review, this app's table), the
+    value-pair sub-group and the text search."""
     conditions = []
     if filters.label:
         conditions.append(Q(review__labels=filters.label))
@@ -121,7 +138,27 @@ def _review_conditions(filters: QueueFilters) -> list[Q]:
         conditions.append(Q(review__isnull=True) | Q(review__status=AttemptReview.Status.OPEN))
     elif filters.status:
         conditions.append(Q(review__status=filters.status))
+    if filters.variants:
+        conditions.append(Q(failure_signature__variant_id__in=filters.variants))
+    if filters.text:
+        conditions.append(_text_condition(filters.text))
     return conditions
+
+
+def _text_condition(text: str) -> Q:
+    """Every word somewhere in what went wrong: the diff (headline and values), the messages (the
+    final reply among them), the failed checks and rubrics, or the task's id and title."""
+    condition = Q()
+    for word in text.split():
+        condition &= (
+            Q(result__diff__icontains=word)
+            | Q(result__transcript__messages__icontains=word)
+            | Q(result__checks__icontains=word)
+            | Q(result__rubrics__icontains=word)
+            | Q(task__task_id__icontains=word)
+            | Q(task__spec__title__icontains=word)
+        )
+    return condition
 
 
 def queue_queryset(*, user, filters: QueueFilters, ordered: bool = True) -> QuerySet[Attempt]:
@@ -136,6 +173,6 @@ def queue_queryset(*, user, filters: QueueFilters, ordered: bool = True) -> Quer
         domain=filters.domain,
         task=filters.task,
         category=filters.category,
-        conditions=_review_conditions(filters),
+        conditions=_attempt_conditions(filters),
         ordering=filters.ordering() if ordered else (),
     )

@@ -25,10 +25,12 @@ from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns, filter_options
 from apps.suites.models import Task
 from apps.triage import selectors, services
+from apps.triage.cluster_labels import cluster_labels
 from apps.triage.forms import LabelForm
 from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
+from apps.triage.value_pairs import value_pairs
 
 PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
 # The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
@@ -56,6 +58,8 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
     if view == "grouped":
         index = index or selectors.cluster_index(user=request.user, filters=filters)
         page = Paginator(index, PER_PAGE).get_page(page_number)
+        scope = selectors.queue_queryset(user=request.user, filters=filters, ordered=False)
+        signatures = [c.signature for c in page.object_list if c.signature]
         context.update(
             grouped=True,
             index=index,
@@ -64,6 +68,10 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
             rows=selectors.cluster_rows(
                 user=request.user, filters=filters, index=index, page=page.object_list
             ),
+            # The (result, golden) value pairs each cluster holds: opposite mistakes kept apart.
+            pairs=value_pairs(scope, signatures=signatures),
+            # The labels its attempts carry, so a bulk label shows in the row it changed.
+            cluster_labels=cluster_labels(scope, signatures=signatures),
         )
         if can_edit:
             context["assignees"] = _assignees(figure_campaigns(request.user))
@@ -89,7 +97,7 @@ def _attempt_page(rows, filters: QueueFilters, page_number: str | None) -> dict:
 QUEUE_COLUMNS = (
     ("campaign", "Campaign", ""),
     ("task", "Task", ""),
-    ("index", "#", "num"),
+    ("index", "Run", "num"),  # the attempt's place among the task's N (1-based); "#" is its id
     ("termination", "Termination", ""),
     ("diff", "What went wrong", ""),
     ("", "Categories", ""),

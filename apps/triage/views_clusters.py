@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
@@ -23,7 +24,9 @@ from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns
 from apps.triage import charts, selectors, services
 from apps.triage.models import AttemptReview, Label
+from apps.triage.queue import MAX_VARIANTS
 from apps.triage.selectors import Cluster, QueueFilters
+from apps.triage.value_pairs import value_pairs
 from apps.triage.views import _assignees, _attempt_page, _queue_context
 
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
@@ -51,7 +54,9 @@ def cluster(request, signature: str):
     if not _SIGNATURE.match(signature):
         raise Http404("no such failure cluster")
     filters = QueueFilters.from_query(request.GET).without_signature()
-    scoped = filters.with_signature(signature)
+    # ?v= narrows the cluster to one value-pair sub-group (its stored signature forms).
+    variants = tuple(int(v) for v in request.GET.getlist("v") if v.isdigit())[:MAX_VARIANTS]
+    scoped = filters.with_signature(signature).with_variants(variants)
     attempts = selectors.queue_queryset(user=request.user, filters=scoped)
     rows = selectors.queue_rows(attempts)
     can_edit = user_has_role(request.user, Role.TRIAGER)
@@ -85,6 +90,13 @@ def cluster(request, signature: str):
             "index": index,
             "share": index.share(found) if found else None,
             "related": _related(found, index) if found else [],
+            "pairs": value_pairs(
+                selectors.queue_queryset(
+                    user=request.user, filters=filters.with_signature(signature), ordered=False
+                ),
+                signatures=[signature],
+            ).get(signature),
+            "variants": variants,
             "distribution": chart(charts.cluster_campaign_bars(shares)),
             "shares": shares,
             "scope_query": filters.querystring(),
@@ -118,23 +130,36 @@ def cluster_act(request):
     try:
         if action in ("label", "unlabel"):
             label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
-            services.attempts_bulk_label(
+            changed = services.attempts_bulk_label(
                 attempts=attempts, label=label, actor=request.user, add=action == "label"
             )
+            done = f"{'Added' if action == 'label' else 'Removed'} label “{label.name}” {'to' if action == 'label' else 'from'}"
         elif action == "assign":
             assignee = _assignee_for(request, attempts)
-            services.attempts_bulk_assign(attempts=attempts, assignee=assignee, actor=request.user)
+            changed = services.attempts_bulk_assign(attempts=attempts, assignee=assignee, actor=request.user)
+            done = f"Assigned {assignee.get_username() if assignee else 'nobody'} to"
         elif action in ("reviewed", "open"):
             status = AttemptReview.Status.REVIEWED if action == "reviewed" else AttemptReview.Status.OPEN
-            services.attempts_bulk_status(attempts=attempts, status=status, actor=request.user)
+            changed = services.attempts_bulk_status(attempts=attempts, status=status, actor=request.user)
+            done = "Marked reviewed" if action == "reviewed" else "Reopened"
         else:
             return HttpResponseBadRequest("action: choose label, unlabel, assign, reviewed or open")
     except ValidationError as error:
         return HttpResponseBadRequest("; ".join(error.messages))
+    # Say what happened, with counts: the rows are swapped in place (htmx) or the page comes back.
+    clusters = len(set(signatures))
+    feedback = (
+        f"{done} {changed} attempt{'s' if changed != 1 else ''} of {len(attempts)} in {clusters} "
+        f"cluster{'s' if clusters != 1 else ''}"
+        + (f" ({len(attempts) - changed} already so)" if changed < len(attempts) else "")
+        + ". Every change is in each attempt's audit trail."
+    )
     target = _safe_next(request)
     if request.htmx and not target:
         context = _queue_context(request, filters, "grouped", page_number=request.POST.get("page"))
+        context["bulk_feedback"] = feedback
         return render(request, "triage/queue.html#triage-rows", context)
+    messages.success(request, feedback)
     return redirect(target or f"{reverse('triage:queue')}?{filters.querystring()}")
 
 

@@ -19,6 +19,8 @@ def test_gap_scatter_puts_campaigns_in_percent_with_diagonal():
     assert points["x"] == [90.0, 50.0]
     assert points["y"] == [30.0, None]  # NaN becomes a gap, never invalid JSON
     assert points["text"] == ["A", "B"]
+    assert points["textposition"] == ["top center", "bottom center"]  # neighbours' names take turns
+    assert points["cliponaxis"] is False  # a name at the edge is never cut
     json.dumps(figure, allow_nan=False)
 
 
@@ -40,6 +42,8 @@ def test_heatmap_labels_cells_and_marks_missing_domains():
     assert trace["z"] == [[50.0, None], [100.0, 25.0]]
     assert trace["text"] == [["50%", "—"], ["100%", "25%"]]
     assert trace["y"] == ["A", "B"] and trace["x"] == ["retail", "travel"]
+    layout = charts.heatmap(frame, title="pass@1")["layout"]
+    assert layout["xaxis"]["automargin"] is True and layout["yaxis"]["automargin"] is True
 
 
 def test_token_bars_split_cached_input_and_reasoning_out_of_their_totals():

@@ -110,7 +110,20 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "core:workers": [("page", "/system/workers/")],
         "core:ping_workers": [("action", "/system/workers/ping/")],
         "campaigns:list": [("page", "/campaigns/")],
-        "campaigns:launch": [("page", "/campaigns/new/")],
+        "agents:list": [("page", "/agents/")],
+        "agents:create": [("page", "/agents/new/")],
+        "agents:detail": [
+            ("page", f"/agents/{data.agent.pk}/"),
+            ("page", f"/agents/{c['down'].agent_id}/"),
+        ],
+        "agents:test": [("action", f"/agents/{c['down'].agent_id}/test/")],
+        "agents:price_sheets": [("page", "/price-sheets/")],
+        "agents:price_sheet_new": [("page", "/price-sheets/new/")],
+        "agents:price_sheet": [("page", f"/price-sheets/{data.price_sheet.pk}/")],
+        "campaigns:launch": [
+            ("page", "/campaigns/new/"),
+            ("page", f"/campaigns/new/?agent=pk:{data.agent.pk}"),
+        ],
         "campaigns:detail": [("page", f"/campaigns/{pk}/") for pk in campaign_pages]
         + [("page", f"/campaigns/{c['team_b'].pk}/")],
         "campaigns:cancel": [("action", f"/campaigns/{careless}/cancel/")],
@@ -150,7 +163,12 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
             ("page", "/training/report/"),
             ("page", "/training/report/" + _q(base=careless, trained=steady, task=data.task.pk)),
         ],
-        "triage:queue": [("page", "/triage/"), ("page", "/triage/" + _q(scope="all", c=careless))],
+        "triage:queue": [
+            ("page", "/triage/"),
+            ("page", "/triage/" + _q(scope="all", c=careless)),
+            ("page", "/triage/" + _q(scope="failed", view="grouped")),
+            ("page", "/triage/" + _q(scope="failed", view="list", q="ticket exception")),
+        ],
         "triage:bulk": [("action", "/triage/bulk/")],
         "triage:summary": [("page", "/triage/summary/")],
         "triage:health": [("page", "/triage/health/")],
@@ -169,6 +187,7 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "triage:cluster": [
             ("page", f"/triage/clusters/{data.failed_attempt.signature}/"),
             ("page", f"/triage/clusters/{data.failed_attempt.signature}/" + _q(scope="failed")),
+            ("page", f"/triage/clusters/{data.failed_attempt.signature}/" + _q(scope="failed", v=[1, 2])),
         ],
         "triage:suspects": [("page", "/triage/suspects/"), ("page", "/triage/suspects/" + _q(status="all"))],
         "triage:suspect_decide": [("action", f"/triage/suspects/{data.task.pk}/decide/")],

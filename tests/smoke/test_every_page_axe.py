@@ -8,6 +8,9 @@ out, and so are DRF's browsable API and the Swagger UI (their markup is not ours
 into the test page only) must report no critical and no serious violation; no page may be wider
 than the window at 1280×800 and 1920×1080; a page without charts (no Plotly) must weigh under
 300 KB: its HTML and every resource it loads, uncompressed (an upper bound of what it transfers).
+Every table on every page shows every column (issue 30): with each scrolling frame around it
+scrolled to its end, the last column header and each row's last cell are inside the window and
+not clipped by any ancestor; html and body never hide what overflows.
 """
 
 from __future__ import annotations
@@ -32,6 +35,45 @@ WEIGHT = """() => performance.getEntriesByType('navigation').concat(performance.
   .reduce((total, entry) => total + (entry.decodedBodySize || 0), 0)"""
 FITS = "document.documentElement.scrollWidth <= window.innerWidth"
 CHARTS = "Array.from(document.scripts).some(s => s.src.includes('plotly'))"
+# What sticks out of the window on a page that is too wide (the first few, innermost last): the message.
+STICKING_OUT = """() => Array.from(document.querySelectorAll('body *'))
+  .filter(el => el.getBoundingClientRect().right > window.innerWidth + 1)
+  .slice(-4).map(el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + '.' + String(el.className).split(' ').join('.'))"""
+NO_HIDDEN_OVERFLOW = """() => [document.documentElement, document.body]
+  .every(el => !['hidden', 'clip'].includes(getComputedStyle(el).overflowX))"""
+# Every table, every frame scrolled to its end: the last column header and each row's last cell lie
+# inside the window and inside every ancestor that clips (overflow other than visible). Returns
+# what does not, as "table#id: header|row N: clipped by <ancestor>".
+TABLE_ENDS_REACHABLE = """() => {
+  const problems = [];
+  const clips = el => { const s = getComputedStyle(el); return s.overflowX !== 'visible' || s.overflowY !== 'visible'; };
+  const label = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
+  document.querySelectorAll('table').forEach((table, index) => {
+    if (!table.getClientRects().length || table.closest('details:not([open])')) return;  // not rendered
+    for (let el = table.parentElement; el; el = el.parentElement) {
+      if (el.scrollWidth > el.clientWidth) el.scrollLeft = el.scrollWidth;  // each frame to its end
+    }
+    window.scrollTo(document.documentElement.scrollWidth, window.scrollY);
+    const name = table.id ? 'table#' + table.id : 'table ' + index;
+    const ends = [];
+    const head = table.tHead && table.tHead.rows.length ? table.tHead.rows[table.tHead.rows.length - 1] : null;
+    if (head && head.cells.length) ends.push(['header', head.cells[head.cells.length - 1]]);
+    Array.from(table.tBodies).flatMap(body => Array.from(body.rows)).forEach((row, n) => {
+      if (row.cells.length) ends.push(['row ' + n, row.cells[row.cells.length - 1]]);
+    });
+    for (const [what, cell] of ends) {
+      const box = cell.getBoundingClientRect();
+      if (!box.width) continue;
+      if (box.right > window.innerWidth + 1 || box.left < -1) { problems.push(`${name} ${what}: outside the window`); continue; }
+      for (let el = cell.parentElement; el && el !== document.documentElement; el = el.parentElement) {
+        if (!clips(el) || el.tagName === 'TABLE') continue;
+        const frame = el.getBoundingClientRect();
+        if (box.right > frame.right + 1 || box.left < frame.left - 1) { problems.push(`${name} ${what}: clipped by ${label(el)}`); break; }
+      }
+    }
+  });
+  return problems;
+}"""
 
 
 def _html_page(page, url: str) -> bool:
@@ -52,7 +94,7 @@ def _html_page(page, url: str) -> bool:
     return bool(page.evaluate("document.doctype !== null"))
 
 
-def test_every_page_passes_axe_core_fits_the_window_and_keeps_its_weight(
+def test_every_page_passes_axe_core_fits_the_window_shows_every_column_and_keeps_its_weight(
     live_server,
     client,
     run_campaign,
@@ -84,14 +126,17 @@ def test_every_page_passes_axe_core_fits_the_window_and_keeps_its_weight(
             if kind == "page" and not path.startswith(THIRD_PARTY)
         }
     )
-    found, checked, wide, heavy = [], [], [], {}
+    found, checked, wide, clipped, heavy = [], [], [], [], {}
     with signed_in_page(live_server, client, admin, viewport=(1280, 800)) as page:
         for path in pages:
             if not _html_page(page, live_server.url + path):
                 continue
             checked.append(path)
             if not page.evaluate(FITS):
-                wide.append(f"{path} at 1280")
+                wide.append(f"{path} at 1280: {page.evaluate(STICKING_OUT)}")
+            clipped.extend(f"{path} at 1280: {problem}" for problem in page.evaluate(TABLE_ENDS_REACHABLE))
+            if not page.evaluate(NO_HIDDEN_OVERFLOW):
+                clipped.append(f"{path}: html or body hides what overflows")
             if not page.evaluate(CHARTS) and (weight := page.evaluate(WEIGHT)) >= WEIGHT_BUDGET:
                 heavy[path] = weight
             page.add_script_tag(path=str(AXE))
@@ -102,11 +147,15 @@ def test_every_page_passes_axe_core_fits_the_window_and_keeps_its_weight(
                     found.append(f"{path}: {violation['id']} ({violation['impact']}) {targets}")
     with signed_in_page(live_server, client, admin, viewport=(1920, 1080)) as page:
         for path in checked:
-            if _html_page(page, live_server.url + path) and not page.evaluate(FITS):
-                wide.append(f"{path} at 1920")
+            if not _html_page(page, live_server.url + path):
+                continue
+            if not page.evaluate(FITS):
+                wide.append(f"{path} at 1920: {page.evaluate(STICKING_OUT)}")
+            clipped.extend(f"{path} at 1920: {problem}" for problem in page.evaluate(TABLE_ENDS_REACHABLE))
     reached = {path.split("?")[0].strip("/").split("/")[0] for path in checked}
     assert found == [], "\n".join(found)
-    assert wide == []
+    assert wide == [], "\n".join(wide)
+    assert clipped == [], "\n".join(clipped)
     assert heavy == {}
     assert {"noise", "planner", "drift", "adaptive", "attempts", "tasks", "triage", "training"} <= reached
     # The triage-at-scale pages are among them: a cluster, the suspect tasks, the judges.

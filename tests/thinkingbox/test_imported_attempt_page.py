@@ -41,7 +41,12 @@ def test_failed_imported_attempt_shows_thinkingbox_failure_not_no_difference(cli
     )
     passed = Attempt.objects.get(campaign__name="r6", index=0)
     html = client.get(reverse("dashboard:attempt", args=[passed.pk])).content.decode()
-    assert "No difference from the golden end state." in html
+    # Passed, but nothing was compared: the page says the row has no effects, never "no difference".
+    assert "No difference from the golden end state" not in html
+    assert (
+        "No state diff: the imported row carries no effects (tb infer ran without --dump); "
+        "ThinkingBox&#x27;s own check below decided the pass." in html
+    )
     assert "AssertionError" not in html
 
 

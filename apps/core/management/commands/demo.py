@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import signal
+import socket
 import sys
+import threading
+import time
 
 from django.conf import settings
 from django.core.management import call_command
@@ -56,9 +59,31 @@ class Command(BaseCommand):
             self.stdout.write(note)
         if no_serve:
             return
-        self._serve(addrport, with_worker=not no_worker)
+        self._serve(addrport, with_worker=not no_worker, reminder=[f"URL: {url}", *context.notes])
 
-    def _serve(self, addrport: str, *, with_worker: bool) -> None:
+    def _remind_when_listening(self, addrport: str, lines: list[str]) -> None:
+        """Print the URL and login again once the server answers: the server's and the worker's
+        start-up banners would otherwise push them off the screen (issue 30)."""
+        host, _, port = addrport.rpartition(":")
+
+        def wait_then_print() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1):
+                        break
+                except OSError:
+                    time.sleep(0.5)
+            else:
+                return
+            time.sleep(1.0)  # after runserver's own lines
+            self.stdout.write(self.style.SUCCESS("\nThe demo is serving. Open it and sign in:"))
+            for line in lines:
+                self.stdout.write(f"  {line}")
+
+        threading.Thread(target=wait_then_print, name="demo-reminder", daemon=True).start()
+
+    def _serve(self, addrport: str, *, with_worker: bool, reminder: list[str] | None = None) -> None:
         worker = None
         if with_worker:
             # Same task code as production; with the embedded broker it reads data/broker/. Supervised:
@@ -70,6 +95,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Celery worker started (pid {worker.pid}), restarted if it dies.")
         # SIGTERM (e.g. from a process manager) must also reach the `finally` that stops the worker.
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+        if reminder:
+            self._remind_when_listening(addrport, reminder)
         try:
             call_command("runserver", addrport, use_reloader=False)
         finally:

@@ -1,0 +1,148 @@
+"""Common ground for ranking campaigns that did not run the same tasks or the same N (issue 30).
+
+All-N over 12 tasks with N = 3 is easier than all-N over 56 tasks with N = 20: ranking such
+campaigns on their own figures would rank the easier test, not the better agent. When the ranked
+campaigns differ in task set or N, this module restricts every one of them to the tasks all of
+them ran and to the smallest N among them (the common k), and recomputes from the stored per-task
+counts with the engine's metric function: pass@1 and pass^k (the unbiased chance that k attempts
+in a row all pass, SPEC §5) over the common tasks. It never changes how figures are stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from apps.campaigns.models import Campaign
+from apps.figures import selectors as figures
+from tb_engine.metrics import campaign_metrics
+
+
+@dataclass(frozen=True)
+class GroundFigure:
+    value: float | None
+    lo: float | None
+    hi: float | None
+
+
+@dataclass(frozen=True)
+class GroundRow:
+    """One campaign's figures on the common ground, and its place in the common-ground ranking."""
+
+    campaign: Campaign
+    own_tasks: int
+    pass_at_1: GroundFigure
+    pass_hat_k: GroundFigure
+    rank: str  # "1", "2", "=2" (equal figures share a rank), "—" without a figure
+
+
+@dataclass(frozen=True)
+class CommonGround:
+    """Whether the campaigns are comparable as they stand and, where not, what they are ranked on."""
+
+    comparable: bool
+    tasks: tuple[str, ...]  # task ids every campaign ran (in the slice)
+    k: int  # the smallest N among the campaigns
+    kinds: tuple[tuple[int, int, tuple[str, ...]], ...]  # (N, tasks, campaign names) per distinct test
+    rows: dict[int, GroundRow]
+
+    @property
+    def summary(self) -> str:
+        """One sentence saying what is compared (the page's notice, the exports' caption)."""
+        if self.comparable:
+            return ""
+        tests = "; ".join(
+            f"{', '.join(names)}: {tasks} task{'s' if tasks != 1 else ''}, N = {n}"
+            for n, tasks, names in self.kinds
+        )
+        if not self.tasks:
+            return (
+                f"These campaigns ran different tests ({tests}) and share no task, so they are not ranked "
+                "against each other."
+            )
+        return (
+            f"These campaigns ran different tests ({tests}). They are ranked on common ground: the "
+            f"{len(self.tasks)} task{'s' if len(self.tasks) != 1 else ''} all of them ran and k = {self.k} "
+            f"attempts (the smallest N), by pass^{self.k} (all {self.k} attempts pass), then pass@1, over those tasks."
+        )
+
+
+def _slice(frame: pd.DataFrame, *, domain: str, tag: str) -> pd.DataFrame:
+    if domain:
+        frame = frame[frame["domain"] == domain]
+    if tag:
+        frame = frame[frame["tags"].apply(lambda tags: tag in (tags or []))]
+    return frame
+
+
+def _figure(raw: dict) -> GroundFigure:
+    return GroundFigure(raw.get("value"), raw.get("lo"), raw.get("hi"))
+
+
+def common_ground(
+    campaigns: Sequence[Campaign], *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+) -> CommonGround:
+    """The ranked campaigns' common ground over the slice; `comparable` when they ran one test already.
+
+    Campaigns without any task in the slice are left out (they have nothing to rank).
+    """
+    tables = figures.per_task_tables(list(campaigns), exclude=exclude)
+    frames = {c.pk: _slice(tables.frame(c), domain=domain, tag=tag) for c in campaigns}
+    present = [c for c in campaigns if len(frames[c.pk])]
+    task_sets = {c.pk: frozenset(str(t) for t in frames[c.pk]["task_id"]) for c in present}
+    kinds: dict[tuple[int, frozenset[str]], list[str]] = {}
+    for campaign in present:
+        kinds.setdefault((campaign.n_attempts, task_sets[campaign.pk]), []).append(campaign.name)
+    described = tuple(
+        sorted(((n, len(ids), tuple(names)) for (n, ids), names in kinds.items()), reverse=True)
+    )
+    if len(kinds) <= 1:
+        return CommonGround(True, tuple(sorted(next(iter(kinds))[1])) if kinds else (), 0, described, {})
+    shared = frozenset.intersection(*task_sets.values())
+    k = min(c.n_attempts for c in present)
+    computed: dict[int, tuple[GroundFigure, GroundFigure]] = {}
+    nothing = GroundFigure(None, None, None)
+    for campaign in present:
+        if not shared:  # no task in common: nothing to compute, nobody ranked
+            computed[campaign.pk] = (nothing, nothing)
+            continue
+        frame = frames[campaign.pk]
+        table = frame[frame["task_id"].astype(str).isin(shared)].reset_index(drop=True)
+        raw = campaign_metrics(table, n_attempts=campaign.n_attempts, ks=(1, k))
+        computed[campaign.pk] = (_figure(raw["pass_at_1"]), _figure(raw["pass_hat_k"].get(k, {})))
+
+    def order(campaign: Campaign) -> tuple[float, float]:
+        p1, hat = computed[campaign.pk]
+        return (
+            -(hat.value if hat.value is not None else -1.0),
+            -(p1.value if p1.value is not None else -1.0),
+        )
+
+    ranked = sorted(present, key=lambda c: (order(c), c.name.lower())) if shared else list(present)
+    rows: dict[int, GroundRow] = {}
+    previous: tuple[float, float] | None = None
+    place = 0
+    for position, campaign in enumerate(ranked, start=1):
+        p1, hat = computed[campaign.pk]
+        if not shared or hat.value is None:
+            label = "—"
+        elif previous == order(campaign):
+            label = f"={place}"
+        else:
+            place, previous, label = position, order(campaign), str(position)
+        rows[campaign.pk] = GroundRow(campaign, len(task_sets[campaign.pk]), p1, hat, label)
+    shared_places = {row.rank[1:] for row in rows.values() if row.rank.startswith("=")}
+    for pk, row in rows.items():  # the first of equal campaigns shares the "=" too
+        if row.rank in shared_places:
+            rows[pk] = GroundRow(row.campaign, row.own_tasks, row.pass_at_1, row.pass_hat_k, f"={row.rank}")
+    return CommonGround(False, tuple(sorted(shared)), k, described, rows)
+
+
+def ranked_order(ground: CommonGround, rows: list) -> list:
+    """Leaderboard rows in common-ground order (rows without a common-ground figure last, as they were)."""
+    if ground.comparable:
+        return rows
+    position = {pk: i for i, pk in enumerate(ground.rows)}
+    return sorted(rows, key=lambda row: position.get(row.campaign.pk, len(position)))
