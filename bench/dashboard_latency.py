@@ -146,8 +146,11 @@ def result_json(task_id: str, passed: bool, rng: random.Random) -> tuple[str, in
     return json.dumps(result), len(diff)
 
 
-def seed(rng: random.Random):
-    """Suite, tasks, 20 campaigns, 202,800 attempts (COPY) and 10,140 summaries. Returns the viewer."""
+def seed(rng: random.Random, campaigns_wanted: int = CAMPAIGNS):
+    """Suite, tasks, `campaigns_wanted` campaigns of 10,140 attempts each (COPY) and their summaries.
+
+    Returns the viewer and the campaigns. A database seeded before (`--reuse`) is read, not seeded again.
+    """
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
@@ -158,6 +161,10 @@ def seed(rng: random.Random):
     from apps.core.services import assign_role
     from apps.suites.models import Domain, Suite, Task
 
+    if Suite.objects.filter(name="bench").exists():
+        campaigns = list(Campaign.objects.filter(team__slug="bench").order_by("pk"))
+        print(f"reusing the seeded database: {len(campaigns)} campaigns")
+        return get_user_model().objects.get(username="bench"), campaigns
     with transaction.atomic():
         suite = Suite.objects.create(name="bench", version="1.0", content_hash="b" * 64)
         domains = [
@@ -192,7 +199,7 @@ def seed(rng: random.Random):
             prices={"gpt-4o": {"input": "2.5", "cached_input": "1.25", "output": "10"}},
         )
         campaigns = []
-        for c in range(CAMPAIGNS):
+        for c in range(campaigns_wanted):
             agent = AgentConfig.objects.create(name=f"bench-agent-{c}", kind="openai", model="gpt-4o")
             campaign = Campaign.objects.create(
                 name=f"Campaign {c:02d}",
@@ -316,7 +323,7 @@ def seed(rng: random.Random):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     print(
-        f"seeded {CAMPAIGNS} campaigns x {TASKS} tasks x N={N} = {CAMPAIGNS * TASKS * N} attempts in {time.perf_counter() - started:.0f}s"
+        f"seeded {campaigns_wanted} campaigns x {TASKS} tasks x N={N} = {campaigns_wanted * TASKS * N} attempts in {time.perf_counter() - started:.0f}s"
     )
     return user, campaigns
 
@@ -363,6 +370,15 @@ def measure(user, campaigns, requests: int, rng: random.Random) -> dict[str, flo
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=30, help="requests per page (default 30)")
+    parser.add_argument(
+        "--campaigns",
+        type=int,
+        default=CAMPAIGNS,
+        help="campaigns of 10,140 attempts (default 20; goal run 100)",
+    )
+    parser.add_argument(
+        "--seed-only", action="store_true", help="seed the database and stop (reuse it later)"
+    )
     args = parser.parse_args()
     url, cluster = start_database()
     try:
@@ -377,7 +393,9 @@ def main() -> int:
         settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
         call_command("migrate", verbosity=0)
         rng = random.Random(20251015)
-        user, campaigns = seed(rng)
+        user, campaigns = seed(rng, args.campaigns)
+        if args.seed_only:
+            return 0
         p95 = measure(user, campaigns, args.requests, rng)
         print("RESULT " + " ".join(f"{name}_p95_ms={value:.1f}" for name, value in p95.items()))
         return 0

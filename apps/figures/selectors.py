@@ -58,7 +58,7 @@ from apps.figures.tables import (
     filter_frame,
     load_tables,
     per_task_frames,
-    summary_stamps,
+    preload,
 )
 from apps.figures.task_grid import TASK_FILTERS, task_grid_rows
 from apps.suites.models import Task
@@ -117,6 +117,7 @@ __all__ = [
     "pass_hat_curves",
     "per_task_table",
     "per_task_tables",
+    "preload_campaign_figures",
     "rank_metric",
     "replicate_sets",
     "sort_rows",
@@ -184,10 +185,9 @@ def campaign_figures(
     tables: PerTaskTables, campaign: Campaign, *, domain: str = "", tag: str = ""
 ) -> CampaignFigures:
     """Every SPEC §5 figure of the campaign's tasks (or one domain/tag slice of them), cached."""
-    frame, stamp = tables.frame(campaign), tables.stamp(campaign)
 
     def compute() -> CampaignFigures:
-        table = filter_frame(frame, domain=domain, tag=tag)
+        table = filter_frame(tables.frame(campaign), domain=domain, tag=tag)
         raw = campaign_metrics(table, n_attempts=campaign.n_attempts)
         billed = raw["cost"]["billed_attempts"]
         tokens = int(table["input_tokens"].sum() + table["output_tokens"].sum())
@@ -198,11 +198,17 @@ def campaign_figures(
             eval_tokens=int(table["eval_tokens"].sum()),
         )
 
-    return cached(cache_key("figures", campaign.pk, stamp, campaign.n_attempts, domain, tag), compute)
+    return cached(_figures_key(tables, campaign, domain=domain, tag=tag), compute)
+
+
+def _figures_key(tables: PerTaskTables, campaign: Campaign, *, domain: str = "", tag: str = "") -> str:
+    return cache_key("figures", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", domain, tag)
 
 
 def campaign_rows(campaigns: list[Campaign], tables: PerTaskTables) -> list[CampaignRow]:
-    """Each campaign with its figures over every task of its table, in the given order."""
+    """Each campaign with its figures over every task of its table, in the given order (stored
+    figures read in one query)."""
+    preload(_figures_key(tables, c) for c in campaigns)
     return [CampaignRow(campaign=c, figures=campaign_figures(tables, c)) for c in campaigns]
 
 
@@ -225,8 +231,10 @@ def leaderboard_rows(
     if rank_by not in NOISE_METRICS:
         raise KeyError(f"rank_by {rank_by!r}: choose one of {', '.join(NOISE_METRICS)}")
 
+    tables = per_task_tables(campaigns, exclude=exclude)
+
     def compute() -> dict[int, tuple[CampaignFigures, tuple[str, ...], Any, dict[str, float | None]]]:
-        tables = per_task_tables(campaigns, exclude=exclude)
+        preload(_figures_key(tables, c, domain=domain, tag=tag) for c in campaigns)
         figures = {c.pk: campaign_figures(tables, c, domain=domain, tag=tag) for c in campaigns}
         partners = _reversal_partners(campaigns, figures)
         bands, ses = _noise.leaderboard_noise(campaigns, tables, domain=domain, tag=tag, metric=rank_by)
@@ -236,10 +244,12 @@ def leaderboard_rows(
     # summary stamps: a recorded attempt changes its campaign's stamp) and by what the rows show of
     # the campaigns themselves (names in reversal partners, N), so they are never stale; a warm
     # page then reads one small entry instead of every campaign's per-task table.
-    stamps = summary_stamps(c.pk for c in campaigns)
-    version = [(c.pk, stamps[c.pk], c.n_attempts, c.name) for c in campaigns]
-    digest = hashlib.sha1(repr((version, sorted(exclude), domain, tag, rank_by)).encode()).hexdigest()
-    parts = cached(cache_key("leaderboard", 0, digest), compute)
+    version = [(c.pk, tables.stamp(c), c.n_attempts, c.name) for c in campaigns]
+    digest = hashlib.sha1(repr((version, domain, tag, rank_by)).encode()).hexdigest()
+    members = sorted(c.pk for c in campaigns)
+    parts = cached(
+        cache_key("leaderboard", 0, digest, members, sorted(exclude), domain, tag, rank_by), compute
+    )
     return [
         LeaderboardRow(campaign=c, figures=figures, reversed_with=partners, band=band, se=se, version=digest)
         for c in campaigns
@@ -298,9 +308,9 @@ def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list
     (None in a curve), so larger k are not listed. A stored N may far exceed what ran (an import
     once set N = 100,000 for two attempts a task); the work follows the attempts, not N.
     """
-    frame = tables.frame(campaign)
 
     def compute() -> dict[str, list[float | None]]:
+        frame = tables.frame(campaign)
         curves = {}
         longest = min(campaign.n_attempts, int(frame["n"].max()) if len(frame) else 0)
         groups = [("all", frame)] + [(str(name), group) for name, group in frame.groupby("domain", sort=True)]
@@ -314,14 +324,29 @@ def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list
             curves[name] = values
         return curves
 
-    return cached(cache_key("curves", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
+    return cached(_curves_key(tables, campaign), compute)
+
+
+def _curves_key(tables: PerTaskTables, campaign: Campaign) -> str:
+    return cache_key("curves", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}")
+
+
+def _domains_key(tables: PerTaskTables, campaign: Campaign) -> str:
+    return cache_key("domains", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}")
+
+
+def preload_campaign_figures(tables: PerTaskTables, campaigns: list[Campaign], *kinds: str) -> None:
+    """Read the stored figures of these kinds ("figures", "curves", "domains") for every campaign in one
+    query, before a page asks for them one campaign at a time."""
+    makers = {"figures": _figures_key, "curves": _curves_key, "domains": _domains_key}
+    preload(makers[kind](tables, c) for kind in kinds for c in campaigns)
 
 
 def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigures]:
     """Per domain (sorted by name): pass@1, pass@N observed and all-N share as point estimates, cached."""
-    frame = tables.frame(campaign)
 
     def compute() -> list[DomainFigures]:
+        frame = tables.frame(campaign)
         table = frame.assign(
             rate=np.where(frame["n"] > 0, frame["c"] / frame["n"].where(frame["n"] > 0, 1), np.nan),
             found=(frame["c"] >= 1).astype(float),
@@ -344,7 +369,7 @@ def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigu
             for domain, row in grouped.iterrows()
         ]
 
-    return cached(cache_key("domains", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
+    return cached(_domains_key(tables, campaign), compute)
 
 
 def comparison(tables: PerTaskTables, a: Campaign, b: Campaign, *, domain: str = "") -> Comparison:
@@ -366,7 +391,10 @@ def comparison(tables: PerTaskTables, a: Campaign, b: Campaign, *, domain: str =
         )
         return Comparison.from_metrics(raw)
 
-    return cached(cache_key("compare", a.pk, tables.stamp(a), b.pk, tables.stamp(b), domain), compute)
+    return cached(
+        cache_key("compare", a.pk, f"{tables.stamp(a)}|{tables.stamp(b)}|{a.n_attempts}", b.pk, domain),
+        compute,
+    )
 
 
 def domain_comparisons(tables: PerTaskTables, a: Campaign, b: Campaign) -> dict[str, Comparison]:
