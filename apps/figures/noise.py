@@ -37,7 +37,7 @@ def _group_key(kind: str, campaigns: Sequence[Campaign], tables: PerTaskTables, 
     # names and statuses (bands name their leader; a replicate set says whether it is complete).
     stamps = "|".join(f"{c.pk}:{tables.stamp(c)}:{c.n_attempts}:{c.name}:{c.status}" for c in campaigns)
     digest = hashlib.sha1(stamps.encode()).hexdigest()
-    return cache_key(kind, 0, digest, sorted(c.pk for c in campaigns), *parts)
+    return cache_key(kind, 0, digest, sorted(c.pk for c in campaigns), tables.scope, *parts)
 
 
 def _arrays(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -171,6 +171,7 @@ def campaign_noise(tables: PerTaskTables, campaign: Campaign) -> CampaignNoise:
             "noise",
             campaign.pk,
             f"{tables.stamp(campaign)}|{campaign.n_attempts}|{campaign.name}|{campaign.status}",
+            tables.scope,
         ),
         compute,
     )

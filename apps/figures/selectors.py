@@ -202,7 +202,9 @@ def campaign_figures(
 
 
 def _figures_key(tables: PerTaskTables, campaign: Campaign, *, domain: str = "", tag: str = "") -> str:
-    return cache_key("figures", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", domain, tag)
+    return cache_key(
+        "figures", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", domain, tag, tables.scope
+    )
 
 
 def campaign_rows(campaigns: list[Campaign], tables: PerTaskTables) -> list[CampaignRow]:
@@ -328,11 +330,11 @@ def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list
 
 
 def _curves_key(tables: PerTaskTables, campaign: Campaign) -> str:
-    return cache_key("curves", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}")
+    return cache_key("curves", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", tables.scope)
 
 
 def _domains_key(tables: PerTaskTables, campaign: Campaign) -> str:
-    return cache_key("domains", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}")
+    return cache_key("domains", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", tables.scope)
 
 
 def preload_campaign_figures(tables: PerTaskTables, campaigns: list[Campaign], *kinds: str) -> None:
@@ -392,7 +394,9 @@ def comparison(tables: PerTaskTables, a: Campaign, b: Campaign, *, domain: str =
         return Comparison.from_metrics(raw)
 
     return cached(
-        cache_key("compare", a.pk, f"{tables.stamp(a)}|{tables.stamp(b)}|{a.n_attempts}", b.pk, domain),
+        cache_key(
+            "compare", a.pk, f"{tables.stamp(a)}|{tables.stamp(b)}|{a.n_attempts}", b.pk, domain, tables.scope
+        ),
         compute,
     )
 

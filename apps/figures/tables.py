@@ -175,19 +175,25 @@ def cached(key: str, compute: Callable[[], T]) -> T:
 
 
 def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
-    """Per campaign a token that changes whenever one of its summaries changes (one query).
+    """Per campaign a token that changes whenever one of its summaries, or its suite, changes (two queries).
 
     Besides max(updated_at) and the row count it folds in the sums of the counted columns:
     summary_refresh updates rows with bulk_update, which does not touch auto_now fields, so
-    updated_at alone would miss a re-graded attempt.
+    updated_at alone would miss a re-graded attempt. The suite's updated_at is in it because a
+    table carries each task's domain and tags, which a suite revision (suites.services.suite_store,
+    which saves the suite) rewrites in place — tags are not part of the suite's content hash.
     """
     ids = list(campaign_ids)
-    stamps = dict.fromkeys(ids, "empty")
+    suites = {
+        pk: f"{stored.timestamp():.6f}"
+        for pk, stored in Campaign.objects.filter(pk__in=ids).values_list("pk", "suite__updated_at")
+    }
+    counts = dict.fromkeys(ids, "empty")
     for row in summary_changes(campaign_ids=ids):
         parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]
         parts += [str(row[f"sum_{name}"]) for name in STAMPED_COLUMNS]
-        stamps[row["campaign_id"]] = "-".join(parts)
-    return stamps
+        counts[row["campaign_id"]] = "-".join(parts)
+    return {pk: f"{counts[pk]}|suite:{suites.get(pk, '')}" for pk in ids}
 
 
 def per_task_frames(campaign_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
@@ -243,6 +249,9 @@ class PerTaskTables:
         self._frames: dict[int, pd.DataFrame] | None = None
         marker = "|without:" + ",".join(str(pk) for pk in sorted(exclude)) if exclude else ""
         self.stamps: Mapping[int, str] = {pk: stamp + marker for pk, stamp in stamps.items()}
+        # The task set in a figure's slot too: the full set's stored rows and those without the
+        # excluded tasks live side by side instead of replacing each other.
+        self.scope = marker
         self._plain_stamps = dict(stamps)
 
     @property

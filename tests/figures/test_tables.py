@@ -36,10 +36,10 @@ def test_a_task_that_never_ran_is_in_the_table_with_zero_counts(make_campaign):
     assert list(frame["n"]) == [0, 0]
     assert list(frame["c"]) == [0, 0]
     assert list(frame["task_id"]) == sorted(campaign.tasks.values_list("task_id", flat=True))
-    assert summary_stamps([campaign.pk]) == {campaign.pk: "empty"}
+    assert summary_stamps([campaign.pk]) == {campaign.pk: f"empty|suite:{campaign.suite.updated_at.timestamp():.6f}"}
 
 
-def test_tables_cost_one_query_and_a_fresh_process_reads_stored_frames_in_one_more(summaries_campaign):
+def test_tables_cost_two_queries_and_a_fresh_process_reads_stored_frames_in_one_more(summaries_campaign):
     from django.core.cache import cache
 
     campaigns = [summaries_campaign({T1: (2, 1), T2: (2, 2)}, name=f"C{i}", n=2) for i in range(3)]
@@ -55,7 +55,7 @@ def test_tables_cost_one_query_and_a_fresh_process_reads_stored_frames_in_one_mo
         third = figures.per_task_tables(campaigns)
         stored_frames = {c.pk: third.frame(c) for c in campaigns}
 
-    assert (len(opened), len(warm), len(fresh)) == (1, 1, 2)
+    assert (len(opened), len(warm), len(fresh)) == (2, 2, 3)
     assert second.stamps == first.stamps == third.stamps
     assert all(warm_frames[c.pk].equals(computed[c.pk]) for c in campaigns)
     assert all(stored_frames[c.pk].equals(computed[c.pk]) for c in campaigns)
