@@ -14,18 +14,19 @@ import hashlib
 import logging
 import pickle
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import pandas as pd
-from django.core.cache import cache
+from django.conf import settings
 from django.db import DatabaseError, transaction
+from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from apps.attempts.selectors.task_summaries import (
     STAMPED_COLUMNS,
     SUMMARY_TOKEN_COLUMNS,
-    summary_changes,
     summary_counts,
 )
 from apps.campaigns.models import Campaign
@@ -33,7 +34,6 @@ from apps.figures.models import StoredFigure
 
 logger = logging.getLogger(__name__)
 
-CACHE_SECONDS = 6 * 3600
 # Bumped whenever the shape of a cached value changes, so old entries are never misread
 # (2: typed results instead of dicts; 3: comparisons carry their noise floor; 4: unjudged
 # attempts in the frames and coverage; 5: slot#version keys, stored in StoredFigure rows).
@@ -79,8 +79,59 @@ def _split(key: str) -> tuple[str, str, int]:
     return slot, version, campaign_id
 
 
-def _local(key: str) -> str:
-    return "figures:" + key
+class ProcessFigures:
+    """This process's figures by key, least recently used dropped first; values kept as objects.
+
+    Not Django's cache: LocMemCache pickles every value on set and unpickles it on every get (a
+    sixth of a warm leaderboard request's CPU in bench/dashboard_concurrency.py) and holds 300
+    entries, fewer than 100 campaigns' tables and figures. Keys carry the exact data version, so an
+    entry is never stale; values are frozen dataclasses and tables nobody mutates (filter_frame
+    copies). What other processes computed comes from the stored rows (StoredFigure).
+    """
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._values: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        with self._lock:
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        with self._lock:
+            found = {key: self._values[key] for key in keys if key in self._values}
+            for key in found:
+                self._values.move_to_end(key)
+            return found
+
+    def set_many(self, values: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._values.update(values)
+            for key in values:
+                self._values.move_to_end(key)
+            while len(self._values) > self._entries:
+                self._values.popitem(last=False)
+
+    def set(self, key: str, value: Any) -> None:
+        self.set_many({key: value})
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+
+# 100 campaigns x (table, figures, curves, domains, noise, a few slices) fit many times over; a
+# table of 507 tasks is about 100 kB, a figures value a few kB.
+process_figures = ProcessFigures(entries=int(getattr(settings, "FIGURES_PROCESS_ENTRIES", 4000)))
+
+
+def forget_process_figures() -> None:
+    """Empty this process's figures (what a fresh server process starts with; tests use it)."""
+    process_figures.clear()
 
 
 def stored_values(keys: Iterable[str]) -> dict[str, Any]:
@@ -137,11 +188,11 @@ def preload(keys: Iterable[str]) -> None:
     query instead of one per key.
     """
     wanted = list(dict.fromkeys(keys))
-    present = cache.get_many([_local(key) for key in wanted])
-    missing = [key for key in wanted if _local(key) not in present]
+    present = process_figures.get_many(wanted)
+    missing = [key for key in wanted if key not in present]
     found = stored_values(missing)
     if found:
-        cache.set_many({_local(key): value for key, value in found.items()}, CACHE_SECONDS)
+        process_figures.set_many(found)
 
 
 # One lock per key being computed: a threaded web process (gunicorn gthread) that meets a cold key
@@ -154,20 +205,19 @@ _computing_guard = threading.Lock()
 def cached(key: str, compute: Callable[[], T]) -> T:
     """The value of `key`: from this process's cache, else its stored row at the key's version, else
     compute() — stored for every process and kept here. Concurrent callers of a process compute it once."""
-    local = _local(key)
-    value = cache.get(local)
+    value = process_figures.get(key)
     if value is not None:
         return value
     with _computing_guard:
         lock = _computing.setdefault(key, threading.Lock())
     with lock:
-        value = cache.get(local)  # another thread may have stored it while this one waited
+        value = process_figures.get(key)  # another thread may have stored it while this one waited
         if value is None:
             value = stored_values([key]).get(key)
             if value is None:
                 value = compute()
                 store_values({key: value})
-            cache.set(local, value, CACHE_SECONDS)
+            process_figures.set(key, value)
     with _computing_guard:
         if _computing.get(key) is lock and not lock.locked():
             del _computing[key]
@@ -175,7 +225,7 @@ def cached(key: str, compute: Callable[[], T]) -> T:
 
 
 def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
-    """Per campaign a token that changes whenever one of its summaries, or its suite, changes (two queries).
+    """Per campaign a token that changes whenever one of its summaries, or its suite, changes (one query).
 
     Besides max(updated_at) and the row count it folds in the sums of the counted columns:
     summary_refresh updates rows with bulk_update, which does not touch auto_now fields, so
@@ -184,16 +234,22 @@ def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
     which saves the suite) rewrites in place — tags are not part of the suite's content hash.
     """
     ids = list(campaign_ids)
-    suites = {
-        pk: f"{stored.timestamp():.6f}"
-        for pk, stored in Campaign.objects.filter(pk__in=ids).values_list("pk", "suite__updated_at")
-    }
-    counts = dict.fromkeys(ids, "empty")
-    for row in summary_changes(campaign_ids=ids):
-        parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]
-        parts += [str(row[f"sum_{name}"]) for name in STAMPED_COLUMNS]
-        counts[row["campaign_id"]] = "-".join(parts)
-    return {pk: f"{counts[pk]}|suite:{suites.get(pk, '')}" for pk in ids}
+    sums = {f"sum_{name}": Sum(f"summaries__{name}") for name in STAMPED_COLUMNS}
+    rows = (
+        Campaign.objects.filter(pk__in=ids)
+        .order_by()
+        .values("pk", "suite__updated_at")
+        .annotate(latest=Max("summaries__updated_at"), rows=Count("summaries__id"), **sums)
+    )
+    stamps = {}
+    for row in rows:
+        counts = "empty"
+        if row["rows"]:
+            parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]
+            parts += [str(row[f"sum_{name}"]) for name in STAMPED_COLUMNS]
+            counts = "-".join(parts)
+        stamps[row["pk"]] = f"{counts}|suite:{row['suite__updated_at'].timestamp():.6f}"
+    return {pk: stamps.get(pk, "empty") for pk in ids}
 
 
 def per_task_frames(campaign_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
@@ -283,16 +339,13 @@ def load_tables(campaigns: list[Campaign], *, exclude: frozenset[int] = frozense
 def _stored_frames(campaigns: list[Campaign], stamps: Mapping[int, str]) -> dict[int, pd.DataFrame]:
     """Each campaign's table from this process's cache, else its stored row, else the summaries (then stored)."""
     keys = {c.pk: cache_key("frame", c.pk, stamps[c.pk]) for c in campaigns}
-    found = cache.get_many([_local(key) for key in keys.values()])
-    frames = {pk: found[_local(key)] for pk, key in keys.items() if _local(key) in found}
+    found = process_figures.get_many(keys.values())
+    frames = {pk: found[key] for pk, key in keys.items() if key in found}
     stored = stored_values(key for pk, key in keys.items() if pk not in frames)
     frames.update({pk: stored[key] for pk, key in keys.items() if key in stored})
     missing = [pk for pk in keys if pk not in frames]
     fresh = per_task_frames(missing) if missing else {}
     store_values({keys[pk]: frame for pk, frame in fresh.items()})
     frames.update(fresh)
-    cache.set_many(
-        {_local(keys[pk]): frame for pk, frame in frames.items() if _local(keys[pk]) not in found},
-        CACHE_SECONDS,
-    )
+    process_figures.set_many({keys[pk]: frame for pk, frame in frames.items() if keys[pk] not in found})
     return frames

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from django.core.cache import cache
 
 from apps.attempts.models import Attempt
 from apps.attempts.summaries import summary_refresh
@@ -21,6 +20,7 @@ from apps.campaigns.services import campaign_cancel, campaign_resume, campaign_s
 from apps.figures import selectors as figures
 from apps.figures.models import StoredFigure
 from apps.figures.services import figures_refresh
+from apps.figures.tables import forget_process_figures
 from apps.suites.services import suite_store
 from apps.worker.attempts import attempt_execute
 from tb_engine.loader import load_builtin_suite
@@ -56,7 +56,7 @@ def page_figures(campaigns: list[Campaign], *, exclude: frozenset[int] = frozens
 
 
 def as_a_fresh_process_reads(campaigns, **kwargs) -> dict:
-    cache.clear()
+    forget_process_figures()
     return page_figures(campaigns, **kwargs)
 
 
@@ -66,7 +66,7 @@ def recomputed(campaigns, **kwargs) -> dict:
         summary_refresh(campaign_id=campaign.pk)
     shown = as_a_fresh_process_reads(campaigns, **kwargs)  # computed (nothing stored at these stamps)…
     StoredFigure.objects.all().delete()
-    cache.clear()
+    forget_process_figures()
     again = page_figures(campaigns, **kwargs)  # …and computed again with nothing stored at all
     assert again == shown
     return again
