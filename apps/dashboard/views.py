@@ -419,7 +419,7 @@ def tasks(request):
     kind = request.GET.get("filter", "")
     kind = kind if kind in figures.TASK_FILTERS else ""
     domain = request.GET.get("domain", "")
-    rows = figures.task_grid(campaigns, domain=domain, kind=kind)
+    rows, grid_version = figures.task_grid_versioned(campaigns, domain=domain, kind=kind)
     page = Paginator(rows, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     domains_list, _ = figures.filter_options(campaigns)
     context = {
@@ -440,8 +440,17 @@ def tasks(request):
         "page_query": urlencode(
             [("c", pk) for pk in _selected_ids(request) or []] + [("filter", kind), ("domain", domain)]
         ),
+        # The page's rows stand in the fragment key as the grid's data version and the page number
+        # (walking 50 rows x every campaign's cell would cost what rendering them costs).
+        "grid_version": grid_version,
+        "page_number": page.number,
     }
-    return _render(request, "dashboard/tasks.html", "task-grid", context)
+    context["grid_html"] = grid = shared_fragment(
+        request, "dashboard/tasks.html", "task-grid", context, leave_out=("page",)
+    )
+    if request.htmx:
+        return HttpResponse(grid)
+    return render(request, "dashboard/tasks.html", context)
 
 
 @require_GET

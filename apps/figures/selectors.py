@@ -123,6 +123,7 @@ __all__ = [
     "sort_rows",
     "task_counts",
     "task_grid",
+    "task_grid_versioned",
     "whatif_cost",
 ]
 
@@ -520,9 +521,27 @@ def task_grid(campaigns: list[Campaign], *, domain: str = "", kind: str = "") ->
 
     One implementation for the tasks page and its export. Unknown kinds show every task.
     """
+    return task_grid_versioned(campaigns, domain=domain, kind=kind)[0]
+
+
+def task_grid_versioned(
+    campaigns: list[Campaign], *, domain: str = "", kind: str = ""
+) -> tuple[list[TaskGridRow], str]:
+    """task_grid's rows (stored like every figure: a warm or fresh process does not rebuild 507 x 100
+    cells) and their data version: equal versions, equal rows (the page's rendered grid is shared by it)."""
+    kind = kind if kind in TASK_FILTERS else ""
     tables = per_task_tables(campaigns)
-    frames = [filter_frame(tables.frame(campaign), domain=domain) for campaign in campaigns]
-    return task_grid_rows(campaigns, frames, kind=kind if kind in TASK_FILTERS else "")
+    version = hashlib.sha1(
+        repr([(c.pk, tables.stamp(c), c.n_attempts) for c in campaigns]).encode()
+    ).hexdigest()
+
+    def compute() -> list[TaskGridRow]:
+        frames = [filter_frame(tables.frame(campaign), domain=domain) for campaign in campaigns]
+        return task_grid_rows(campaigns, frames, kind=kind)
+
+    members = [c.pk for c in campaigns]  # in column order: the cells follow it
+    rows = cached(cache_key("task-grid", 0, version, members, domain, kind), compute)
+    return rows, f"{version}:{domain}:{kind}"
 
 
 def attempt_strip(*, task: Task, campaigns: list[Campaign]) -> dict[int, list[Attempt]]:

@@ -87,16 +87,15 @@ def campaigns_with_status_counts(
     """(campaign, its status counts, attempts ended since ``ended_since``) for the first ``limit``
     campaigns of the queryset, in its order (at most three queries).
 
-    A campaign that finished before ``ended_since`` has nothing in flight and nothing ended since:
+    A campaign that finished before ``ended_since`` (or at a time not recorded) has nothing in
+    flight and nothing ended since:
     its counts are the sums of its task summaries (kept equal to a recount of its attempts), so the
     list never scans a million finished attempts. Only the others' attempts are counted.
     """
     ordered = list(campaigns[:limit])
     done = campaign_model().Status.DONE
     settled = [
-        c.pk
-        for c in ordered
-        if c.status == done and c.finished_at is not None and c.finished_at < ended_since
+        c.pk for c in ordered if c.status == done and (c.finished_at is None or c.finished_at < ended_since)
     ]
     counts: dict[int, tuple[StatusCounts, int]] = {
         campaign_id: (status, 0) for campaign_id, status in _summary_status_counts(settled).items()
