@@ -134,9 +134,18 @@ METRIC_LABELS = _noise.METRIC_LABELS
 BAND_SORTS = dict(_noise.SORT_METRICS)
 
 
-def figure_campaigns(user, *, ids: Iterable[int] | None = None) -> list[Campaign]:
-    """Campaigns the user may see (optionally only `ids`), with agent and price sheet, newest first."""
-    queryset = campaigns_visible_to(user).select_related("price_sheet").order_by("-created_at", "-pk")
+def figure_campaigns(
+    user, *, ids: Iterable[int] | None = None, with_price_sheets: bool = True
+) -> list[Campaign]:
+    """Campaigns the user may see (optionally only `ids`), with agent and price sheet, newest first.
+
+    `with_price_sheets=False` for pages that never show a sheet (the leaderboard, gap, domains,
+    tasks, compare): decoding every sheet's prices was a sixth of a warm leaderboard's CPU, and the
+    shared-fragment digest walked them too.
+    """
+    queryset = campaigns_visible_to(user).order_by("-created_at", "-pk")
+    if with_price_sheets:
+        queryset = queryset.select_related("price_sheet")
     if ids is not None:
         queryset = queryset.filter(pk__in=list(ids))
     return list(queryset)
@@ -247,7 +256,7 @@ def leaderboard_rows(
     # summary stamps: a recorded attempt changes its campaign's stamp) and by what the rows show of
     # the campaigns themselves (names in reversal partners, N), so they are never stale; a warm
     # page then reads one small entry instead of every campaign's per-task table.
-    version = [(c.pk, tables.stamp(c), c.n_attempts, c.name) for c in campaigns]
+    version = sorted((c.pk, tables.stamp(c), c.n_attempts, c.name) for c in campaigns)  # any order: same rows
     digest = hashlib.sha1(repr((version, domain, tag, rank_by)).encode()).hexdigest()
     members = sorted(c.pk for c in campaigns)
     parts = cached(

@@ -22,7 +22,8 @@ def figures_refresh(*, campaign_ids: Iterable[int]) -> int:
 
     Side effects: StoredFigure rows (per-task table, figures over every task, pass^k curves,
     per-domain figures, noise floors) of each campaign whose stored row is missing or older than its
-    summaries; nothing for a campaign whose rows are current. Returns the number of campaigns read.
+    summaries, and the default leaderboard of each of their teams (every campaign of the team but
+    harness checks, by all-N); nothing where the rows are current. Returns the number of campaigns read.
     """
     campaigns = list(Campaign.objects.filter(pk__in=list(campaign_ids)).select_related("price_sheet"))
     tables = figures.per_task_tables(campaigns)
@@ -32,4 +33,14 @@ def figures_refresh(*, campaign_ids: Iterable[int]) -> int:
         figures.pass_hat_curves(tables, campaign)
         figures.domain_figures(tables, campaign)
         noise.campaign_noise(tables, campaign)
+    for team_id in sorted({c.team_id for c in campaigns}):
+        # The leaderboard a member of the team opens first: every campaign of the team but the
+        # harness checks, over every task, ranked by all-N (its default sort). Its bands and
+        # reversals span the team's campaigns, so they are stored per set, not per campaign.
+        ranked = [
+            c
+            for c in Campaign.objects.filter(team_id=team_id).select_related("agent")
+            if not c.is_harness_check
+        ]
+        figures.leaderboard_rows(ranked, rank_by=figures.rank_metric("alln"))
     return len(campaigns)
