@@ -191,6 +191,7 @@ def gap(request):
     campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request), with_price_sheets=False)
     health = task_health_scope(request.GET, campaigns)
     tables = figures.per_task_tables(campaigns, exclude=health.exclude)
+    figures.preload_campaign_figures(tables, campaigns, "figures", "curves")
     points, curves = [], {}
     for row in figures.campaign_rows(campaigns, tables):
         running = _running(row.figures.coverage)
@@ -328,6 +329,7 @@ def domains(request):
     every = figures.figure_campaigns(request.user, with_price_sheets=False)
     health = task_health_scope(request.GET, every)
     tables = figures.per_task_tables(every, exclude=health.exclude)
+    figures.preload_campaign_figures(tables, every, "figures", "domains")
     # A campaign with no finished attempt has no figures yet: named as running, left out of the
     # heatmaps, the ranks and the pair (its cells would be zeros that read as results).
     running = {c: _running(figures.campaign_figures(tables, c).coverage) for c in every}

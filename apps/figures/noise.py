@@ -166,14 +166,16 @@ def campaign_noise(tables: PerTaskTables, campaign: Campaign) -> CampaignNoise:
             },
         )
 
-    return cached(
-        cache_key(
-            "noise",
-            campaign.pk,
-            f"{tables.stamp(campaign)}|{campaign.n_attempts}|{campaign.name}|{campaign.status}",
-            tables.scope,
-        ),
-        compute,
+    return cached(noise_key(tables, campaign), compute)
+
+
+def noise_key(tables: PerTaskTables, campaign: Campaign) -> str:
+    """The key of the campaign's noise report (its name and status show in it)."""
+    return cache_key(
+        "noise",
+        campaign.pk,
+        f"{tables.stamp(campaign)}|{campaign.n_attempts}|{campaign.name}|{campaign.status}",
+        tables.scope,
     )
 
 

@@ -348,9 +348,14 @@ def _domains_key(tables: PerTaskTables, campaign: Campaign) -> str:
 
 
 def preload_campaign_figures(tables: PerTaskTables, campaigns: list[Campaign], *kinds: str) -> None:
-    """Read the stored figures of these kinds ("figures", "curves", "domains") for every campaign in one
+    """Read the stored figures of these kinds ("figures", "curves", "domains", "noise") for every campaign in one
     query, before a page asks for them one campaign at a time."""
-    makers = {"figures": _figures_key, "curves": _curves_key, "domains": _domains_key}
+    makers = {
+        "figures": _figures_key,
+        "curves": _curves_key,
+        "domains": _domains_key,
+        "noise": _noise.noise_key,
+    }
     preload(makers[kind](tables, c) for kind in kinds for c in campaigns)
 
 
