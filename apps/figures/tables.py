@@ -242,7 +242,10 @@ def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
         .annotate(latest=Max("summaries__updated_at"), rows=Count("summaries__id"), **sums)
     )
     stamps = {}
-    for row in rows:
+    for typed_row in rows:
+        row: dict[str, Any] = dict(
+            typed_row
+        )  # a plain dict: the plugin types the row without the **sums keys
         counts = "empty"
         if row["rows"]:
             parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]

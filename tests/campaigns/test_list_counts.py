@@ -41,6 +41,7 @@ def test_finished_campaigns_are_counted_from_summaries_equal_to_their_attempts(m
     assert [(c.pk, counts) for c, counts, _ in rows] == [
         (c.pk, status_counts(campaign_id=c.pk)) for c in (finished, cancelled, running)
     ]
-    assert [recent for _, _, recent in rows] == [0, 1, 1]  # a cancelled campaign may still end one: counted live
+    # A cancelled campaign may still end an attempt: it is counted live.
+    assert [recent for _, _, recent in rows] == [0, 1, 1]
     assert rows[0][1].done == 9 and rows[2][1].queued == 8
     assert len(queries) == 3  # the campaigns, the finished one's summaries, the others' attempts

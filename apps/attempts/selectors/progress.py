@@ -95,7 +95,11 @@ def campaigns_with_status_counts(
     ordered = list(campaigns[:limit])
     done = campaign_model().Status.DONE
     settled = [
-        c.pk for c in ordered if c.status == done and (c.finished_at is None or c.finished_at < ended_since)
+        c.pk
+        for c in ordered
+        # getattr: the campaign model is typed by its base here (this app never imports campaigns).
+        if getattr(c, "status") == done  # noqa: B009
+        and (getattr(c, "finished_at") is None or getattr(c, "finished_at") < ended_since)  # noqa: B009
     ]
     counts: dict[int, tuple[StatusCounts, int]] = {
         campaign_id: (status, 0) for campaign_id, status in _summary_status_counts(settled).items()
@@ -110,8 +114,11 @@ def campaigns_with_status_counts(
             .annotate(**_by_status(), ended_recently=ended)
         )
         for row in rows:
-            status = StatusCounts(**{name: row[name] for name in StatusCounts.__dataclass_fields__})
-            counts[row["campaign_id"]] = (status, row["ended_recently"])
+            values: dict[str, Any] = dict(
+                row
+            )  # a plain dict: the plugin types the row without the **_by_status() keys
+            status = StatusCounts(**{name: values[name] for name in StatusCounts.__dataclass_fields__})
+            counts[values["campaign_id"]] = (status, values["ended_recently"])
     nothing = StatusCounts(**dict.fromkeys(StatusCounts.__dataclass_fields__, 0))
     return [(campaign, *counts.get(campaign.pk, (nothing, 0))) for campaign in ordered]
 
