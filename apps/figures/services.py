@@ -22,25 +22,40 @@ def figures_refresh(*, campaign_ids: Iterable[int]) -> int:
 
     Side effects: StoredFigure rows (per-task table, figures over every task, pass^k curves,
     per-domain figures, noise floors) of each campaign whose stored row is missing or older than its
-    summaries, and the default leaderboard of each of their teams (every campaign of the team but
-    harness checks, by all-N); nothing where the rows are current. Returns the number of campaigns read.
+    summaries, then for each of their teams what a member's pages show over all the team's
+    campaigns: the default leaderboard (every campaign but harness checks, by all-N), the domain
+    rankings and the tasks grid. Nothing where the rows are current. Returns the number of campaigns read.
     """
-    campaigns = list(Campaign.objects.filter(pk__in=list(campaign_ids)).select_related("price_sheet"))
-    tables = figures.per_task_tables(campaigns)
-    figures.preload_campaign_figures(tables, campaigns, "figures", "curves", "domains")
-    for campaign in campaigns:
-        figures.campaign_figures(tables, campaign)
-        figures.pass_hat_curves(tables, campaign)
-        figures.domain_figures(tables, campaign)
-        noise.campaign_noise(tables, campaign)
-    for team_id in sorted({c.team_id for c in campaigns}):
-        # The leaderboard a member of the team opens first: every campaign of the team but the
-        # harness checks, over every task, ranked by all-N (its default sort). Its bands and
-        # reversals span the team's campaigns, so they are stored per set, not per campaign.
-        ranked = [
-            c
-            for c in Campaign.objects.filter(team_id=team_id).select_related("agent")
-            if not c.is_harness_check
-        ]
-        figures.leaderboard_rows(ranked, rank_by=figures.rank_metric("alln"))
-    return len(campaigns)
+    ids = list(campaign_ids)
+    teams: set[int] = set()
+    for start in range(0, len(ids), REFRESH_BATCH):  # bounded memory: a batch's tables at a time
+        campaigns = list(Campaign.objects.filter(pk__in=ids[start : start + REFRESH_BATCH]))
+        teams.update(c.team_id for c in campaigns)
+        tables = figures.per_task_tables(campaigns)
+        figures.preload_campaign_figures(tables, campaigns, "figures", "curves", "domains", "noise")
+        for campaign in campaigns:
+            figures.campaign_figures(tables, campaign)
+            figures.pass_hat_curves(tables, campaign)
+            figures.domain_figures(tables, campaign)
+            noise.campaign_noise(tables, campaign)
+    for team_id in sorted(teams):
+        _team_figures(team_id)
+    return len(ids)
+
+
+# Campaigns whose tables are held at once while their figures are computed.
+REFRESH_BATCH = 20
+
+
+def _team_figures(team_id: int) -> None:
+    """The figures a team member's pages show over all the team's campaigns, in the pages' order
+    (newest first): they span the campaigns (bands, rankings, the grid), so they are stored per set."""
+    team = list(
+        Campaign.objects.filter(team_id=team_id).select_related("agent").order_by("-created_at", "-pk")
+    )
+    figures.leaderboard_rows([c for c in team if not c.is_harness_check], rank_by=figures.rank_metric("alln"))
+    tables = figures.per_task_tables(team)
+    figures.preload_campaign_figures(tables, team, "figures")
+    finished = [c for c in team if figures.campaign_figures(tables, c).coverage.done_attempts]
+    figures.domain_rankings(finished, tables)
+    figures.task_grid(team)
