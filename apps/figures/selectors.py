@@ -208,6 +208,8 @@ def campaign_figures(
             eval_tokens=int(table["eval_tokens"].sum()),
         )
 
+    if not domain and not tag:
+        _preloaded(tables, "figures")
     return cached(_figures_key(tables, campaign, domain=domain, tag=tag), compute)
 
 
@@ -336,6 +338,7 @@ def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list
             curves[name] = values
         return curves
 
+    _preloaded(tables, "curves")
     return cached(_curves_key(tables, campaign), compute)
 
 
@@ -357,6 +360,14 @@ def preload_campaign_figures(tables: PerTaskTables, campaigns: list[Campaign], *
         "noise": _noise.noise_key,
     }
     preload(makers[kind](tables, c) for kind in kinds for c in campaigns)
+    if {c.pk for c in campaigns} >= {c.pk for c in tables.campaigns}:
+        tables.preloaded.update(kinds)
+
+
+def _preloaded(tables: PerTaskTables, kind: str) -> None:
+    """Every campaign's stored `kind` read in one query, the first time one campaign's is asked for."""
+    if kind not in tables.preloaded:
+        preload_campaign_figures(tables, tables.campaigns, kind)
 
 
 def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigures]:
@@ -386,6 +397,7 @@ def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigu
             for domain, row in grouped.iterrows()
         ]
 
+    _preloaded(tables, "domains")
     return cached(_domains_key(tables, campaign), compute)
 
 
@@ -424,6 +436,7 @@ def domain_comparisons(tables: PerTaskTables, a: Campaign, b: Campaign) -> dict[
 
 def campaign_noise(tables: PerTaskTables, campaign: Campaign) -> CampaignNoise:
     """SE and rerun floor of pass@1, pass^5, pass^N and all-N, over every task and per domain."""
+    _preloaded(tables, "noise")
     return _noise.campaign_noise(tables, campaign)
 
 

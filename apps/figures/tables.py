@@ -311,7 +311,15 @@ class PerTaskTables:
         # The task set in a figure's slot too: the full set's stored rows and those without the
         # excluded tasks live side by side instead of replacing each other.
         self.scope = marker
+        # Kinds of stored figure already read for every campaign of these tables (see
+        # selectors.preload_campaign_figures): a page asking one campaign at a time still reads
+        # them in one query.
+        self.preloaded: set[str] = set()
         self._plain_stamps = dict(stamps)
+
+    @property
+    def campaigns(self) -> list[Campaign]:
+        return self._campaigns
 
     @property
     def frames(self) -> Mapping[int, pd.DataFrame]:
