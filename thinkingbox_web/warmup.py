@@ -25,7 +25,7 @@ def warm_web_process() -> float:
     """Import every view (the URLconf) and compile every project template; returns the seconds it took."""
     started = time.perf_counter()
     get_resolver().url_patterns  # noqa: B018 — reading it imports every app's views
-    folders: list[Path] = list(settings.TEMPLATES[0]["DIRS"])
+    folders: list[Path] = [Path(folder) for folder in settings.TEMPLATES[0]["DIRS"]]  # type: ignore[attr-defined]
     for folder in folders:
         root = Path(folder)
         for path in sorted(root.rglob("*.html")):
