@@ -21,3 +21,11 @@ backlog = int(os.environ.get("WEB_BACKLOG", "2048"))
 timeout = int(os.environ.get("WEB_TIMEOUT", "120"))
 keepalive = 5
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-")
+
+
+def post_worker_init(worker):
+    """Import the views and compile the templates before this worker accepts a request (a fresh
+    worker's first requests paid ~1 s of it while a burst waited; thinkingbox_web/warmup.py)."""
+    from thinkingbox_web.warmup import warm_web_process  # noqa: PLC0415 — needs the app loaded (the worker's)
+
+    warm_web_process()

@@ -105,6 +105,17 @@ def _fresh_rate_limits(request):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_figures(request):
+    """Every test starts like a fresh server process: no figures in this process's memory
+    (apps.figures.tables.process_figures), only what the test database stores."""
+    if django_enabled(request.config):
+        from apps.figures.tables import forget_process_figures
+
+        forget_process_figures()
+    yield
+
+
 # --- Personas -------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -75,7 +76,22 @@ def shared_fragment(
     """
     key = f"fragment:v{VERSION}:{template}#{partial}:{context_digest(context, leave_out=leave_out)}"
     html = cache.get(key)
-    if html is None:
-        html = render_to_string(f"{template}#{partial}", context, request)
-        cache.set(key, str(html), CACHE_SECONDS)
+    if html is not None:
+        return mark_safe(html)  # rendered by the template engine, autoescaped there
+    # A cold process meeting a burst renders each fragment once: the other threads wait for it
+    # (bench/dashboard_concurrency.py's cold burst rendered the same table in every thread).
+    with _rendering_guard:
+        lock = _rendering.setdefault(key, threading.Lock())
+    with lock:
+        html = cache.get(key)
+        if html is None:
+            html = str(render_to_string(f"{template}#{partial}", context, request))
+            cache.set(key, html, CACHE_SECONDS)
+    with _rendering_guard:
+        if _rendering.get(key) is lock and not lock.locked():
+            del _rendering[key]
     return mark_safe(html)  # rendered by the template engine, autoescaped there
+
+
+_rendering: dict[str, threading.Lock] = {}
+_rendering_guard = threading.Lock()

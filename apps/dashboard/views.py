@@ -73,7 +73,7 @@ def leaderboard(request):
 
     Harness self-checks (golden replays) are pinned above the ranking, never ranked among models.
     """
-    visible = figures.figure_campaigns(request.user)
+    visible = figures.figure_campaigns(request.user, with_price_sheets=False)
     harness = [c for c in visible if c.is_harness_check]
     campaigns = [c for c in visible if not c.is_harness_check]
     domain, tag = request.GET.get("domain", ""), request.GET.get("tag", "")
@@ -194,9 +194,10 @@ def external_score_add(request):
 @require_role(Role.VIEWER)
 def gap(request):
     """pass@N against all-N per campaign, and pass^k curves for k = 1..N (as far as attempts ran) overall and per domain."""
-    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request))
+    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request), with_price_sheets=False)
     health = task_health_scope(request.GET, campaigns)
     tables = figures.per_task_tables(campaigns, exclude=health.exclude)
+    figures.preload_campaign_figures(tables, campaigns, "figures", "curves")
     points, curves = [], {}
     for row in figures.campaign_rows(campaigns, tables):
         running = _running(row.figures.coverage)
@@ -252,7 +253,7 @@ def gap(request):
             charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]), colours=colours)
         ),
         "per_domain": per_domain,
-        "all_campaigns": figures.figure_campaigns(request.user),
+        "all_campaigns": figures.figure_campaigns(request.user, with_price_sheets=False),
         "selected": {c.pk for c in campaigns},
         "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
@@ -331,9 +332,10 @@ def _whatif(request, campaigns, rows: list[figures.CampaignRow]):
 @require_role(Role.VIEWER)
 def domains(request):
     """Campaigns x domains heatmaps of pass@1, pass@N and all-N; per-domain deltas between two campaigns."""
-    every = figures.figure_campaigns(request.user)
+    every = figures.figure_campaigns(request.user, with_price_sheets=False)
     health = task_health_scope(request.GET, every)
     tables = figures.per_task_tables(every, exclude=health.exclude)
+    figures.preload_campaign_figures(tables, every, "figures", "domains")
     # A campaign with no finished attempt has no figures yet: named as running, left out of the
     # heatmaps, the ranks and the pair (its cells would be zeros that read as results).
     running = {c: _running(figures.campaign_figures(tables, c).coverage) for c in every}
@@ -421,11 +423,11 @@ def _pair(request, by_id: dict):
 @require_role(Role.VIEWER)
 def tasks(request):
     """Tasks x campaigns grid of c/N, filterable and paged; rows link to the task page."""
-    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request))
+    campaigns = figures.figure_campaigns(request.user, ids=_selected_ids(request), with_price_sheets=False)
     kind = request.GET.get("filter", "")
     kind = kind if kind in figures.TASK_FILTERS else ""
     domain = request.GET.get("domain", "")
-    rows = figures.task_grid(campaigns, domain=domain, kind=kind)
+    rows, grid_version = figures.task_grid_versioned(campaigns, domain=domain, kind=kind)
     page = Paginator(rows, TASKS_PER_PAGE).get_page(request.GET.get("page"))
     domains_list, _ = figures.filter_options(campaigns)
     context = {
@@ -446,8 +448,17 @@ def tasks(request):
         "page_query": urlencode(
             [("c", pk) for pk in _selected_ids(request) or []] + [("filter", kind), ("domain", domain)]
         ),
+        # The page's rows stand in the fragment key as the grid's data version and the page number
+        # (walking 50 rows x every campaign's cell would cost what rendering them costs).
+        "grid_version": grid_version,
+        "page_number": page.number,
     }
-    return _render(request, "dashboard/tasks.html", "task-grid", context)
+    context["grid_html"] = grid = shared_fragment(
+        request, "dashboard/tasks.html", "task-grid", context, leave_out=("page",)
+    )
+    if request.htmx:
+        return HttpResponse(grid)
+    return render(request, "dashboard/tasks.html", context)
 
 
 @require_GET
@@ -473,7 +484,7 @@ def task_detail(request, pk: int):
 def compare(request):
     """Paired comparison of two campaigns: a plain verdict, deltas with intervals and noise floors,
     the cost of each, and a sortable per-task table (optionally only the tasks where they differ)."""
-    campaigns = figures.figure_campaigns(request.user)
+    campaigns = figures.figure_campaigns(request.user, with_price_sheets=False)
     by_id = {c.pk: c for c in campaigns}
     a, b = _pair(request, by_id)
     result, error, costs, verdict, task_links = None, "", None, "", {}

@@ -29,6 +29,7 @@ def noise(request):
     domains, _ = figures.filter_options(campaigns)
     scope = request.GET.get("domain", "")
     scope = scope if scope in domains else ""
+    figures.preload_campaign_figures(tables, campaigns, "noise")
     rows = [(campaign, figures.campaign_noise(tables, campaign).scope(scope)) for campaign in campaigns]
     sets = figures.replicate_sets(campaigns, tables)
     context = {

@@ -33,9 +33,11 @@ SORT_METRICS = {"pass1": "pass_at_1", "hat5": "pass_hat_5", "hatn": "pass_hat_n"
 
 
 def _group_key(kind: str, campaigns: Sequence[Campaign], tables: PerTaskTables, *parts) -> str:
-    stamps = "|".join(f"{c.pk}:{tables.stamp(c)}:{c.n_attempts}" for c in campaigns)
+    # The slot: the kind, the set of campaigns and the parameters; the version: their stamps, N and
+    # names and statuses (bands name their leader; a replicate set says whether it is complete).
+    stamps = "|".join(f"{c.pk}:{tables.stamp(c)}:{c.n_attempts}:{c.name}:{c.status}" for c in campaigns)
     digest = hashlib.sha1(stamps.encode()).hexdigest()
-    return cache_key(kind, 0, digest, *parts)
+    return cache_key(kind, 0, digest, sorted(c.pk for c in campaigns), tables.scope, *parts)
 
 
 def _arrays(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -164,7 +166,17 @@ def campaign_noise(tables: PerTaskTables, campaign: Campaign) -> CampaignNoise:
             },
         )
 
-    return cached(cache_key("noise", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
+    return cached(noise_key(tables, campaign), compute)
+
+
+def noise_key(tables: PerTaskTables, campaign: Campaign) -> str:
+    """The key of the campaign's noise report (its name and status show in it)."""
+    return cache_key(
+        "noise",
+        campaign.pk,
+        f"{tables.stamp(campaign)}|{campaign.n_attempts}|{campaign.name}|{campaign.status}",
+        tables.scope,
+    )
 
 
 def replicate_set(root: Campaign, members: Sequence[Campaign], tables: PerTaskTables) -> ReplicateSet:

@@ -58,7 +58,7 @@ from apps.figures.tables import (
     filter_frame,
     load_tables,
     per_task_frames,
-    summary_stamps,
+    preload,
 )
 from apps.figures.task_grid import TASK_FILTERS, task_grid_rows
 from apps.suites.models import Task
@@ -117,11 +117,13 @@ __all__ = [
     "pass_hat_curves",
     "per_task_table",
     "per_task_tables",
+    "preload_campaign_figures",
     "rank_metric",
     "replicate_sets",
     "sort_rows",
     "task_counts",
     "task_grid",
+    "task_grid_versioned",
     "whatif_cost",
 ]
 
@@ -132,9 +134,18 @@ METRIC_LABELS = _noise.METRIC_LABELS
 BAND_SORTS = dict(_noise.SORT_METRICS)
 
 
-def figure_campaigns(user, *, ids: Iterable[int] | None = None) -> list[Campaign]:
-    """Campaigns the user may see (optionally only `ids`), with agent and price sheet, newest first."""
-    queryset = campaigns_visible_to(user).select_related("price_sheet").order_by("-created_at", "-pk")
+def figure_campaigns(
+    user, *, ids: Iterable[int] | None = None, with_price_sheets: bool = True
+) -> list[Campaign]:
+    """Campaigns the user may see (optionally only `ids`), with agent and price sheet, newest first.
+
+    `with_price_sheets=False` for pages that never show a sheet (the leaderboard, gap, domains,
+    tasks, compare): decoding every sheet's prices was a sixth of a warm leaderboard's CPU, and the
+    shared-fragment digest walked them too.
+    """
+    queryset = campaigns_visible_to(user).order_by("-created_at", "-pk")
+    if with_price_sheets:
+        queryset = queryset.select_related("price_sheet")
     if ids is not None:
         queryset = queryset.filter(pk__in=list(ids))
     return list(queryset)
@@ -184,10 +195,9 @@ def campaign_figures(
     tables: PerTaskTables, campaign: Campaign, *, domain: str = "", tag: str = ""
 ) -> CampaignFigures:
     """Every SPEC §5 figure of the campaign's tasks (or one domain/tag slice of them), cached."""
-    frame, stamp = tables.frame(campaign), tables.stamp(campaign)
 
     def compute() -> CampaignFigures:
-        table = filter_frame(frame, domain=domain, tag=tag)
+        table = filter_frame(tables.frame(campaign), domain=domain, tag=tag)
         raw = campaign_metrics(table, n_attempts=campaign.n_attempts)
         billed = raw["cost"]["billed_attempts"]
         tokens = int(table["input_tokens"].sum() + table["output_tokens"].sum())
@@ -198,11 +208,21 @@ def campaign_figures(
             eval_tokens=int(table["eval_tokens"].sum()),
         )
 
-    return cached(cache_key("figures", campaign.pk, stamp, campaign.n_attempts, domain, tag), compute)
+    if not domain and not tag:
+        _preloaded(tables, "figures")
+    return cached(_figures_key(tables, campaign, domain=domain, tag=tag), compute)
+
+
+def _figures_key(tables: PerTaskTables, campaign: Campaign, *, domain: str = "", tag: str = "") -> str:
+    return cache_key(
+        "figures", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", domain, tag, tables.scope
+    )
 
 
 def campaign_rows(campaigns: list[Campaign], tables: PerTaskTables) -> list[CampaignRow]:
-    """Each campaign with its figures over every task of its table, in the given order."""
+    """Each campaign with its figures over every task of its table, in the given order (stored
+    figures read in one query)."""
+    preload(_figures_key(tables, c) for c in campaigns)
     return [CampaignRow(campaign=c, figures=campaign_figures(tables, c)) for c in campaigns]
 
 
@@ -225,8 +245,10 @@ def leaderboard_rows(
     if rank_by not in NOISE_METRICS:
         raise KeyError(f"rank_by {rank_by!r}: choose one of {', '.join(NOISE_METRICS)}")
 
+    tables = per_task_tables(campaigns, exclude=exclude)
+
     def compute() -> dict[int, tuple[CampaignFigures, tuple[str, ...], Any, dict[str, float | None]]]:
-        tables = per_task_tables(campaigns, exclude=exclude)
+        preload(_figures_key(tables, c, domain=domain, tag=tag) for c in campaigns)
         figures = {c.pk: campaign_figures(tables, c, domain=domain, tag=tag) for c in campaigns}
         partners = _reversal_partners(campaigns, figures)
         bands, ses = _noise.leaderboard_noise(campaigns, tables, domain=domain, tag=tag, metric=rank_by)
@@ -236,10 +258,12 @@ def leaderboard_rows(
     # summary stamps: a recorded attempt changes its campaign's stamp) and by what the rows show of
     # the campaigns themselves (names in reversal partners, N), so they are never stale; a warm
     # page then reads one small entry instead of every campaign's per-task table.
-    stamps = summary_stamps(c.pk for c in campaigns)
-    version = [(c.pk, stamps[c.pk], c.n_attempts, c.name) for c in campaigns]
-    digest = hashlib.sha1(repr((version, sorted(exclude), domain, tag, rank_by)).encode()).hexdigest()
-    parts = cached(cache_key("leaderboard", 0, digest), compute)
+    version = sorted((c.pk, tables.stamp(c), c.n_attempts, c.name) for c in campaigns)  # any order: same rows
+    digest = hashlib.sha1(repr((version, domain, tag, rank_by)).encode()).hexdigest()
+    members = sorted(c.pk for c in campaigns)
+    parts = cached(
+        cache_key("leaderboard", 0, digest, members, sorted(exclude), domain, tag, rank_by), compute
+    )
     return [
         LeaderboardRow(campaign=c, figures=figures, reversed_with=partners, band=band, se=se, version=digest)
         for c in campaigns
@@ -298,9 +322,9 @@ def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list
     (None in a curve), so larger k are not listed. A stored N may far exceed what ran (an import
     once set N = 100,000 for two attempts a task); the work follows the attempts, not N.
     """
-    frame = tables.frame(campaign)
 
     def compute() -> dict[str, list[float | None]]:
+        frame = tables.frame(campaign)
         curves = {}
         longest = min(campaign.n_attempts, int(frame["n"].max()) if len(frame) else 0)
         groups = [("all", frame)] + [(str(name), group) for name, group in frame.groupby("domain", sort=True)]
@@ -314,14 +338,43 @@ def pass_hat_curves(tables: PerTaskTables, campaign: Campaign) -> dict[str, list
             curves[name] = values
         return curves
 
-    return cached(cache_key("curves", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
+    _preloaded(tables, "curves")
+    return cached(_curves_key(tables, campaign), compute)
+
+
+def _curves_key(tables: PerTaskTables, campaign: Campaign) -> str:
+    return cache_key("curves", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", tables.scope)
+
+
+def _domains_key(tables: PerTaskTables, campaign: Campaign) -> str:
+    return cache_key("domains", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", tables.scope)
+
+
+def preload_campaign_figures(tables: PerTaskTables, campaigns: list[Campaign], *kinds: str) -> None:
+    """Read the stored figures of these kinds ("figures", "curves", "domains", "noise") for every campaign in one
+    query, before a page asks for them one campaign at a time."""
+    makers = {
+        "figures": _figures_key,
+        "curves": _curves_key,
+        "domains": _domains_key,
+        "noise": _noise.noise_key,
+    }
+    preload(makers[kind](tables, c) for kind in kinds for c in campaigns)
+    if {c.pk for c in campaigns} >= {c.pk for c in tables.campaigns}:
+        tables.preloaded.update(kinds)
+
+
+def _preloaded(tables: PerTaskTables, kind: str) -> None:
+    """Every campaign's stored `kind` read in one query, the first time one campaign's is asked for."""
+    if kind not in tables.preloaded:
+        preload_campaign_figures(tables, tables.campaigns, kind)
 
 
 def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigures]:
     """Per domain (sorted by name): pass@1, pass@N observed and all-N share as point estimates, cached."""
-    frame = tables.frame(campaign)
 
     def compute() -> list[DomainFigures]:
+        frame = tables.frame(campaign)
         table = frame.assign(
             rate=np.where(frame["n"] > 0, frame["c"] / frame["n"].where(frame["n"] > 0, 1), np.nan),
             found=(frame["c"] >= 1).astype(float),
@@ -344,7 +397,8 @@ def domain_figures(tables: PerTaskTables, campaign: Campaign) -> list[DomainFigu
             for domain, row in grouped.iterrows()
         ]
 
-    return cached(cache_key("domains", campaign.pk, tables.stamp(campaign), campaign.n_attempts), compute)
+    _preloaded(tables, "domains")
+    return cached(_domains_key(tables, campaign), compute)
 
 
 def comparison(tables: PerTaskTables, a: Campaign, b: Campaign, *, domain: str = "") -> Comparison:
@@ -366,7 +420,12 @@ def comparison(tables: PerTaskTables, a: Campaign, b: Campaign, *, domain: str =
         )
         return Comparison.from_metrics(raw)
 
-    return cached(cache_key("compare", a.pk, tables.stamp(a), b.pk, tables.stamp(b), domain), compute)
+    return cached(
+        cache_key(
+            "compare", a.pk, f"{tables.stamp(a)}|{tables.stamp(b)}|{a.n_attempts}", b.pk, domain, tables.scope
+        ),
+        compute,
+    )
 
 
 def domain_comparisons(tables: PerTaskTables, a: Campaign, b: Campaign) -> dict[str, Comparison]:
@@ -377,6 +436,7 @@ def domain_comparisons(tables: PerTaskTables, a: Campaign, b: Campaign) -> dict[
 
 def campaign_noise(tables: PerTaskTables, campaign: Campaign) -> CampaignNoise:
     """SE and rerun floor of pass@1, pass^5, pass^N and all-N, over every task and per domain."""
+    _preloaded(tables, "noise")
     return _noise.campaign_noise(tables, campaign)
 
 
@@ -488,9 +548,27 @@ def task_grid(campaigns: list[Campaign], *, domain: str = "", kind: str = "") ->
 
     One implementation for the tasks page and its export. Unknown kinds show every task.
     """
+    return task_grid_versioned(campaigns, domain=domain, kind=kind)[0]
+
+
+def task_grid_versioned(
+    campaigns: list[Campaign], *, domain: str = "", kind: str = ""
+) -> tuple[list[TaskGridRow], str]:
+    """task_grid's rows (stored like every figure: a warm or fresh process does not rebuild 507 x 100
+    cells) and their data version: equal versions, equal rows (the page's rendered grid is shared by it)."""
+    kind = kind if kind in TASK_FILTERS else ""
     tables = per_task_tables(campaigns)
-    frames = [filter_frame(tables.frame(campaign), domain=domain) for campaign in campaigns]
-    return task_grid_rows(campaigns, frames, kind=kind if kind in TASK_FILTERS else "")
+    version = hashlib.sha1(
+        repr([(c.pk, tables.stamp(c), c.n_attempts) for c in campaigns]).encode()
+    ).hexdigest()
+
+    def compute() -> list[TaskGridRow]:
+        frames = [filter_frame(tables.frame(campaign), domain=domain) for campaign in campaigns]
+        return task_grid_rows(campaigns, frames, kind=kind)
+
+    members = [c.pk for c in campaigns]  # in column order: the cells follow it
+    rows = cached(cache_key("task-grid", 0, version, members, domain, kind), compute)
+    return rows, f"{version}:{domain}:{kind}"
 
 
 def attempt_strip(*, task: Task, campaigns: list[Campaign]) -> dict[int, list[Attempt]]:

@@ -25,13 +25,15 @@ def test_gap_scatter_puts_campaigns_in_percent_with_diagonal():
 
 
 def test_pass_hat_k_figure_draws_one_line_per_series_sorted_by_k():
-    frame = pd.DataFrame({"series": ["A", "A", "B"], "k": [2, 1, 1], "value": [0.25, 0.5, 1.0]})
+    frame = pd.DataFrame({"series": ["A", "A", "B", "B"], "k": [2, 1, 1, 2], "value": [0.25, 0.5, 1.0, None]})
 
     figure = charts.pass_hat_k_figure(frame)
 
     assert [trace["name"] for trace in figure["data"]] == ["A", "B"]
     assert figure["data"][0]["x"] == [1, 2]
     assert figure["data"][0]["y"] == [50.0, 25.0]
+    assert figure["data"][1]["y"] == [100.0, None]  # undefined pass^k: a gap, never NaN in JSON
+    json.dumps(figure, allow_nan=False)
 
 
 def test_heatmap_labels_cells_and_marks_missing_domains():

@@ -15,9 +15,13 @@ def _fresh_cache():
     """Figures are cached per summary stamp; tests must not see another test's entries."""
     from django.core.cache import cache
 
+    from apps.figures.tables import forget_process_figures
+
     cache.clear()
+    forget_process_figures()
     yield
     cache.clear()
+    forget_process_figures()
 
 
 @pytest.fixture

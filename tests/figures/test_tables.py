@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.figures import selectors as figures
-from apps.figures.tables import filter_frame, summary_stamps
+from apps.figures.tables import filter_frame, forget_process_figures, summary_stamps
 from tests.triage.conftest import T1, T2, _seeded_labels, attempts_campaign, flagged  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -36,20 +36,29 @@ def test_a_task_that_never_ran_is_in_the_table_with_zero_counts(make_campaign):
     assert list(frame["n"]) == [0, 0]
     assert list(frame["c"]) == [0, 0]
     assert list(frame["task_id"]) == sorted(campaign.tasks.values_list("task_id", flat=True))
-    assert summary_stamps([campaign.pk]) == {campaign.pk: "empty"}
+    assert summary_stamps([campaign.pk]) == {
+        campaign.pk: f"empty|suite:{campaign.suite.updated_at.timestamp():.6f}"
+    }
 
 
-def test_tables_load_in_three_queries_cold_and_one_warm(summaries_campaign):
+def test_tables_cost_one_query_and_a_fresh_process_reads_stored_frames_in_one_more(summaries_campaign):
     campaigns = [summaries_campaign({T1: (2, 1), T2: (2, 2)}, name=f"C{i}", n=2) for i in range(3)]
 
-    with CaptureQueriesContext(connection) as cold:
+    with CaptureQueriesContext(connection) as opened:
         first = figures.per_task_tables(campaigns)
+    computed = {c.pk: first.frame(c) for c in campaigns}  # computed from the summaries, stored
     with CaptureQueriesContext(connection) as warm:
         second = figures.per_task_tables(campaigns)
+        warm_frames = {c.pk: second.frame(c) for c in campaigns}
+    forget_process_figures()  # a fresh web process: nothing in its cache, the stored rows in the database
+    with CaptureQueriesContext(connection) as fresh:
+        third = figures.per_task_tables(campaigns)
+        stored_frames = {c.pk: third.frame(c) for c in campaigns}
 
-    assert (len(cold), len(warm)) == (3, 1)
-    assert second.stamps == first.stamps
-    assert all(second.frame(c).equals(first.frame(c)) for c in campaigns)
+    assert (len(opened), len(warm), len(fresh)) == (1, 1, 2)
+    assert second.stamps == first.stamps == third.stamps
+    assert all(warm_frames[c.pk].equals(computed[c.pk]) for c in campaigns)
+    assert all(stored_frames[c.pk].equals(computed[c.pk]) for c in campaigns)
 
 
 def test_filter_frame_by_tag_keeps_every_column_even_when_nothing_matches(summaries_campaign):
