@@ -228,3 +228,48 @@ def test_bad_plans_are_refused_naming_the_field(data, message):
 def test_plan_round_trips_through_json():
     plan = FaultPlan(("error_after_commit", "read_failure"), rate=0.25, tools="all", seed=3)
     assert FaultPlan.from_dict(plan.to_dict()) == plan
+
+
+def _attempts(suite, agent, plan, n=3):
+    from tb_engine.metrics.faults import FaultedAttempt
+
+    out = []
+    for task in suite.tasks.values():
+        for index in range(n):
+            result = run_task(suite.domains[task.domain], task, agent=agent, faults=plan, attempt_index=index)
+            out.append(FaultedAttempt(task.id, result.verdict or "", faults_of(result.extra)))
+    return out
+
+
+def test_figures_separate_naive_from_careful(suite):
+    from tb_engine.metrics.faults import fault_figures
+
+    plan = FaultPlan(("error_after_commit",), at_calls=(0,))
+    naive = fault_figures(_attempts(suite, "sim:naive-retry", plan, n=1))
+    careful = fault_figures(_attempts(suite, "sim:careful-retry", plan, n=1))
+    n_tasks = len(suite.tasks)
+    for figures in (naive, careful):
+        assert (figures["graded"], figures["tasks"], figures["none_fired"]) == (n_tasks, n_tasks, 0)
+        assert figures["kinds"]["error_after_commit"]["fired"] == n_tasks
+    # careful fails exactly the two tasks whose write it cannot see (tests/engine/agents/test_fault_personas.py)
+    assert careful["kinds"]["error_after_commit"]["recovered"]["count"] == n_tasks - 2
+    assert careful["duplicate_effect"]["count"] == 2
+    assert (
+        naive["duplicate_effect"]["count"]
+        == n_tasks - naive["kinds"]["error_after_commit"]["recovered"]["count"]
+    )
+    assert naive["duplicate_effect"]["rate"] > careful["duplicate_effect"]["rate"]
+    assert naive["pass_at_1"] == naive["kinds"]["error_after_commit"]["recovered"]["rate"]
+
+
+def test_figures_without_a_plan_say_so():
+    from tb_engine.metrics.faults import FaultedAttempt, fault_figures, wilson
+
+    figures = fault_figures([FaultedAttempt("t", "pass", None)])
+    assert (figures["planned"], figures["pass_at_1"], figures["duplicate_effect"]["rate"]) == (
+        False,
+        None,
+        None,
+    )
+    low, high = wilson(5, 10)
+    assert (round(low, 4), round(high, 4)) == (0.2366, 0.7634)
