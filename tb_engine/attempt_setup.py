@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tb_engine.agents.fault_personas import RETRY_PERSONAS, make_retry_agent
 from tb_engine.agents.golden import make_golden_agent
 from tb_engine.agents.harness_checks import RUN_KINDS, GoldenWrites, make_harness_check_agent
 from tb_engine.agents.openai_agent import OpenAIAgent
 from tb_engine.agents.openai_parameters import split_parameters
 from tb_engine.agents.simulated import make_simulated_agent
 from tb_engine.backend import Backend, SqliteBackend
+from tb_engine.faults import FaultPlan, FaultyBackend
 from tb_engine.interfaces import Agent, InfraError, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
 from tb_engine.llm.config import EndpointConfig
@@ -84,6 +86,8 @@ class AttemptSetup:
     agent_model: str = ""
     user_model: str = ""
     judge_model: str = ""
+    faults: FaultPlan | None = None  # a fault plan (tb_engine.faults) applied to every backend opened
+    attempt_index: int = 0  # the attempt's index within its task: with the plan's seed it picks the faults
 
     @classmethod
     def from_config(
@@ -97,6 +101,8 @@ class AttemptSetup:
         judge: JudgeConfig = KEYWORD_JUDGE,
         limits: Limits = Limits(),
         prices: PriceList | None = None,
+        faults: FaultPlan | None = None,
+        attempt_index: int = 0,
     ) -> AttemptSetup:
         """Build the agent, user simulator and judge their configurations describe (see module docstring)."""
         return cls(
@@ -110,6 +116,8 @@ class AttemptSetup:
             agent_model=_agent_model(agent),
             user_model=_model_of(user),
             judge_model=_model_of(judge),
+            faults=faults,
+            attempt_index=attempt_index,
         )
 
     def with_agent(self, agent: Agent) -> AttemptSetup:
@@ -117,15 +125,22 @@ class AttemptSetup:
         return dataclasses.replace(self, agent=agent)
 
     def open_backend(self) -> Backend:
-        """A private backend for one attempt: a SQLite sandbox, or a session of the domain's MCP server."""
-        return open_backend(self.domain, self.task)
+        """A private backend for one attempt: a SQLite sandbox, or a session of the domain's MCP server
+        (behind the setup's fault plan, if any)."""
+        return self.with_faults(open_backend(self.domain, self.task))
+
+    def with_faults(self, backend: Backend) -> Backend:
+        """``backend`` behind the setup's fault plan; itself when there is none (or it already is)."""
+        if self.faults is None or isinstance(backend, FaultyBackend):
+            return backend
+        return FaultyBackend(backend, self.faults, task_id=self.task.id, attempt=self.attempt_index)
 
     def run(self, backend: Backend | None = None) -> AttemptResult:
         """Run and grade the attempt; on ``backend`` if given (the caller closes it), else on a fresh one."""
         if self.agent is None:
             raise ValueError(f"task {self.task.id}: this setup has no agent; drive steps() instead")
         if backend is not None:
-            return self._run_on(backend, self.agent)
+            return self._run_on(self.with_faults(backend), self.agent)
         started = time.perf_counter()
         try:
             backend = self.open_backend()
@@ -156,7 +171,9 @@ class AttemptSetup:
 
     def steps(self, backend: Backend) -> Steps[AttemptResult]:
         """The attempt on ``backend`` as the runner's step generator (the agent's steps are sent in)."""
-        return attempt_steps(self.task, backend, user=self.user, judge=self.judge, limits=self.limits)
+        return attempt_steps(
+            self.task, self.with_faults(backend), user=self.user, judge=self.judge, limits=self.limits
+        )
 
     def cost(self, result: AttemptResult) -> AttemptCost:
         """The attempt's cost per role under ``prices``; unpriced (None) where tokens were used without a price."""
@@ -246,10 +263,20 @@ def run_task(
     user: UserConfig = SCRIPTED_USER,
     judge: JudgeConfig = KEYWORD_JUDGE,
     limits: Limits = Limits(),
+    faults: FaultPlan | None = None,
+    attempt_index: int = 0,
 ) -> AttemptResult:
     """Convenience: one attempt on a fresh private backend (closed afterwards), scripted user and keyword judge by default."""
     setup = AttemptSetup.from_config(
-        domain, task, agent=agent, seed=seed, user=user, judge=judge, limits=limits
+        domain,
+        task,
+        agent=agent,
+        seed=seed,
+        user=user,
+        judge=judge,
+        limits=limits,
+        faults=faults,
+        attempt_index=attempt_index,
     )
     return setup.run()
 
@@ -270,6 +297,8 @@ def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, s
     if spec.startswith("sim:"):
         if domain is None:
             raise ValueError(f"agent spec {spec!r}: simulated personas need the task's domain")
+        if spec[len("sim:") :] in RETRY_PERSONAS:
+            return make_retry_agent(spec[len("sim:") :], task=task, domain=domain)
         return make_simulated_agent(spec[len("sim:") :], task=task, domain=domain, seed=seed)
     raise ValueError(f"unknown agent spec {spec!r} (use 'golden', 'sim:<persona>' or 'check:<kind>')")
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from tb_engine.backend import Backend
 from tb_engine.diff import diff_states, effects
+from tb_engine.faults import annotate_duplicates
 from tb_engine.golden import GoldenReplayError
 from tb_engine.grading import Grade, evaluate_checks, grade, judge_rubrics
 from tb_engine.interfaces import (
@@ -419,6 +420,7 @@ def attempt_steps(
         started = time.perf_counter()
         attempt = record(task, task_hash, dialogue, graded, phase_ms, clock)
         attempt.extra.update(_backend_evidence(backend))
+        annotate_duplicates(attempt.extra, attempt.transcript, attempt.diff)
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:

@@ -54,6 +54,9 @@ class Campaign(models.Model):
     # Non-discriminating tasks (a do-nothing attempt passes them) stay in a campaign unless it asks
     # to leave them out; the figures state which it did, and how many the option left out.
     exclude_non_discriminating = models.BooleanField(default=False)
+    # A fault plan (tb_engine.faults.FaultPlan.to_dict(); {} = none) applied to every attempt's
+    # tool calls; each attempt stores what fired in result.extra.faults (docs/faults.md).
+    fault_plan = models.JSONField(default=dict, blank=True)
     non_discriminating_excluded = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -42,6 +42,7 @@ from apps.attempts.services import (
 from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.campaigns.models import Campaign
 from apps.suites.models import Suite, Task
+from tb_engine.faults import FaultPlan, FaultPlanError
 from tb_engine.irt.adaptive import AdaptiveConfig
 from tb_engine.results import AttemptResult
 from tb_engine.version import HARNESS_VERSION
@@ -101,6 +102,7 @@ def campaign_create(
     adaptive: dict | None = None,
     exclude_non_discriminating: bool = False,
     window: int | None = None,
+    fault_plan: dict | None = None,
 ) -> Campaign:
     """Create a draft campaign over ``tasks`` (default: every gradable task of the suite).
 
@@ -113,13 +115,16 @@ def campaign_create(
     or running at once (``campaign_window``). Side effects: one Campaign row and its task
     selection. Invalid tasks are never selected; non-discriminating ones are (flagged wherever
     tasks are listed) unless ``exclude_non_discriminating``, which the campaign records with how
-    many it left out. Raises ValueError naming a bad option.
+    many it left out. ``fault_plan`` (None or {}: none) is a tb_engine.faults.FaultPlan in its JSON
+    form, checked and stored normalised; every attempt's tool calls then run under it. Raises
+    ValueError naming a bad option (a bad fault plan: FaultPlanError, whose message starts "fault plan").
     """
     if n_attempts < 1:
         raise ValueError("n_attempts must be at least 1")
     if window is not None and window < 1:
         raise ValueError("window must be at least 1")
     user_simulator, judge = evaluator_configs(user=user_simulator, judge=judge)
+    plan = fault_plan_normalised(fault_plan)
     options = _adaptive_options(adaptive, n_attempts) if adaptive is not None else {}
     selected = list(tasks) if tasks is not None else list(suite.tasks.all())
     selected = [t for t in selected if t.is_gradable]
@@ -148,9 +153,20 @@ def campaign_create(
             adaptive_options=options,
             exclude_non_discriminating=exclude_non_discriminating,
             non_discriminating_excluded=len(excluded),
+            fault_plan=plan,
         )
         campaign.tasks.set(selected)
     return campaign
+
+
+def fault_plan_normalised(data: dict | None) -> dict:
+    """A fault plan's stored form ({} for none); raises FaultPlanError ("fault plan: …") when it is not one."""
+    if not data:
+        return {}
+    try:
+        return FaultPlan.from_dict(data).to_dict()
+    except FaultPlanError as exc:
+        raise FaultPlanError(f"fault plan: {exc}") from None
 
 
 class NotReplicable(ValueError):
@@ -201,6 +217,7 @@ def campaign_replicate(
         price_sheet=root.price_sheet,
         adaptive=dict(root.adaptive_options) if root.adaptive else None,
         window=root.window,
+        fault_plan=root.fault_plan or None,
     )
     # The root's tasks are passed as they are (the same selection even if validation changed since),
     # and so is what the root recorded about non-discriminating tasks.

@@ -23,6 +23,7 @@ from apps.thinkingbox.selectors import runnable_mcp_domain
 from apps.worker.connections import connection_release_while_waiting
 from apps.worker.selectors import builtin_suite, task_domain, task_spec_of
 from tb_engine.attempt_setup import AttemptSetup
+from tb_engine.faults import FaultPlan
 from tb_engine.golden import golden_snapshot
 from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.pricing import PriceList
@@ -181,6 +182,11 @@ def price_list(campaign: Campaign) -> PriceList | None:
     return None if sheet is None else sheet.as_price_list()
 
 
+def fault_plan(campaign: Campaign) -> FaultPlan | None:
+    """The campaign's stored fault plan for the engine; None when it has none."""
+    return FaultPlan.from_dict(campaign.fault_plan) if campaign.fault_plan else None
+
+
 def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> AttemptOutcome:
     """Run one stored attempt through the engine and price it (raises AttemptCancelled)."""
     campaign = attempt.campaign
@@ -194,6 +200,8 @@ def run_engine_attempt(attempt: Attempt, *, heartbeat: Callable[[], bool]) -> At
         user=campaign.user_simulator,
         judge=campaign.judge,
         prices=price_list(campaign),
+        faults=fault_plan(campaign),
+        attempt_index=attempt.index,
     )
     # While it waits on its model it holds no database connection (many attempts may wait at once).
     connection_release_while_waiting()

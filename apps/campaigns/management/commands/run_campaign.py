@@ -1,4 +1,4 @@
-"""python manage.py run_campaign --suite NAME --agent AGENT --repeat N [--tasks ...] [--exclude-non-discriminating] [--wait]
+"""python manage.py run_campaign --suite NAME --agent AGENT --repeat N [--tasks ...] [--exclude-non-discriminating] [--fault-plan JSON] [--wait]
 
 Every task but an invalid one runs, non-discriminating ones included (flagged on the pages) unless
 ``--exclude-non-discriminating``; the start line says which.
@@ -10,10 +10,13 @@ at temperature 0 and parses its answers strictly; a rubric it cannot answer is u
 
 from __future__ import annotations
 
+import json
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.agents.services import UnknownAgent, agent_config_for, price_sheet_default
+from apps.attempts.selectors.faults import campaign_fault_figures, fault_figure_rows
 from apps.campaigns.selectors import campaign_progress
 from apps.campaigns.services import (
     EvaluatorConfigError,
@@ -82,6 +85,12 @@ class Command(BaseCommand):
             "--budget-share", type=float, help="--adaptive: attempt budget as a share of N x tasks"
         )
         parser.add_argument("--target-se", type=float, help="--adaptive: stop at this standard error")
+        parser.add_argument(
+            "--fault-plan",
+            default="",
+            help='a fault plan as JSON, e.g. \'{"kinds": ["error_after_commit"], "rate": 0.2, "seed": 1}\' '
+            "(tb_engine.faults.FaultPlan; docs/faults.md)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -116,9 +125,12 @@ class Command(BaseCommand):
                 adaptive["target_se"] = options["target_se"]
         elif options["calibration"] or options["budget_share"] or options["target_se"]:
             raise CommandError("--calibration, --budget-share and --target-se need --adaptive")
+        fault_plan = _fault_plan(options["fault_plan"])
         kind = "adaptive, " if adaptive is not None else ""
         try:
-            campaign = self._create(options, suite, tasks, owner, agent, adaptive, kind, user, judge)
+            campaign = self._create(
+                options, suite, tasks, owner, agent, adaptive, kind, user, judge, fault_plan
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         created = campaign_start(campaign=campaign)
@@ -133,7 +145,7 @@ class Command(BaseCommand):
             )
         self._wait(options, campaign)
 
-    def _create(self, options, suite, tasks, owner, agent, adaptive, kind, user, judge):
+    def _create(self, options, suite, tasks, owner, agent, adaptive, kind, user, judge, fault_plan):
         return campaign_create(
             name=options["name"] or f"{agent.name} × {suite.name} ({kind}N={options['repeat']})",
             team=team_default_for(user=owner),
@@ -148,6 +160,7 @@ class Command(BaseCommand):
             price_sheet=price_sheet_default(),
             adaptive=adaptive,
             exclude_non_discriminating=options["exclude_non_discriminating"],
+            fault_plan=fault_plan,
         )
 
     def _wait(self, options, campaign):
@@ -169,8 +182,40 @@ class Command(BaseCommand):
             f"campaign {campaign.pk}: {progress.done} done, {progress.passed} passed ({rate}), "
             f"{progress.unjudged} unjudged, {progress.infra_error} infra errors, {progress.cancelled} cancelled"
         )
+        if campaign.fault_plan:
+            self._print_fault_figures(campaign)
         if not finished:
             raise CommandError(f"campaign {campaign.pk} did not finish within {options['timeout']} s")
+
+    def _print_fault_figures(self, campaign):
+        figures = campaign_fault_figures(campaign_id=campaign.pk)
+        duplicate = figures["duplicate_effect"]
+        self.stdout.write(
+            f"under faults: pass@1 {_share(figures['pass_at_1'])}, all-N {_share(figures['all_n'])}, "
+            f"duplicate effects {duplicate['count']}/{duplicate['of']}, "
+            f"{figures['none_fired']} attempts where no fault fired"
+        )
+        for row in fault_figure_rows(figures):
+            self.stdout.write(
+                f"  {row['kind']}: fired in {row['fired']}, recovered {row['recovered']} "
+                f"({_share(row['recovery_rate'])}), duplicate effects {row['duplicate_effects']}"
+            )
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _fault_plan(text: str) -> dict | None:
+    if not text:
+        return None
+    try:
+        plan = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"--fault-plan: not JSON: {exc}") from None
+    if not isinstance(plan, dict):
+        raise CommandError("--fault-plan: must be a JSON object")
+    return plan
 
 
 def _evaluator(options: dict, role: str) -> dict:

@@ -1,0 +1,53 @@
+"""A campaign's robustness figures under its fault plan, from the fault record each attempt stores.
+
+The record is the engine's (tb_engine.faults): ``result.extra.faults`` of the attempt's stored
+AttemptResult. Only the keys the figures read are fetched (one query), never the transcript.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.attempts.models import Attempt
+from tb_engine.metrics.faults import FaultedAttempt, fault_figures
+
+EXPORT_COLUMNS = (
+    "kind",
+    "fired",
+    "recovered",
+    "recovery_rate",
+    "recovery_lo",
+    "recovery_hi",
+    "duplicate_effects",
+)
+
+
+def campaign_fault_figures(*, campaign_id: int) -> dict[str, Any]:
+    """tb_engine.metrics.faults.fault_figures over the campaign's done attempts (one query)."""
+    rows = (
+        Attempt.objects.filter(campaign_id=campaign_id, status=Attempt.Status.DONE)
+        .values_list("task__task_id", "verdict", "result__extra__faults")
+        .order_by()
+    )
+    return fault_figures(FaultedAttempt(task_id, verdict, faults) for task_id, verdict, faults in rows)
+
+
+def fault_figure_rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per fault kind that fired, plus the campaign-wide duplicate-effect row (CSV / tables)."""
+    rows = []
+    for kind, figure in figures["kinds"].items():
+        if not figure["fired"]:
+            continue
+        recovered = figure["recovered"]
+        rows.append(
+            {
+                "kind": kind,
+                "fired": figure["fired"],
+                "recovered": recovered["count"],
+                "recovery_rate": recovered["rate"],
+                "recovery_lo": recovered["lo"],
+                "recovery_hi": recovered["hi"],
+                "duplicate_effects": figure["duplicate_effects"],
+            }
+        )
+    return rows

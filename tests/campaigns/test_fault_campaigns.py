@@ -1,0 +1,120 @@
+"""Campaigns under a fault plan: stored plan, per-attempt fault records, robustness figures."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from apps.agents.services import agent_config_for
+from apps.attempts.models import Attempt
+from apps.attempts.selectors.faults import campaign_fault_figures, fault_figure_rows
+from apps.campaigns.models import Campaign
+from apps.campaigns.services import campaign_create, campaign_replicate, campaign_start
+from tb_engine.faults import FaultPlanError
+from tests.campaigns.conftest import drain
+
+AFTER_COMMIT = {"kinds": ["error_after_commit"], "at_calls": [0], "seed": 4}
+REFUND_TASKS = ["travel/duplicate_charge_refund_once", "retail/missing_item_partial_refund"]
+
+
+def _campaign(starter_suite, alice, team_a, agent, plan=AFTER_COMMIT, n=2):
+    campaign = campaign_create(
+        name=f"{agent} under faults",
+        team=team_a,
+        owner=alice,
+        agent=agent_config_for(agent),
+        suite=starter_suite,
+        tasks=list(starter_suite.tasks.filter(task_id__in=REFUND_TASKS)),
+        n_attempts=n,
+        fault_plan=plan,
+    )
+    campaign_start(campaign=campaign)
+    drain(campaign)
+    return campaign
+
+
+def test_plan_is_stored_normalised_and_bad_plans_refused(make_campaign):
+    campaign = make_campaign("golden", fault_plan={"kinds": "slow_reply", "rate": 0.5})
+    assert campaign.fault_plan["kinds"] == ["slow_reply"]
+    assert campaign.fault_plan["tools"] == "writes"
+    assert make_campaign("golden").fault_plan == {}
+    with pytest.raises(FaultPlanError) as raised:
+        make_campaign("golden", fault_plan={"kinds": ["gremlins"]})
+    assert str(raised.value).startswith("fault plan: kinds: unknown gremlins")
+
+
+def test_naive_and_careful_campaigns_figures(starter_suite, alice, team_a):
+    naive = _campaign(starter_suite, alice, team_a, "sim:naive-retry")
+    careful = _campaign(starter_suite, alice, team_a, "sim:careful-retry")
+    golden = _campaign(starter_suite, alice, team_a, "golden")
+
+    stored = Attempt.objects.filter(campaign=naive).values_list("result__extra__faults__fired", flat=True)
+    assert [[f["kind"] for f in fired] for fired in stored] == [["error_after_commit"]] * 4
+
+    figures = {
+        c.agent.persona or "golden": campaign_fault_figures(campaign_id=c.pk)
+        for c in (naive, careful, golden)
+    }
+    assert figures["naive-retry"]["pass_at_1"] == 0.0
+    assert figures["careful-retry"]["pass_at_1"] == 1.0
+    assert figures["golden"]["pass_at_1"] == 1.0
+    assert figures["naive-retry"]["duplicate_effect"]["count"] == 4
+    assert figures["careful-retry"]["duplicate_effect"]["count"] == 0
+    assert fault_figure_rows(figures["careful-retry"]) == [
+        {
+            "kind": "error_after_commit",
+            "fired": 4,
+            "recovered": 4,
+            "recovery_rate": 1.0,
+            "recovery_lo": pytest.approx(0.5101, abs=1e-4),
+            "recovery_hi": 1.0,
+            "duplicate_effects": 0,
+        }
+    ]
+
+
+def test_same_plan_seed_same_faults_across_campaigns(starter_suite, alice, team_a):
+    plan = {"kinds": ["error_after_commit", "error_before_commit"], "rate": 0.5, "seed": 9}
+    first = _campaign(starter_suite, alice, team_a, "sim:naive-retry", plan=plan, n=3)
+    second = _campaign(starter_suite, alice, team_a, "sim:naive-retry", plan=plan, n=3)
+
+    def faults(campaign):
+        rows = Attempt.objects.filter(campaign=campaign).order_by("task__task_id", "index")
+        return list(rows.values_list("task__task_id", "index", "result__extra__faults__fired"))
+
+    assert faults(first) == faults(second)
+
+
+def test_replicate_keeps_the_plan(make_campaign, alice):
+    campaign = make_campaign("golden", fault_plan=AFTER_COMMIT)
+    replicate = campaign_replicate(campaign=campaign, owner=alice, start=False)
+    assert replicate.fault_plan == campaign.fault_plan
+
+
+def test_run_campaign_stores_the_fault_plan(starter_suite, alice):
+    alice.is_superuser = True
+    alice.save()
+    call_command(
+        "run_campaign",
+        "--agent",
+        "sim:naive-retry",
+        "--repeat",
+        "1",
+        "--owner",
+        "alice",
+        "--tasks",
+        *REFUND_TASKS,
+        "--fault-plan",
+        '{"kinds": ["error_after_commit"], "at_calls": [0]}',
+        stdout=io.StringIO(),
+    )
+    campaign = Campaign.objects.get()
+    assert (campaign.fault_plan["kinds"], campaign.fault_plan["at_calls"]) == (["error_after_commit"], [0])
+
+
+def test_run_campaign_refuses_a_bad_plan(starter_suite, alice):
+    with pytest.raises(CommandError, match="--fault-plan: not JSON"):
+        call_command("run_campaign", "--agent", "golden", "--owner", "alice", "--fault-plan", "{nope")
