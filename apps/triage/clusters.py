@@ -200,7 +200,14 @@ def _stamp(campaign_ids: list[int], filters: QueueFilters) -> str:
     """Changes whenever an attempt of the scope finishes (and, with review filters, whenever a review changes)."""
     summaries = summary_stamp(campaign_ids=campaign_ids)
     latest = summaries.latest.timestamp() if summaries.latest else 0
-    parts = [f"{latest:.6f}", str(summaries.rows), str(summaries.done), str(summaries.passed)]
+    signed = summaries.signed.timestamp() if summaries.signed else 0
+    parts = [
+        f"{latest:.6f}",
+        f"{signed:.6f}",
+        str(summaries.rows),
+        str(summaries.done),
+        str(summaries.passed),
+    ]
     if any(getattr(filters, name) for name in _REVIEW_FILTERS):
         parts.append(str(AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0))
     return "-".join(parts)
