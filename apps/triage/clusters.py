@@ -38,6 +38,7 @@ from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.memory import collector_paused
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
+from apps.triage.value_pairs import ValuePairs, value_pairs
 from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 
 PER_PAGE = 50
@@ -411,6 +412,26 @@ def cluster_rows(
             )
         )
     return rows
+
+
+def cluster_value_pairs(
+    *, user, filters: QueueFilters, index: ClusterIndex, signatures: list[str]
+) -> dict[str, ValuePairs]:
+    """The value-pair sub-groups of one page of clusters, cached with the index like the page's details.
+
+    They change only when a signature or the scope's attempts do, which the index's stamp follows
+    (new attempts, a signature backfill, review changes under review filters): a returning viewer
+    does not group the page's largest clusters' signature rows again.
+    """
+    if not signatures:
+        return {}
+    campaign_ids, scoped = _scope(user, filters)
+    key = _key("pairs", campaign_ids, scoped, index.stamp, *signatures)
+    found = cache.get(key)
+    if found is None:
+        found = value_pairs(queue_queryset(user=user, filters=scoped, ordered=False), signatures=signatures)
+        cache.set(key, found, CACHE_SECONDS)
+    return found
 
 
 def _page_details(
