@@ -38,7 +38,7 @@ from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.memory import collector_paused
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
-from apps.triage.value_pairs import ValuePairs, value_pairs
+from apps.triage.value_pairs import ValuePairs, value_pairs, value_pairs_of_rows
 from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 
 PER_PAGE = 50
@@ -429,7 +429,12 @@ def cluster_value_pairs(
     key = _key("pairs", campaign_ids, scoped, index.stamp, *signatures)
     found = cache.get(key)
     if found is None:
-        found = value_pairs(queue_queryset(user=user, filters=scoped, ordered=False), signatures=signatures)
+        if _counts(campaign_ids, scoped) is not None:  # the signature rows answer these filters
+            found = value_pairs_of_rows(_signature_rows(campaign_ids, scoped), signatures=signatures)
+        else:
+            found = value_pairs(
+                queue_queryset(user=user, filters=scoped, ordered=False), signatures=signatures
+            )
         cache.set(key, found, CACHE_SECONDS)
     return found
 
