@@ -340,8 +340,10 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
 def _figures_refresh_after_commit(campaign_id: int) -> None:
     """Once the change commits, one FIGURES_REFRESH_TASK message: the campaign's figures are stored
     by a worker, so its first viewer (a fresh server process included) reads them instead of computing."""
+    # robust: a broker or refresh failure is logged, never the caller's error (the first viewer
+    # then computes the figures, as without the message).
     transaction.on_commit(
-        lambda: celery_app.signature(FIGURES_REFRESH_TASK, args=(campaign_id,)).apply_async()
+        lambda: celery_app.signature(FIGURES_REFRESH_TASK, args=(campaign_id,)).apply_async(), robust=True
     )
 
 

@@ -11,7 +11,6 @@ from apps.attempts.models import Attempt
 from apps.campaigns.models import Campaign
 from apps.campaigns.services import campaign_cancel, campaign_resume, campaign_start
 from apps.figures import tables
-from apps.figures import tasks as figure_tasks  # noqa: F401 (registers the task: inline, as the worker runs it)
 from apps.figures.models import FigureRefresh, StoredFigure
 from apps.figures.services import figures_refresh_claimed
 from apps.figures.tables import forget_process_figures
