@@ -146,6 +146,10 @@ class TaskSummary(models.Model):
     eval_cost = models.DecimalField(max_digits=16, decimal_places=8, default=Decimal(0))
     unpriced_attempts = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
+    # When the pair's failure signatures were last rewritten without its counts changing (a backfill):
+    # what the cluster and suspect caches' stamps read besides updated_at. Kept apart from updated_at so
+    # that stored figures, which read the counts only, stay valid across a backfill.
+    signatures_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "campaigns_tasksummary"

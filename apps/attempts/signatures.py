@@ -106,8 +106,9 @@ def backfill_signatures(*, campaign_ids: list[int] | None = None, recompute: boo
     """Compute and store the signature of every failed attempt that lacks one (all of them with ``recompute``).
 
     Side effects: AttemptSignature rows (and new SignatureVariant rows); the touched campaigns'
-    SignatureCount rows are recounted and their TaskSummary rows get a new updated_at, so pages
-    cached by summary stamp (clusters, figures) are recomputed.
+    SignatureCount rows are recounted and their TaskSummary rows get a new signatures_at, so pages
+    cached by summary stamp (clusters, suspects) are recomputed; stored figures (which read the
+    counts only) stay valid.
     """
     selection = _Selection(campaign_ids, recompute)
     # Called outside a transaction, every connection sees what this one sees: the PostgreSQL
@@ -122,7 +123,9 @@ def backfill_signatures(*, campaign_ids: list[int] | None = None, recompute: boo
             # Every failed attempt of a touched campaign was just signed, unless the selection
             # skipped signed ones (they have rows) — none is left unsigned either way.
             signature_counts_refresh(campaign_ids=sorted(campaigns), with_unsigned=False)
-            TaskSummary.objects.filter(campaign_id__in=sorted(campaigns)).update(updated_at=timezone.now())
+            # Signatures are not figures: the summaries' counts and updated_at (what stored figures are
+            # versioned by) stay; signatures_at tells the cluster and suspect caches to recompute.
+            TaskSummary.objects.filter(campaign_id__in=sorted(campaigns)).update(signatures_at=timezone.now())
     return BackfillReport(scanned=scanned, changed=changed, campaigns=len(campaigns))
 
 

@@ -84,6 +84,9 @@ SWEEP_TASK = "worker.sweep"
 RESEND_LOST_TASK = "worker.resend_lost"
 # Registered by apps.adaptive.tasks: decides an adaptive campaign's next attempts (idempotent).
 ADAPTIVE_DISPATCH_TASK = "adaptive.dispatch"
+# Registered by apps.figures.tasks: stores a settled campaign's figures before anyone opens a page
+# (claimed per campaign, so a duplicate message is harmless).
+FIGURES_REFRESH_TASK = "figures.refresh"
 
 
 def campaign_create(
@@ -297,6 +300,7 @@ def campaign_import(
         attempts_import_rows(campaign_id=campaign.pk, rows=rows, finished_at=finished_at)
     else:
         attempts_import(campaign_id=campaign.pk, attempts=attempts, finished_at=finished_at)
+    _figures_refresh_after_commit(campaign.pk)
     return campaign
 
 
@@ -348,6 +352,16 @@ def campaign_dispatch(*, campaign: Campaign, limit: int | None = None) -> int:
         if limit is None:
             limit = campaign_window(campaign) - attempts_in_window(campaign_id=campaign.pk)
         return attempts_dispatch(campaign_id=campaign.pk, limit=limit)
+
+
+def _figures_refresh_after_commit(campaign_id: int) -> None:
+    """Once the change commits, one FIGURES_REFRESH_TASK message: the campaign's figures are stored
+    by a worker, so its first viewer (a fresh server process included) reads them instead of computing."""
+    # robust: a broker or refresh failure is logged, never the caller's error (the first viewer
+    # then computes the figures, as without the message).
+    transaction.on_commit(
+        lambda: celery_app.signature(FIGURES_REFRESH_TASK, args=(campaign_id,)).apply_async(), robust=True
+    )
 
 
 def _send_adaptive_dispatch(campaign_id: int) -> None:
@@ -413,6 +427,7 @@ def campaign_extend(*, campaign_id: int, decide: Callable[[list[TaskCounts]], Ex
                 Campaign.objects.filter(pk=campaign.pk).update(
                     status=Campaign.Status.DONE, finished_at=timezone.now()
                 )
+                _figures_refresh_after_commit(campaign.pk)
             return extension
         by_task = {c.task_id: c for c in counts}
         attempts_add(
@@ -435,6 +450,7 @@ def campaign_cancel(*, campaign: Campaign) -> int:
         )
         count = attempts_cancel_queued(campaign_id=campaign.pk)
     summary_refresh(campaign_id=campaign.pk)
+    _figures_refresh_after_commit(campaign.pk)
     campaign.refresh_from_db()
     return count
 
@@ -461,12 +477,15 @@ def campaign_finish_if_complete(*, campaign_id: int) -> bool:
     """
     if attempts_in_flight(campaign_id=campaign_id):
         return False
-    return (
+    finished = (
         Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING, adaptive=False).update(
             status=Campaign.Status.DONE, finished_at=timezone.now()
         )
         == 1
     )
+    if finished:  # a first run or a resumed re-run: its attempts are settled, its figures final
+        _figures_refresh_after_commit(campaign_id)
+    return finished
 
 
 def campaigns_wait(

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
+from django.db.models import Count
 
 from apps.campaigns.models import Campaign
 from apps.figures import selectors as figures
@@ -86,9 +87,87 @@ def common_ground(
 ) -> CommonGround:
     """The ranked campaigns' common ground over the slice; `comparable` when they ran one test already.
 
-    Campaigns without any task in the slice are left out (they have nothing to rank).
+    Campaigns without any task in the slice are left out (they have nothing to rank). Whether they
+    ran one test is decided from their task memberships and N (two small queries), so the usual
+    leaderboard — one suite, one N — never loads a per-task table here; otherwise the ranking is
+    computed from the tables once per data version (their stamps, the campaigns' N and names) and
+    stored with the figures.
     """
-    tables = figures.per_task_tables(list(campaigns), exclude=exclude)
+    campaigns = list(campaigns)
+    same = _one_test(campaigns, domain=domain, tag=tag, exclude=exclude)
+    if same is not None:
+        return same
+    tables = figures.per_task_tables(campaigns, exclude=exclude)
+    version = "|".join(f"{c.pk}:{tables.stamp(c)}:{c.n_attempts}:{c.name}" for c in campaigns)
+    stored = figures.cached_figure(
+        "ground",
+        version,
+        lambda: _computed(campaigns, tables, domain=domain, tag=tag),
+        tuple(c.pk for c in campaigns),
+        domain,
+        tag,
+        tables.scope,
+    )
+    return _bound(stored, campaigns)
+
+
+def _one_test(
+    campaigns: list[Campaign], *, domain: str, tag: str, exclude: frozenset[int]
+) -> CommonGround | None:
+    """The comparable CommonGround when every campaign with a task in the slice ran the same tasks at the
+    same N, else None (then only the tables tell). Two queries, no table.
+
+    Exact without comparing sets: when each campaign's count of tasks in the slice equals the number
+    of distinct tasks all of them ran there, every campaign ran all of those tasks.
+    """
+    membership = Campaign.tasks.through.objects.filter(campaign_id__in=[c.pk for c in campaigns])
+    if exclude:
+        membership = membership.exclude(task_id__in=list(exclude))
+    if domain:
+        membership = membership.filter(task__domain__name=domain)
+    tasks = {
+        task_pk: str(task_id)
+        for task_pk, task_id, tags in membership.order_by()
+        .values_list("task_id", "task__task_id", "task__tags")
+        .distinct()
+        if not tag or tag in (tags or [])
+    }
+    counts = {
+        row["campaign_id"]: row["count"]
+        for row in (membership.filter(task_id__in=list(tasks)) if tag else membership)
+        .order_by()
+        .values("campaign_id")
+        .annotate(count=Count("id"))
+    }
+    present = [c for c in campaigns if counts.get(c.pk)]
+    if not present:
+        return CommonGround(True, (), 0, (), {})
+    if len({c.n_attempts for c in present}) > 1 or any(counts[c.pk] != len(tasks) for c in present):
+        return None
+    kind = (present[0].n_attempts, len(tasks), tuple(c.name for c in present))
+    return CommonGround(True, tuple(sorted(tasks.values())), 0, (kind,), {})
+
+
+@dataclass(frozen=True)
+class _StoredGround:
+    """A CommonGround as stored (plain data: campaigns by pk), bound to the request's campaigns on reading."""
+
+    comparable: bool
+    tasks: tuple[str, ...]
+    k: int
+    kinds: tuple[tuple[int, int, tuple[str, ...]], ...]
+    rows: tuple[
+        tuple[int, int, GroundFigure, GroundFigure, str], ...
+    ]  # (pk, own tasks, pass@1, pass^k, rank)
+
+
+def _bound(stored: _StoredGround, campaigns: list[Campaign]) -> CommonGround:
+    by_pk = {c.pk: c for c in campaigns}
+    rows = {pk: GroundRow(by_pk[pk], own, p1, hat, rank) for pk, own, p1, hat, rank in stored.rows}
+    return CommonGround(stored.comparable, stored.tasks, stored.k, stored.kinds, rows)
+
+
+def _computed(campaigns: list[Campaign], tables, *, domain: str, tag: str) -> _StoredGround:
     frames = {c.pk: _slice(tables.frame(c), domain=domain, tag=tag) for c in campaigns}
     present = [c for c in campaigns if len(frames[c.pk])]
     task_sets = {c.pk: frozenset(str(t) for t in frames[c.pk]["task_id"]) for c in present}
@@ -99,7 +178,7 @@ def common_ground(
         sorted(((n, len(ids), tuple(names)) for (n, ids), names in kinds.items()), reverse=True)
     )
     if len(kinds) <= 1:
-        return CommonGround(True, tuple(sorted(next(iter(kinds))[1])) if kinds else (), 0, described, {})
+        return _StoredGround(True, tuple(sorted(next(iter(kinds))[1])) if kinds else (), 0, described, ())
     shared = frozenset.intersection(*task_sets.values())
     k = min(c.n_attempts for c in present)
     computed: dict[int, tuple[GroundFigure, GroundFigure]] = {}
@@ -121,23 +200,29 @@ def common_ground(
         )
 
     ranked = sorted(present, key=lambda c: (order(c), c.name.lower())) if shared else list(present)
-    rows: dict[int, GroundRow] = {}
+    ranks: dict[int, str] = {}
     previous: tuple[float, float] | None = None
     place = 0
     for position, campaign in enumerate(ranked, start=1):
-        p1, hat = computed[campaign.pk]
+        hat = computed[campaign.pk][1]
         if not shared or hat.value is None:
             label = "—"
         elif previous == order(campaign):
             label = f"={place}"
         else:
             place, previous, label = position, order(campaign), str(position)
-        rows[campaign.pk] = GroundRow(campaign, len(task_sets[campaign.pk]), p1, hat, label)
-    shared_places = {row.rank[1:] for row in rows.values() if row.rank.startswith("=")}
-    for pk, row in rows.items():  # the first of equal campaigns shares the "=" too
-        if row.rank in shared_places:
-            rows[pk] = GroundRow(row.campaign, row.own_tasks, row.pass_at_1, row.pass_hat_k, f"={row.rank}")
-    return CommonGround(False, tuple(sorted(shared)), k, described, rows)
+        ranks[campaign.pk] = label
+    shared_places = {rank[1:] for rank in ranks.values() if rank.startswith("=")}
+    rows = tuple(  # the first of equal campaigns shares the "=" too
+        (
+            c.pk,
+            len(task_sets[c.pk]),
+            *computed[c.pk],
+            f"={ranks[c.pk]}" if ranks[c.pk] in shared_places else ranks[c.pk],
+        )
+        for c in ranked
+    )
+    return _StoredGround(False, tuple(sorted(shared)), k, described, rows)
 
 
 def ranked_order(ground: CommonGround, rows: list) -> list:

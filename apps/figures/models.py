@@ -31,3 +31,22 @@ class StoredFigure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.slot}@{self.version}"
+
+
+class FigureRefresh(models.Model):
+    """A campaign's figures being stored ahead of its first viewer (apps.figures.tasks): the claim.
+
+    A worker takes the row by a conditional update (claimed_at empty, or older than a dead worker's
+    claim may be), so two messages for one campaign — a finish and a cancel, a redelivery — never
+    compute its figures twice at once; the row is released when the figures are stored.
+    """
+
+    campaign_id = models.BigIntegerField(unique=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "figures_figurerefresh"
+
+    def __str__(self) -> str:
+        return f"figures of campaign {self.campaign_id}"

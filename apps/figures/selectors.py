@@ -105,6 +105,7 @@ __all__ = [
     "campaign_figures",
     "campaign_noise",
     "campaign_rows",
+    "cached_figure",
     "campaigns_with_tasks_in",
     "comparison",
     "domain_comparisons",
@@ -171,6 +172,13 @@ def filter_options(campaigns: list[Campaign]) -> tuple[list[str], list[str]]:
 def per_task_tables(campaigns: list[Campaign], *, exclude: frozenset[int] = frozenset()) -> PerTaskTables:
     """The campaigns' per-task tables (cached), minus the `exclude` task pks: one query warm, three cold."""
     return load_tables(campaigns, exclude=exclude)
+
+
+def cached_figure(kind: str, version: str, compute: Callable[[], Any], *parts: Any) -> Any:
+    """A figure over a set of campaigns computed by another app (the dashboard's common ground), kept and
+    stored like this app's own: in the slot `kind` + `parts`, valid while `version` (the stamps of the
+    tables it read, and whatever else it depends on) is unchanged. The value must be plain data."""
+    return cached(cache_key(kind, 0, version, *parts), compute)
 
 
 def per_task_table(campaign: Campaign) -> pd.DataFrame:

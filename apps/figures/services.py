@@ -9,12 +9,47 @@ reads stored rows.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
 
 from apps.campaigns.models import Campaign
 from apps.figures import noise
 from apps.figures import selectors as figures
+from apps.figures.models import FigureRefresh
 
-__all__ = ["figures_refresh"]
+__all__ = ["figures_refresh", "figures_refresh_claimed"]
+
+# A claim older than this is a worker that died mid-refresh: the next message may take it over.
+CLAIM_EXPIRES = timedelta(minutes=10)
+
+
+def figures_refresh_claimed(*, campaign_id: int) -> bool:
+    """Store a settled campaign's figures unless another worker is storing them now (the Celery task's body).
+
+    Side effects: a FigureRefresh row for the campaign (created if missing), claimed by a conditional
+    update, then figures_refresh (StoredFigure rows), then released with refreshed_at set. Returns
+    False, doing nothing, when the claim is held or the campaign no longer exists.
+    """
+    if not Campaign.objects.filter(pk=campaign_id).exists():
+        return False
+    FigureRefresh.objects.get_or_create(campaign_id=campaign_id)
+    now = timezone.now()
+    claimed = (
+        FigureRefresh.objects.filter(campaign_id=campaign_id)
+        .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - CLAIM_EXPIRES))
+        .update(claimed_at=now)
+    )
+    if not claimed:
+        return False
+    try:
+        figures_refresh(campaign_ids=[campaign_id])
+    finally:
+        FigureRefresh.objects.filter(campaign_id=campaign_id, claimed_at=now).update(
+            claimed_at=None, refreshed_at=timezone.now()
+        )
+    return True
 
 
 def figures_refresh(*, campaign_ids: Iterable[int]) -> int:

@@ -38,6 +38,7 @@ from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.memory import collector_paused
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
+from apps.triage.value_pairs import ValuePairs, value_pairs, value_pairs_of_rows
 from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 
 PER_PAGE = 50
@@ -200,7 +201,14 @@ def _stamp(campaign_ids: list[int], filters: QueueFilters) -> str:
     """Changes whenever an attempt of the scope finishes (and, with review filters, whenever a review changes)."""
     summaries = summary_stamp(campaign_ids=campaign_ids)
     latest = summaries.latest.timestamp() if summaries.latest else 0
-    parts = [f"{latest:.6f}", str(summaries.rows), str(summaries.done), str(summaries.passed)]
+    signed = summaries.signed.timestamp() if summaries.signed else 0
+    parts = [
+        f"{latest:.6f}",
+        f"{signed:.6f}",
+        str(summaries.rows),
+        str(summaries.done),
+        str(summaries.passed),
+    ]
     if any(getattr(filters, name) for name in _REVIEW_FILTERS):
         parts.append(str(AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0))
     return "-".join(parts)
@@ -404,6 +412,31 @@ def cluster_rows(
             )
         )
     return rows
+
+
+def cluster_value_pairs(
+    *, user, filters: QueueFilters, index: ClusterIndex, signatures: list[str]
+) -> dict[str, ValuePairs]:
+    """The value-pair sub-groups of one page of clusters, cached with the index like the page's details.
+
+    They change only when a signature or the scope's attempts do, which the index's stamp follows
+    (new attempts, a signature backfill, review changes under review filters): a returning viewer
+    does not group the page's largest clusters' signature rows again.
+    """
+    if not signatures:
+        return {}
+    campaign_ids, scoped = _scope(user, filters)
+    key = _key("pairs", campaign_ids, scoped, index.stamp, *signatures)
+    found = cache.get(key)
+    if found is None:
+        if _counts(campaign_ids, scoped) is not None:  # the signature rows answer these filters
+            found = value_pairs_of_rows(_signature_rows(campaign_ids, scoped), signatures=signatures)
+        else:
+            found = value_pairs(
+                queue_queryset(user=user, filters=scoped, ordered=False), signatures=signatures
+            )
+        cache.set(key, found, CACHE_SECONDS)
+    return found
 
 
 def _page_details(

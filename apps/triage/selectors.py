@@ -28,6 +28,7 @@ from apps.triage.clusters import ClusterRow as ClusterRow
 from apps.triage.clusters import cluster_campaigns as cluster_campaigns
 from apps.triage.clusters import cluster_index as cluster_index
 from apps.triage.clusters import cluster_rows as cluster_rows
+from apps.triage.clusters import cluster_value_pairs as cluster_value_pairs
 from apps.triage.clusters import others_like as others_like
 from apps.triage.models import (
     AttemptReview,

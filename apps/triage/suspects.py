@@ -86,7 +86,7 @@ def _stamp(campaign_ids: list[int], suite_ids: list[int]) -> str:
     summaries = summary_stamp(campaign_ids=campaign_ids)
     tasks = Task.objects.filter(suite_id__in=suite_ids).aggregate(latest=Max("updated_at"), rows=Count("id"))
     audit = AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0
-    parts = [summaries.latest, summaries.rows, summaries.done, summaries.passed]
+    parts = [summaries.latest, summaries.signed, summaries.rows, summaries.done, summaries.passed]
     parts += [tasks["latest"], tasks["rows"], audit]
     return "|".join(str(p) for p in parts)
 

@@ -58,8 +58,22 @@ def value_pairs(attempts: QuerySet[Attempt], *, signatures: Iterable[str]) -> di
     wanted = list(signatures)
     if not wanted:
         return {}
+    return value_pairs_of_rows(
+        AttemptSignature.objects.filter(attempt__in=attempts.values("pk")), signatures=wanted
+    )
+
+
+def value_pairs_of_rows(
+    rows: QuerySet[AttemptSignature], *, signatures: Iterable[str]
+) -> dict[str, ValuePairs]:
+    """value_pairs over signature rows already narrowed to the scope (campaigns, clean-looking, tasks):
+    no join with the attempt heap, the (digest, campaign) index answers it (two queries)."""
+    wanted = list(signatures)
+    if not wanted:
+        return {}
     counts = (
-        AttemptSignature.objects.filter(digest__in=wanted, attempt__in=attempts.values("pk"))
+        rows.filter(digest__in=wanted)
+        .order_by()
         .values("digest", "variant_id")
         .annotate(size=Count("attempt_id"), first=Min("attempt_id"))
     )
@@ -71,7 +85,7 @@ def value_pairs(attempts: QuerySet[Attempt], *, signatures: Iterable[str]) -> di
             pk__in=[variant for rows in by_signature.values() for variant, _, _ in rows]
         ).values_list("pk", "items")
     )
-    return {signature: _groups(rows, forms) for signature, rows in by_signature.items()}
+    return {signature: _groups(found, forms) for signature, found in by_signature.items()}
 
 
 def _groups(rows: list[tuple[int, int, int]], forms: dict[int, list]) -> ValuePairs:

@@ -30,7 +30,6 @@ from apps.triage.forms import LabelForm
 from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
-from apps.triage.value_pairs import value_pairs
 
 PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
 # The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
@@ -69,7 +68,9 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
                 user=request.user, filters=filters, index=index, page=page.object_list
             ),
             # The (result, golden) value pairs each cluster holds: opposite mistakes kept apart.
-            pairs=value_pairs(scope, signatures=signatures),
+            pairs=selectors.cluster_value_pairs(
+                user=request.user, filters=filters, index=index, signatures=signatures
+            ),
             # The labels its attempts carry, so a bulk label shows in the row it changed.
             cluster_labels=cluster_labels(scope, signatures=signatures),
         )

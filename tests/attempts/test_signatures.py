@@ -61,14 +61,19 @@ def _backfill_round_trip(campaign) -> None:
     recorded = _stored(campaign)
     AttemptSignature.objects.filter(campaign=campaign).delete()
     failed = Attempt.objects.filter(campaign=campaign, verdict="fail").count()
-    before = {s.pk: s.updated_at for s in TaskSummary.objects.filter(campaign=campaign)}
+    before = {s.pk: (s.updated_at, s.signatures_at) for s in TaskSummary.objects.filter(campaign=campaign)}
 
     report = attempts_backfill_signatures()
 
     assert (report.scanned, report.changed, report.campaigns) == (failed, failed, 1)
     assert _stored(campaign) == recorded
-    after = {s.pk: s.updated_at for s in TaskSummary.objects.filter(campaign=campaign)}
-    assert all(after[pk] > stamp for pk, stamp in before.items())  # cached pages recompute
+    after = {s.pk: (s.updated_at, s.signatures_at) for s in TaskSummary.objects.filter(campaign=campaign)}
+    # Cluster and suspect pages recompute (signatures_at); stored figures stay valid (updated_at kept).
+    assert all(after[pk][0] == updated for pk, (updated, _) in before.items())
+    assert all(
+        after[pk][1] is not None and (signed is None or after[pk][1] > signed)
+        for pk, (_, signed) in before.items()
+    )
     assert attempts_backfill_signatures().scanned == 0  # nothing left without one
     again = attempts_backfill_signatures(recompute=True)
     assert (again.scanned, again.changed) == (failed, 0)

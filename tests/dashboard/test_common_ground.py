@@ -15,6 +15,7 @@ from math import comb
 import pytest
 from playwright.sync_api import expect
 
+from apps.dashboard.common_ground import common_ground
 from tests.support.browser import signed_in_page
 
 R1, R2 = "retail/ticket_hold_carrier_exception", "retail/damaged_replacement_not_refund"
@@ -142,3 +143,70 @@ def test_campaigns_without_a_common_task_are_not_ranked_against_each_other(clien
     )  # Neobank only has no row there
     assert sliced.status_code == 200
     assert sliced.context["ground"].comparable is False  # N = 4 beside N = 2 on the one retail task
+
+
+def computed_from_tables(campaigns, **slice_) -> object:
+    """The common ground computed from the per-task tables, as before any shortcut or stored row."""
+    from apps.dashboard import common_ground as module
+
+    tables = module.figures.per_task_tables(list(campaigns), exclude=slice_.pop("exclude", frozenset()))
+    return module._bound(module._computed(list(campaigns), tables, **slice_), list(campaigns))
+
+
+@pytest.mark.django_db
+def test_one_test_is_recognised_without_loading_a_table(
+    summaries_campaign, monkeypatch, django_assert_max_num_queries
+):
+    from apps.dashboard import common_ground as module
+
+    always = summaries_campaign({R1: (4, 4), R2: (4, 0)}, name="Always", n=4)
+    often = summaries_campaign({R1: (4, 3), R2: (4, 3)}, name="Often", n=4)
+    small = summaries_campaign({R1: (3, 3)}, name="Small", n=3)
+    expected = {
+        (): computed_from_tables([always, often], domain="", tag=""),
+        ("retail",): computed_from_tables([always, often, small], domain="retail", tag=""),
+        ("travel",): computed_from_tables([always, often, small], domain="travel", tag=""),
+    }
+
+    def no_tables(*args, **kwargs):
+        raise AssertionError("one test: the tables are not needed")
+
+    monkeypatch.setattr(module.figures, "per_task_tables", no_tables)
+    with django_assert_max_num_queries(2):
+        same = common_ground([always, often])
+    assert same == expected[()]
+    assert same.comparable is True and same.tasks == tuple(sorted((R1, R2)))
+    assert same.kinds == ((4, 2, ("Always", "Often")),)
+    assert (
+        common_ground([always, often, small], domain="travel") == expected[("travel",)]
+    )  # nobody ran travel
+    with pytest.raises(AssertionError, match="not needed"):  # N = 4 beside N = 3: the tables decide
+        common_ground([always, often, small], domain="retail")
+    assert expected[("retail",)].comparable is False
+
+
+@pytest.mark.django_db
+def test_common_ground_of_different_tests_is_stored_at_the_tables_version(summaries_campaign, monkeypatch):
+    from apps.attempts.models import TaskSummary
+    from apps.figures import tables
+    from apps.figures.tables import forget_process_figures
+
+    wide = summaries_campaign({R1: (20, 20), R2: (20, 19)}, name="Wide", n=20)
+    small = summaries_campaign({R1: (3, 3), R2: (3, 2)}, name="Small", n=3)
+    first = common_ground([wide, small])
+    assert first.comparable is False and first == computed_from_tables([wide, small], domain="", tag="")
+    forget_process_figures()  # a fresh server process: the stored row answers, no table is built
+
+    def no_frames(ids):
+        raise AssertionError("stored: no table needed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tables, "per_task_frames", no_frames)
+        assert common_ground([wide, small]) == first
+
+    TaskSummary.objects.filter(campaign=small, task__task_id=R2).update(n_pass=3)  # a re-grade: new stamp
+    regraded = common_ground([wide, small])
+    assert regraded.rows[small.pk].pass_hat_k.value == pytest.approx(1.0)
+    assert [row.rank for row in regraded.rows.values()] == ["1", "2"]
+    assert regraded.rows[small.pk].rank == "1"
+    assert regraded == computed_from_tables([wide, small], domain="", tag="")

@@ -83,6 +83,31 @@ def test_grouped_row_and_cluster_page_show_the_value_pair_distribution(opposite,
     assert "showing one sub-group" in sub_group.content.decode()
 
 
+def test_a_returning_viewer_reads_the_pages_value_pairs_from_the_cache(opposite, client, bob, monkeypatch):
+    from apps.triage import clusters
+
+    client.force_login(bob)
+    first = client.get("/triage/?view=grouped")
+    signature = next(iter(first.context["pairs"]))
+
+    def regrouped(*args, **kwargs):
+        raise AssertionError("the page's value pairs were grouped again at the same stamp")
+
+    # Read from the signature rows (no join with the attempts), equal to the pairs of the queue's attempts.
+    assert first.context["pairs"] == value_pairs(
+        queue_queryset(user=bob, filters=QueueFilters()), signatures=[signature]
+    )
+    with monkeypatch.context() as patched:
+        patched.setattr(clusters, "value_pairs", regrouped)
+        patched.setattr(clusters, "value_pairs_of_rows", regrouped)
+        again = client.get("/triage/?view=grouped")
+    assert again.context["pairs"] == first.context["pairs"]
+    assert [(g.size, g.text) for g in again.context["pairs"][signature].groups] == [
+        (3, CLOSED_TEXT),
+        (2, HELD_TEXT),
+    ]
+
+
 def test_search_finds_failures_by_their_text(opposite, client, bob):
     campaign, closed, held = opposite
     client.force_login(bob)
