@@ -21,11 +21,10 @@ from typing import Any, TypeVar
 import pandas as pd
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
+from apps.attempts.selectors.summary_stamps import campaign_summary_stamps
 from apps.attempts.selectors.task_summaries import (
-    STAMPED_COLUMNS,
     SUMMARY_TOKEN_COLUMNS,
     summary_counts,
 )
@@ -224,37 +223,6 @@ def cached(key: str, compute: Callable[[], T]) -> T:
     return value
 
 
-def summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
-    """Per campaign a token that changes whenever one of its summaries, or its suite, changes (one query).
-
-    Besides max(updated_at) and the row count it folds in the sums of the counted columns:
-    summary_refresh updates rows with bulk_update, which does not touch auto_now fields, so
-    updated_at alone would miss a re-graded attempt. The suite's updated_at is in it because a
-    table carries each task's domain and tags, which a suite revision (suites.services.suite_store,
-    which saves the suite) rewrites in place — tags are not part of the suite's content hash.
-    """
-    ids = list(campaign_ids)
-    sums = {f"sum_{name}": Sum(f"summaries__{name}") for name in STAMPED_COLUMNS}
-    rows = (
-        Campaign.objects.filter(pk__in=ids)
-        .order_by()
-        .values("pk", "suite__updated_at")
-        .annotate(latest=Max("summaries__updated_at"), rows=Count("summaries__id"), **sums)
-    )
-    stamps = {}
-    for typed_row in rows:
-        row: dict[str, Any] = dict(
-            typed_row
-        )  # a plain dict: the plugin types the row without the **sums keys
-        counts = "empty"
-        if row["rows"]:
-            parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]
-            parts += [str(row[f"sum_{name}"]) for name in STAMPED_COLUMNS]
-            counts = "-".join(parts)
-        stamps[row["pk"]] = f"{counts}|suite:{row['suite__updated_at'].timestamp():.6f}"
-    return {pk: stamps.get(pk, "empty") for pk in ids}
-
-
 def per_task_frames(campaign_ids: Iterable[int]) -> dict[int, pd.DataFrame]:
     """One per-task table per campaign (every selected task, n = c = 0 when nothing ran yet); two queries."""
     ids = list(campaign_ids)
@@ -344,7 +312,7 @@ def load_tables(campaigns: list[Campaign], *, exclude: frozenset[int] = frozense
     `exclude` drops tasks by pk (the health toggle) from every table; the stamps then name the
     dropped tasks too, so each figure cached from these tables is keyed by the task set it used.
     """
-    return PerTaskTables(campaigns, summary_stamps(c.pk for c in campaigns), exclude=exclude)
+    return PerTaskTables(campaigns, campaign_summary_stamps(c.pk for c in campaigns), exclude=exclude)
 
 
 def _stored_frames(campaigns: list[Campaign], stamps: Mapping[int, str]) -> dict[int, pd.DataFrame]:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from django.db.models import Count, QuerySet
 
 from apps.attempts.models import Attempt
+from apps.attempts.selectors.clusters import in_clusters
 from apps.triage.models import AttemptReview
 
 
@@ -19,7 +20,7 @@ def cluster_labels(
         return {}
     rows = (
         AttemptReview.objects.filter(
-            attempt__in=attempts.filter(failure_signature__digest__in=wanted).values("pk"),
+            attempt__in=in_clusters(attempts, signatures=wanted).values("pk"),
             labels__isnull=False,
         )
         .values("attempt__failure_signature__digest", "labels__name")

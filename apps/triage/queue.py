@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from django.db.models import Q, QuerySet
 
 from apps.attempts.models import Attempt
-from apps.attempts.selectors.failure_queue import failed_attempts
+from apps.attempts.selectors.failure_queue import failed_attempts, failure_text_matches, in_signature_forms
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview
 
@@ -139,26 +139,10 @@ def _attempt_conditions(filters: QueueFilters) -> list[Q]:
     elif filters.status:
         conditions.append(Q(review__status=filters.status))
     if filters.variants:
-        conditions.append(Q(failure_signature__variant_id__in=filters.variants))
+        conditions.append(in_signature_forms(filters.variants))
     if filters.text:
-        conditions.append(_text_condition(filters.text))
+        conditions.append(failure_text_matches(filters.text))
     return conditions
-
-
-def _text_condition(text: str) -> Q:
-    """Every word somewhere in what went wrong: the diff (headline and values), the messages (the
-    final reply among them), the failed checks and rubrics, or the task's id and title."""
-    condition = Q()
-    for word in text.split():
-        condition &= (
-            Q(result__diff__icontains=word)
-            | Q(result__transcript__messages__icontains=word)
-            | Q(result__checks__icontains=word)
-            | Q(result__rubrics__icontains=word)
-            | Q(task__task_id__icontains=word)
-            | Q(task__spec__title__icontains=word)
-        )
-    return condition
 
 
 def queue_queryset(*, user, filters: QueueFilters, ordered: bool = True) -> QuerySet[Attempt]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Min, QuerySet
 
-from apps.attempts.models import Attempt, AttemptSignature, SignatureVariant
+from apps.attempts.models import Attempt, AttemptSignature
+from apps.attempts.selectors.clusters import signature_forms, signature_rows_of
 
 SHOWN = 4  # sub-groups listed in a grouped-queue row (the cluster page lists every one)
 
@@ -58,9 +59,7 @@ def value_pairs(attempts: QuerySet[Attempt], *, signatures: Iterable[str]) -> di
     wanted = list(signatures)
     if not wanted:
         return {}
-    return value_pairs_of_rows(
-        AttemptSignature.objects.filter(attempt__in=attempts.values("pk")), signatures=wanted
-    )
+    return value_pairs_of_rows(signature_rows_of(attempts), signatures=wanted)
 
 
 def value_pairs_of_rows(
@@ -80,11 +79,7 @@ def value_pairs_of_rows(
     by_signature: dict[str, list[tuple[int, int, int]]] = {}
     for row in counts:
         by_signature.setdefault(row["digest"], []).append((row["variant_id"], row["size"], row["first"]))
-    forms = dict(
-        SignatureVariant.objects.filter(
-            pk__in=[variant for rows in by_signature.values() for variant, _, _ in rows]
-        ).values_list("pk", "items")
-    )
+    forms = signature_forms([variant for rows in by_signature.values() for variant, _, _ in rows])
     return {signature: _groups(found, forms) for signature, found in by_signature.items()}
 
 

@@ -6,8 +6,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from apps.attempts.selectors.summary_stamps import campaign_summary_stamps
 from apps.figures import selectors as figures
-from apps.figures.tables import filter_frame, forget_process_figures, summary_stamps
+from apps.figures.tables import filter_frame, forget_process_figures
 from tests.triage.conftest import T1, T2, _seeded_labels, attempts_campaign, flagged  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +37,7 @@ def test_a_task_that_never_ran_is_in_the_table_with_zero_counts(make_campaign):
     assert list(frame["n"]) == [0, 0]
     assert list(frame["c"]) == [0, 0]
     assert list(frame["task_id"]) == sorted(campaign.tasks.values_list("task_id", flat=True))
-    assert summary_stamps([campaign.pk]) == {
+    assert campaign_summary_stamps([campaign.pk]) == {
         campaign.pk: f"empty|suite:{campaign.suite.updated_at.timestamp():.6f}"
     }
 

@@ -254,3 +254,13 @@ def signature_others(*, digest: str, attempt_id: int, campaigns: QuerySet) -> in
         .exclude(attempt_id=attempt_id)
         .count()
     )
+
+
+def signature_rows_of(attempts: QuerySet[Attempt]) -> QuerySet[AttemptSignature]:
+    """The signature rows of the attempts (for value-pair sub-groups)."""
+    return AttemptSignature.objects.filter(attempt__in=attempts.values("pk"))
+
+
+def signature_forms(variant_ids: Sequence[int]) -> dict[int, list]:
+    """Each stored signature form's items (its elements' phrases with one attempt's values), by pk (one query)."""
+    return dict(SignatureVariant.objects.filter(pk__in=list(variant_ids)).values_list("pk", "items"))

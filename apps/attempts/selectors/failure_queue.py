@@ -127,3 +127,24 @@ def categories_per_campaign(*, campaign_ids: Sequence[int]) -> tuple[Counter[int
         for category in set(attempt_categories or []):
             categories[(campaign_id, category)] += 1
     return totals, categories
+
+
+def in_signature_forms(variant_ids: Sequence[int]) -> Q:
+    """Attempts whose failure signature has one of these stored forms (a value-pair sub-group, triage's ?v=)."""
+    return Q(failure_signature__variant_id__in=variant_ids)
+
+
+def failure_text_matches(text: str) -> Q:
+    """Every word somewhere in what went wrong: the diff (headline and values), the messages (the
+    final reply among them), the failed checks and rubrics, or the task's id and title."""
+    condition = Q()
+    for word in text.split():
+        condition &= (
+            Q(result__diff__icontains=word)
+            | Q(result__transcript__messages__icontains=word)
+            | Q(result__checks__icontains=word)
+            | Q(result__rubrics__icontains=word)
+            | Q(task__task_id__icontains=word)
+            | Q(task__spec__title__icontains=word)
+        )
+    return condition

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Count, Max, Sum
 
-from apps.attempts.models import TaskSummary
+from apps.attempts.models import TaskSummary, campaign_model
+from apps.attempts.selectors.task_summaries import STAMPED_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -34,3 +36,35 @@ def summary_stamp(*, campaign_ids: Sequence[int]) -> SummaryStamp:
     return SummaryStamp(
         latest=row["latest"], signed=row["signed"], rows=row["rows"], done=row["done"], passed=row["passed"]
     )
+
+
+def campaign_summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
+    """Per campaign a token that changes whenever one of its summaries, or its suite, changes (one query).
+
+    Besides max(updated_at) and the row count it folds in the sums of the counted columns:
+    summary_refresh updates rows with bulk_update, which does not touch auto_now fields, so
+    updated_at alone would miss a re-graded attempt. The suite's updated_at is in it because a
+    table carries each task's domain and tags, which a suite revision (suites.services.suite_store,
+    which saves the suite) rewrites in place — tags are not part of the suite's content hash.
+    """
+    ids = list(campaign_ids)
+    sums = {f"sum_{name}": Sum(f"summaries__{name}") for name in STAMPED_COLUMNS}
+    rows = (
+        campaign_model()
+        .objects.filter(pk__in=ids)
+        .order_by()
+        .values("pk", "suite__updated_at")
+        .annotate(latest=Max("summaries__updated_at"), rows=Count("summaries__id"), **sums)
+    )
+    stamps = {}
+    for typed_row in rows:
+        row: dict[str, Any] = dict(
+            typed_row
+        )  # a plain dict: the plugin types the row without the **sums keys
+        counts = "empty"
+        if row["rows"]:
+            parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]
+            parts += [str(row[f"sum_{name}"]) for name in STAMPED_COLUMNS]
+            counts = "-".join(parts)
+        stamps[row["pk"]] = f"{counts}|suite:{row['suite__updated_at'].timestamp():.6f}"
+    return {pk: stamps.get(pk, "empty") for pk in ids}
