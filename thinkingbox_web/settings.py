@@ -16,6 +16,7 @@ from thinkingbox_web.env import (
     read_list,
     secret_key,
 )
+from thinkingbox_web.static_cache import cache_versioned_vendor_files_for_good
 
 env = os.environ
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -146,8 +147,6 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    # plotly.js comes from the installed plotly package instead of being committed.
-    "apps.core.finders.PlotlyJsFinder",
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -161,6 +160,9 @@ STORAGES = {
 
 # The demo (debug off) has no collectstatic step: WhiteNoise serves straight from the finders.
 WHITENOISE_USE_FINDERS = read_bool(env, "WHITENOISE_USE_FINDERS", default=DEMO)
+# plotly.js is vendored under a versioned name with a precompressed .gz beside it (WhiteNoise
+# serves the .gz to clients that accept gzip): cache it for good even without collectstatic.
+WHITENOISE_ADD_HEADERS_FUNCTION = cache_versioned_vendor_files_for_good
 
 # --- Security (production values unless DEBUG or the demo; each can be switched by env, e.g. behind a proxy).
 SECURE_SSL_REDIRECT = read_bool(env, "SECURE_SSL_REDIRECT", default=not LOCAL)

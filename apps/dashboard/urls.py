@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.dashboard import views, views_attempts, views_noise, views_suites
+from apps.dashboard import views, views_attempts, views_decide, views_noise, views_suites
 
 app_name = "dashboard"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("tasks/", views.tasks, name="tasks"),
     path("tasks/<int:pk>/", views.task_detail, name="task"),
     path("compare/", views.compare, name="compare"),
+    path("decide/", views_decide.decide_page, name="decide"),
     path("noise/", views_noise.noise, name="noise"),
     path("planner/", views_noise.planner, name="planner"),
     path("attempts/<int:pk>/", views_attempts.attempt_detail, name="attempt"),

@@ -91,6 +91,37 @@ class Coverage:
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """A figure if every missing attempt had failed (lo) or passed (hi); None without tasks."""
+
+    lo: float | None
+    hi: float | None
+
+
+@dataclass(frozen=True)
+class CoverageBounds:
+    """pass@1, all-N and pass^k bounded over the attempts with no verdict (infra error, unjudged,
+    never run): tb_engine.metrics.coverage_bounds. With none missing, lo == hi == the figure."""
+
+    missing_attempts: int
+    pass_at_1: Bounds
+    all_n: Bounds
+    pass_hat_k: Mapping[int, Bounds]
+
+    @classmethod
+    def from_metrics(cls, raw: Mapping[str, Any]) -> CoverageBounds:
+        return cls(
+            missing_attempts=raw["missing_attempts"],
+            pass_at_1=Bounds(**raw["pass_at_1"]),
+            all_n=Bounds(**raw["all_n"]),
+            pass_hat_k={k: Bounds(**b) for k, b in raw["pass_hat_k"].items()},
+        )
+
+    def pass_hat(self, k: int) -> Bounds:
+        return self.pass_hat_k.get(k, Bounds(None, None))
+
+
+@dataclass(frozen=True)
 class Cost:
     """Agent cost and evaluation overhead (USD) kept apart; None where the ratio is undefined."""
 
@@ -128,6 +159,7 @@ class CampaignFigures:
     mean_tokens: float | None  # agent input + output tokens per billed attempt
     unpriced: int  # attempts on a model the price sheet does not list
     eval_tokens: int  # tokens of the user simulator and judge
+    coverage_bounds: CoverageBounds  # the figures if every missing attempt had failed / passed
 
     @classmethod
     def from_metrics(
@@ -149,6 +181,7 @@ class CampaignFigures:
             mean_tokens=mean_tokens,
             unpriced=unpriced,
             eval_tokens=eval_tokens,
+            coverage_bounds=CoverageBounds.from_metrics(raw["coverage_bounds"]),
         )
 
     def pass_at(self, k: int) -> Estimate:
@@ -179,6 +212,14 @@ class CampaignFigures:
     @property
     def pass_hat_n(self) -> Estimate:
         return self.pass_hat(self.n_attempts)
+
+    @property
+    def pass_hat_n_bounds(self) -> Bounds:
+        return self.coverage_bounds.pass_hat(self.n_attempts)
+
+    @property
+    def pass_hat_5_bounds(self) -> Bounds:
+        return self.coverage_bounds.pass_hat(5)
 
     @property
     def pass_hat_5_plugin(self) -> float | None:

@@ -35,8 +35,9 @@ logger = logging.getLogger(__name__)
 
 # Bumped whenever the shape of a cached value changes, so old entries are never misread
 # (2: typed results instead of dicts; 3: comparisons carry their noise floor; 4: unjudged
-# attempts in the frames and coverage; 5: slot#version keys, stored in StoredFigure rows).
-CACHE_VERSION = 5
+# attempts in the frames and coverage; 5: slot#version keys, stored in StoredFigure rows;
+# 6: campaign figures carry their coverage bounds).
+CACHE_VERSION = 6
 
 TOKEN_COLUMNS = SUMMARY_TOKEN_COLUMNS
 FRAME_COLUMNS = (

@@ -6,6 +6,7 @@ from tb_engine.metrics.campaign import (
     campaign_metrics,
     costs,
     coverage,
+    coverage_bounds,
     slice_metrics,
     validate_per_task,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "campaign_metrics",
     "costs",
     "coverage",
+    "coverage_bounds",
     "in_learning_zone",
     "learning_zone",
     "noise_report",

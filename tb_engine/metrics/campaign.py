@@ -118,6 +118,41 @@ def coverage(table: pd.DataFrame, *, n_attempts: int) -> dict[str, Any]:
     }
 
 
+def _bound(values: np.ndarray) -> float | None:
+    return _number(float(np.mean(values))) if len(values) else None
+
+
+def coverage_bounds(table: pd.DataFrame, *, n_attempts: int, ks: Iterable[int]) -> dict[str, Any]:
+    """pass@1, all-N and pass^k if every missing attempt had failed (lo) or passed (hi).
+
+    A task's missing attempts are the N - n planned attempts without a verdict (infra errors,
+    unjudged, never run). Filling them in both ways gives every task its full N, so the bounds are
+    over all tasks: a task with 1 passing attempt and 19 infra errors (N = 20) reads all-20 in
+    [0, 1], pass^1 in [0.05, 1] and pass^20 in [0, 1], never as dependable. With nothing missing,
+    lo == hi.
+    """
+    n = table["n"].to_numpy()
+    c = table["c"].to_numpy()
+    missing = n_attempts - n
+    full = np.full(len(table), n_attempts)
+    failed, passed = c, c + missing  # passes with every missing attempt failed / passed
+    result: dict[str, Any] = {
+        "missing_attempts": int(missing.sum()),
+        "pass_at_1": {"lo": _bound(failed / n_attempts), "hi": _bound(passed / n_attempts)},
+        "all_n": {
+            "lo": _bound((failed == n_attempts).astype(np.float64)),
+            "hi": _bound((passed == n_attempts).astype(np.float64)),
+        },
+        "pass_hat_k": {},
+    }
+    for k in ks:
+        result["pass_hat_k"][k] = {
+            "lo": _bound(pass_hat_k(full, failed, k)) if len(table) else None,
+            "hi": _bound(pass_hat_k(full, passed, k)) if len(table) else None,
+        }
+    return result
+
+
 def costs(table: pd.DataFrame, *, all_n_count: int) -> dict[str, Any]:
     """Agent cost and evaluation overhead kept apart; per attempt, per success, per dependable task."""
     if "billed_attempts" in table.columns:
@@ -191,6 +226,7 @@ def campaign_metrics(
         result["pass_hat_k_plugin"][k] = (
             _number(float(np.nanmean(plugin))) if np.any(~np.isnan(plugin)) else None
         )
+    result["coverage_bounds"] = coverage_bounds(table, n_attempts=n_attempts, ks=ks_list)
     result["cost"] = costs(table, all_n_count=all_n_count)
     return result
 

@@ -1,11 +1,12 @@
-"""`manage.py demo`, static assets (htmx vendored, plotly from its package) and admin coverage."""
+"""`manage.py demo`, static assets (htmx and the plotly.js cartesian bundle vendored) and admin coverage."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import re
 from pathlib import Path
 
-import plotly
 import pytest
 from django.apps import apps
 from django.contrib import admin
@@ -81,13 +82,54 @@ def test_demo_step_registration_orders_by_order(monkeypatch):
     assert [step.name for step in demo_steps()][-1] == "later step"
 
 
-def test_plotly_js_is_found_in_installed_package():
-    found = finders.find("vendor/plotly/plotly.min.js")
-    assert Path(found) == Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+def test_only_plotly_js_cartesian_bundle_is_vendored_with_its_gzip_and_licence():
+    vendor = PROJECT_ROOT / "static" / "vendor" / "plotly"
+    bundle = vendor / "plotly-cartesian-4.1.1.min.js"
+    # The partial bundle (scatter, bar, heatmap, ...), not the 4.8 MB full one.
+    assert sorted(path.name for path in PROJECT_ROOT.joinpath("static").rglob("plotly*.js*")) == [
+        "plotly-cartesian-4.1.1.min.js",
+        "plotly-cartesian-4.1.1.min.js.gz",
+    ]
+    assert finders.find("vendor/plotly/plotly-cartesian-4.1.1.min.js") == str(bundle)
+    assert bundle.read_text().startswith("/**\n* plotly.js (cartesian - minified) v4.1.1")
+    # WhiteNoise serves the .gz to clients that accept gzip: it must be the same file.
+    assert gzip.decompress((vendor / "plotly-cartesian-4.1.1.min.js.gz").read_bytes()) == bundle.read_bytes()
+    assert (vendor / "LICENSE").read_text().startswith("MIT License")
 
 
-def test_plotly_js_is_not_committed():
-    assert not list(PROJECT_ROOT.joinpath("static").rglob("plotly*.js"))
+def test_every_chart_trace_type_is_in_the_cartesian_bundle():
+    """The charts are plain dicts in apps/*/charts.py; a trace type outside the bundle would draw nothing."""
+    cartesian = {"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour"}
+    cartesian |= {"image", "pie", "scatter", "scatterternary", "violin"}
+    # Every plotly.js trace type the full bundle has beyond those (plotly.js 4.1 `lib/index.js`).
+    others = {"scattergl", "splom", "pointcloud", "heatmapgl", "parcoords", "parcats", "scatter3d", "surface"}
+    others |= {
+        "isosurface",
+        "volume",
+        "mesh3d",
+        "cone",
+        "streamtube",
+        "scattergeo",
+        "choropleth",
+        "scattermap",
+    }
+    others |= {"choroplethmap", "densitymap", "scatterpolar", "scatterpolargl", "barpolar", "sankey", "table"}
+    others |= {
+        "funnel",
+        "funnelarea",
+        "indicator",
+        "treemap",
+        "sunburst",
+        "icicle",
+        "waterfall",
+        "candlestick",
+    }
+    others |= {"ohlc", "carpet", "scattercarpet", "contourcarpet", "scattersmith", "histogram2dgl"}
+    trace_types = set()
+    for charts in PROJECT_ROOT.joinpath("apps").glob("*/charts.py"):
+        trace_types |= set(re.findall(r'"type": "(\w+)"', charts.read_text())) & (cartesian | others)
+    assert trace_types == {"bar", "heatmap", "scatter"}
+    assert trace_types <= cartesian
 
 
 def test_htmx_vendored_with_licence():

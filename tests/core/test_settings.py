@@ -226,7 +226,8 @@ print(settings.DEBUG, settings.SECURE_SSL_REDIRECT, missing.status_code, b"URLco
 print(client.get("/accounts/login/").status_code)
 static = client.get("/static/favicon.svg")
 print(static.status_code, b"".join(static.streaming_content)[:4])
-print(client.get("/static/vendor/plotly/plotly.min.js").status_code)
+plotly = client.get("/static/vendor/plotly/plotly-cartesian-4.1.1.min.js", HTTP_ACCEPT_ENCODING="gzip")
+print(plotly.status_code, plotly["Content-Encoding"], plotly["Cache-Control"])
 """
 
 
@@ -234,7 +235,12 @@ def test_demo_serves_with_debug_off_and_static_files_through_whitenoise(tmp_path
     result = run_django(DEMO_PAGES, {"TB_DEMO": "1"}, tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:4] == ["False False 404 False", "200", "200 b'<svg'", "200"]
+    assert result.stdout.split("\n")[:4] == [
+        "False False 404 False",
+        "200",
+        "200 b'<svg'",
+        "200 gzip max-age=31536000, public, immutable",
+    ]
 
 
 def test_demo_asked_for_debug_keeps_the_debug_pages(tmp_path):

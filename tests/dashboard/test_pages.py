@@ -45,6 +45,30 @@ def test_leaderboard_ranks_by_all_n_by_default(client, bob, summaries_campaign):
     assert response.context["rank_label"] == "all-N share"
 
 
+def test_leaderboard_bounds_one_good_attempt_and_nineteen_infra_errors(client, bob, summaries_campaign):
+    shaky = summaries_campaign({T1: (1, 1)}, name="Shaky", n=20)
+    TaskSummary.objects.filter(campaign=shaky).update(n_infra_error=19)
+    complete = summaries_campaign({T1: (20, 20)}, name="Complete", n=20)
+    client.force_login(bob)
+
+    response = client.get("/leaderboard/")
+    html = response.content.decode()
+
+    figures = {row.campaign.name: row.figures for row in response.context["rows"]}
+    assert (figures["Shaky"].coverage_bounds.missing_attempts, figures["Shaky"].coverage_bounds.all_n.lo) == (
+        19,
+        0.0,
+    )
+
+    def row_of(campaign):
+        row = html[html.index(f'<tr data-campaign="{campaign.pk}"') :]
+        return row[: row.index("</tr>")]
+
+    # pass^5, pass^20 and all-20 all read "could be anything from never to always", not dependable.
+    assert row_of(shaky).count("0.0% to 100.0% if the 19 missing failed / passed") == 3
+    assert "missing failed / passed" not in row_of(complete)  # nothing missing: no bounds
+
+
 def test_leaderboard_column_presets_choose_the_columns(client, bob, summaries_campaign):
     summaries_campaign({T1: (4, 3)}, name="Some", n=4)
     client.force_login(bob)

@@ -141,6 +141,7 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         + [("page", "/tasks/" + _q(filter=kind)) for kind in TASK_FILTERS if kind],
         "dashboard:task": [("page", f"/tasks/{data.task.pk}/"), ("page", f"/tasks/{tb_attempt.task_id}/")],
         "dashboard:compare": [("page", "/compare/"), ("page", "/compare/" + _q(a=steady, b=careless))],
+        "dashboard:decide": [("page", "/decide/"), ("page", "/decide/?target=50&budget=100")],
         "dashboard:attempt": [
             ("page", f"/attempts/{data.failed_attempt.pk}/"),
             ("page", f"/attempts/{data.attempt.pk}/"),

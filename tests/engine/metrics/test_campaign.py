@@ -8,7 +8,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tb_engine.metrics import MetricsInputError, bootstrap_means, campaign_metrics, slice_metrics
+from tb_engine.metrics import (
+    MetricsInputError,
+    bootstrap_means,
+    campaign_metrics,
+    coverage_bounds,
+    slice_metrics,
+    validate_per_task,
+)
 
 
 def table(rows, **extra):
@@ -228,3 +235,45 @@ def test_campaign_metrics_plugin_pass_hat_k_averages_over_the_same_tasks_as_the_
     assert result["pass_hat_k"][4]["value"] == pytest.approx(0.0)  # C(2,4)/C(4,4)
     assert result["pass_hat_k_plugin"][4] == pytest.approx((2 / 4) ** 4)  # t1 alone, not ((1/2)^4 + 1) / 2
     assert result["pass_hat_k_plugin"][1] == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_one_good_attempt_and_nineteen_infra_errors_is_bounded_never_dependable():
+    per_task = pd.DataFrame([{"task_id": "t1", "domain": "d", "n": 1, "c": 1, "infra_errors": 19}])
+
+    result = campaign_metrics(per_task, n_attempts=20, ks=[1, 20], replicates=50)
+
+    # What was observed alone looks perfect on the one attempt it has...
+    assert result["pass_hat_k"][1]["value"] == 1.0
+    assert result["pass_hat_k"][20]["value"] is None  # n = 1 < 20: excluded
+    # ...the bounds say it could be anything from never to always.
+    assert result["coverage_bounds"] == {
+        "missing_attempts": 19,
+        "pass_at_1": {"lo": 0.05, "hi": 1.0},
+        "all_n": {"lo": 0.0, "hi": 1.0},
+        "pass_hat_k": {1: {"lo": 0.05, "hi": 1.0}, 20: {"lo": 0.0, "hi": 1.0}},
+    }
+
+
+def test_coverage_bounds_mix_complete_and_incomplete_tasks_and_collapse_without_missing():
+    per_task = pd.DataFrame(
+        [
+            {"task_id": "complete", "n": 4, "c": 4, "unjudged": 0, "infra_errors": 0},
+            {"task_id": "two missing", "n": 2, "c": 1, "unjudged": 1, "infra_errors": 1},
+            {"task_id": "never ran", "n": 0, "c": 0, "unjudged": 0, "infra_errors": 0},
+        ]
+    )
+
+    bounds = coverage_bounds(validate_per_task(per_task, n_attempts=4), n_attempts=4, ks=[2])
+
+    assert bounds["missing_attempts"] == 6
+    assert bounds["all_n"] == {"lo": 1 / 3, "hi": 2 / 3}
+    assert bounds["pass_at_1"] == {"lo": (1.0 + 0.25 + 0.0) / 3, "hi": (1.0 + 0.75 + 1.0) / 3}
+    # pass^2 per task with 4 attempts: C(c, 2) / C(4, 2) = C(c, 2) / 6.
+    assert bounds["pass_hat_k"][2] == {"lo": (1.0 + 0.0 + 0.0) / 3, "hi": (1.0 + 3 / 6 + 1.0) / 3}
+    complete = campaign_metrics(per_task.iloc[:1], n_attempts=4, ks=[2], replicates=50)
+    assert complete["coverage_bounds"] == {
+        "missing_attempts": 0,
+        "pass_at_1": {"lo": 1.0, "hi": 1.0},
+        "all_n": {"lo": 1.0, "hi": 1.0},
+        "pass_hat_k": {2: {"lo": 1.0, "hi": 1.0}},
+    }
