@@ -125,13 +125,18 @@ def _one_test(
         membership = membership.exclude(task_id__in=list(exclude))
     if domain:
         membership = membership.filter(task__domain__name=domain)
-    tasks = {
-        task_pk: str(task_id)
-        for task_pk, task_id, tags in membership.order_by()
-        .values_list("task_id", "task__task_id", "task__tags")
-        .distinct()
-        if not tag or tag in (tags or [])
-    }
+    if tag:
+        tasks = {
+            task_pk: str(task_id)
+            for task_pk, task_id, tags in membership.order_by()
+            .values_list("task_id", "task__task_id", "task__tags")
+            .distinct()
+            if tag in (tags or [])
+        }
+    else:
+        # No tag asked: the tags stay in the database (a JSON decode per task on every leaderboard).
+        tasks = dict(membership.order_by().values_list("task_id", "task__task_id").distinct())
+        tasks = {task_pk: str(task_id) for task_pk, task_id in tasks.items()}
     counts = {
         row["campaign_id"]: row["count"]
         for row in (membership.filter(task_id__in=list(tasks)) if tag else membership)

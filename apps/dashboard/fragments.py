@@ -25,11 +25,19 @@ CACHE_SECONDS = 3600
 VERSION = 1
 
 
-def _fingerprint(value: Any) -> Any:
+def _fingerprint(value: Any, seen: dict[int, int]) -> Any:
+    """`value` as nested plain data; `seen` numbers the model rows already read in this digest.
+
+    The same row object met again (a campaign sits in the rows, the bands, the common ground and the
+    judge notes) is written as a reference to its first reading instead of its fields once more.
+    """
     if isinstance(value, Model):
+        if id(value) in seen:
+            return ("seen", seen[id(value)])
+        seen[id(value)] = len(seen)
         fields = tuple(getattr(value, field.attname) for field in value._meta.concrete_fields)
         related = tuple(
-            (name, _fingerprint(other)) for name, other in sorted(value._state.fields_cache.items())
+            (name, _fingerprint(other, seen)) for name, other in sorted(value._state.fields_cache.items())
         )
         return (value._meta.label, fields, related)
     version = str(getattr(value, "version", None) or "")
@@ -37,7 +45,7 @@ def _fingerprint(value: Any) -> Any:
         # A dataclass that names its data version (figures.LeaderboardRow): the version stands for its
         # figures; the model rows it carries (the campaign) are still read field by field.
         rows = tuple(
-            _fingerprint(getattr(value, f.name))
+            _fingerprint(getattr(value, f.name), seen)
             for f in dataclasses.fields(value)
             if isinstance(getattr(value, f.name), Model)
         )
@@ -45,16 +53,21 @@ def _fingerprint(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (
             type(value).__name__,
-            tuple(_fingerprint(getattr(value, f.name)) for f in dataclasses.fields(value)),
+            tuple(_fingerprint(getattr(value, f.name), seen) for f in dataclasses.fields(value)),
         )
     if isinstance(value, QuerySet):
-        return ("queryset", tuple(_fingerprint(item) for item in value))
+        return ("queryset", tuple(_fingerprint(item, seen) for item in value))
     if isinstance(value, dict):
-        return ("dict", tuple((repr(key), _fingerprint(item)) for key, item in value.items()))
+        return ("dict", tuple((repr(key), _fingerprint(item, seen)) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_fingerprint(item) for item in value))
+        if all(type(item) is str for item in value):
+            # Task ids and names (a common ground's 507 task ids): their repr is their fingerprint; one
+            # call for the lot instead of a call per id on every leaderboard request.
+            return (type(value).__name__, repr(value))
+        return (type(value).__name__, tuple(_fingerprint(item, seen) for item in value))
     if isinstance(value, (set, frozenset)):
-        return ("set", tuple(sorted(repr(_fingerprint(item)) for item in value)))
+        # A set's order is arbitrary: its members are read in full (own `seen`), so numbering stays stable.
+        return ("set", tuple(sorted(repr(_fingerprint(item, {})) for item in value)))
     return repr(value)
 
 
@@ -62,7 +75,7 @@ def context_digest(context: dict[str, Any], *, leave_out: Iterable[str] = ()) ->
     """A digest of `context` (minus `leave_out`): equal digests render equal fragments."""
     skipped = set(leave_out)
     shown = {name: value for name, value in context.items() if name not in skipped}
-    text = repr(_fingerprint(dict(sorted(shown.items()))))
+    text = repr(_fingerprint(dict(sorted(shown.items())), {}))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -131,6 +131,8 @@ def unhealthy_task_pks(*, campaigns: list[Campaign]) -> frozenset[int]:
             resolved_at__isnull=True, task__campaigns__in=[c.pk for c in campaigns]
         )
         .values_list("task_id", flat=True)
+        # Without order_by() the model's ordering (opened_at) joins the DISTINCT: one row per issue.
+        .order_by()
         .distinct()
     )
 
