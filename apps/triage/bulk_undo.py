@@ -117,7 +117,9 @@ def undo(plan: UndoPlan, *, attempts: list[Attempt], actor) -> int:
     changed = 0
     field = FIELD_OF_ACTION[plan.action]
     if field == "labels":
-        label = Label.objects.get(pk=plan.label_id)
+        label = Label.objects.filter(pk=plan.label_id or 0).first()
+        if label is None:
+            raise ValidationError("the label of this action no longer exists")
         for had_label, ids in plan.previous.items():
             group = [by_pk[pk] for pk in ids if pk in by_pk]
             changed += services.attempts_bulk_label(
