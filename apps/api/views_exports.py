@@ -93,21 +93,37 @@ class CampaignChoice(serializers.Serializer):
     )
 
 
+class ProcurementChoice(CampaignChoice):
+    target = serializers.FloatField(
+        default=exports.ReviewerAsks().target_percent,
+        min_value=0,
+        max_value=100,
+        help_text="Dependable on at least this % of tasks (the cost sheet; the decision aid's default).",
+    )
+    budget = serializers.FloatField(
+        default=exports.ReviewerAsks().budget,
+        min_value=0,
+        help_text="Budget in $ per 1,000 tasks (the cost sheet; the decision aid's default).",
+    )
+
+
 class ProcurementExportView(ApiView):
     content_negotiation_class = FirstRendererNegotiation
 
     @api_schema(
         summary="The procurement workbook for chosen campaigns (XLSX, SHA-256 in X-Content-SHA256)",
         tags=TAGS,
-        parameters=[CampaignChoice],
+        parameters=[ProcurementChoice],
         responses={(200, XLSX): FILE},
         errors=(400, 401, 403, 404),
     )
     def get(self, request):
-        campaigns = figure_campaigns(request.user, ids=self.validated_query(CampaignChoice)["campaign"])
+        query = self.validated_query(ProcurementChoice)
+        campaigns = figure_campaigns(request.user, ids=query["campaign"])
         if not campaigns:
             raise Http404("none of these campaigns is visible to you")
-        file, digest = exports.procurement_file(campaigns=campaigns)
+        asks = exports.ReviewerAsks(target_percent=query["target"], budget=query["budget"])
+        file, digest = exports.procurement_file(campaigns=campaigns, asks=asks)
         response = _attachment(HttpResponse(file.content, content_type=file.content_type), file.filename)
         response["X-Content-SHA256"] = digest
         return response

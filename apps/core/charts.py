@@ -37,6 +37,23 @@ def layout(title: str, **extra: Any) -> dict:
     }
 
 
+def axis_labels(names: Iterable, limit: int = 30) -> list[str]:
+    """Names short enough to sit on an axis or beside a marker without being cut: a long name keeps
+    its start and its end (where campaigns differ: seeds, versions) around an ellipsis; labels stay
+    distinct, since a chart merges equal category labels. The full name goes in the hover."""
+    out: list[str] = []
+    for name in map(str, names):
+        label = (
+            name
+            if len(name) <= limit
+            else name[: limit // 2].rstrip() + "…" + name[-(limit - limit // 2 - 1) :].lstrip()
+        )
+        while label in out:
+            label = label + "\u200b"  # invisible: equal-looking names stay two categories
+        out.append(label)
+    return out
+
+
 def clean(values: Iterable) -> list:
     """Values for a trace: NaN becomes None, since JSON has no NaN and Plotly draws a gap for null."""
     return [

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from apps.core.charts import PALETTE, clean, layout
+from apps.core.charts import PALETTE, axis_labels, clean, layout
 
-TEXT_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
+# Campaign names beside the gap scatter's markers: longer ones are shortened (full name on hover).
+GAP_LABEL_LIMIT = 24
+# Campaign names on a heatmap's axis (the card is a third of the page wide).
+HEATMAP_LABEL_LIMIT = 26
 
 
 def gap_scatter(frame: pd.DataFrame) -> dict:
@@ -23,14 +26,19 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
         "name": "campaigns",
         "x": clean(frame["pass_at_n"] * 100),
         "y": clean(frame["all_n"] * 100),
-        "text": list(frame["name"]),
-        # Neighbouring campaigns often sit close together: their names take turns above, below and
-        # beside the marker instead of printing over each other, and are never cut at the plot's edge.
-        "textposition": [TEXT_POSITIONS[i % len(TEXT_POSITIONS)] for i in range(len(frame))],
+        "text": axis_labels(frame["name"], limit=GAP_LABEL_LIMIT),
+        "customdata": list(frame["name"]),
+        # A name extends from its marker towards the middle of the plot (left of markers in the
+        # right half, right of those in the left half), so it is never cut at the plot's edge;
+        # neighbours take turns above and below instead of printing over each other.
+        "textposition": [
+            f"{('top', 'bottom')[i % 2]} {'left' if x > 50 else 'right'}"
+            for i, x in enumerate(frame["pass_at_n"] * 100)
+        ],
         "cliponaxis": False,
         # One colour per campaign (its stored colour) when the frame carries it, else the house blue.
         "marker": {"size": 12, "color": list(frame["colour"]) if "colour" in frame else PALETTE[0]},
-        "hovertemplate": "%{text}<br>pass@N observed %{x:.1f}%<br>all-N %{y:.1f}%<extra></extra>",
+        "hovertemplate": "%{customdata}<br>pass@N observed %{x:.1f}%<br>all-N %{y:.1f}%<extra></extra>",
     }
     diagonal = {
         "type": "scatter",
@@ -41,7 +49,8 @@ def gap_scatter(frame: pd.DataFrame) -> dict:
         "line": {"dash": "dot", "color": "#9aa3b0"},
         "hoverinfo": "skip",
     }
-    axis = {"range": [0, 102], "ticksuffix": "%", "gridcolor": "#eef0f3", "zeroline": False}
+    # A little room below 0 on both axes: the two "0%" tick labels would otherwise meet at the corner.
+    axis = {"range": [-4, 104], "ticksuffix": "%", "gridcolor": "#eef0f3", "zeroline": False}
     return {
         "data": [diagonal, points],
         "layout": layout(
@@ -98,13 +107,14 @@ def heatmap(frame: pd.DataFrame, *, title: str) -> dict:
                 "type": "heatmap",
                 "z": z,
                 "x": [str(c) for c in frame.columns],
-                "y": [str(i) for i in frame.index],
+                "y": axis_labels(frame.index, limit=HEATMAP_LABEL_LIMIT),
+                "customdata": [[str(name)] * len(frame.columns) for name in frame.index],
                 "zmin": 0,
                 "zmax": 100,
                 "colorscale": [[0, "#fdeceb"], [0.5, "#fff3cd"], [1, "#cfe9d8"]],
                 "text": [["—" if v is None else f"{v:.0f}%" for v in row] for row in z],
                 "texttemplate": "%{text}",
-                "hovertemplate": "%{y}<br>%{x}: %{z:.1f}%<extra></extra>",
+                "hovertemplate": "%{customdata}<br>%{x}: %{z:.1f}%<extra></extra>",
                 "colorbar": {"ticksuffix": "%", "len": 0.9},
             }
         ],

@@ -14,6 +14,9 @@ from apps.campaigns.models import Campaign
 from apps.figures import selectors as figures
 
 TASKS_PER_BUDGET = 1000
+# What the page (and the procurement workbook) assume until the reviewer says otherwise.
+DEFAULT_TARGET_PERCENT = 80.0
+DEFAULT_BUDGET = 50.0
 
 
 @dataclass(frozen=True)

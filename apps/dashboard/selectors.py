@@ -9,9 +9,23 @@ from __future__ import annotations
 
 from apps.campaigns.models import Campaign
 from apps.dashboard.common_ground import CommonGround, GroundRow, common_ground, ranked_order
+from apps.dashboard.decide import DEFAULT_BUDGET, DEFAULT_TARGET_PERCENT, Candidate, Decision, decide
 from apps.dashboard.models import ExternalScore
+from apps.dashboard.verdict import compare_verdict
 
-__all__ = ["CommonGround", "GroundRow", "common_ground", "external_scores", "ranked_order"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_TARGET_PERCENT",
+    "Candidate",
+    "CommonGround",
+    "Decision",
+    "GroundRow",
+    "common_ground",
+    "compare_verdict",
+    "decide",
+    "external_scores",
+    "ranked_order",
+]
 
 
 def external_scores(*, campaigns: list[Campaign]) -> dict[int, dict[str, float]]:

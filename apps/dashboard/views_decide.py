@@ -7,11 +7,8 @@ from django.views.decorators.http import require_GET
 
 from apps.core.access import require_role
 from apps.core.roles import Role
-from apps.dashboard.decide import decide
+from apps.dashboard.decide import DEFAULT_BUDGET, DEFAULT_TARGET_PERCENT, decide
 from apps.figures import selectors as figures
-
-DEFAULT_TARGET_PERCENT = 80.0
-DEFAULT_BUDGET = 50.0
 
 
 def _number(raw: str | None, default: float, *, low: float, high: float) -> tuple[float, str]:

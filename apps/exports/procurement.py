@@ -1,4 +1,6 @@
-"""The procurement workbook: summary, per-domain, per-task and methodology & provenance sheets.
+"""The procurement workbook: summary; when each campaign ran; the leaderboard's ranking; the chosen
+campaign against the runner-up; cost per 1,000 tasks at the reviewer's dependability target;
+per-domain, per-task and methodology & provenance sheets (the reviewer's sheets: apps.exports.review).
 
 Figures come from apps.figures.selectors (the leaderboard's selectors), so the workbook and the
 dashboard always agree. The content hash covers every data cell (not the generation time), so two
@@ -19,9 +21,11 @@ from openpyxl.styles import Font
 
 from apps.attempts.selectors.campaign_counts import attempt_status_counts
 from apps.campaigns.models import Campaign
+from apps.exports import review
 from apps.exports.formulas import sheet_title
-from apps.exports.tables import Column
-from apps.exports.writers import first_sheet, write_sheet
+from apps.exports.review import ReviewerAsks
+from apps.exports.tables import Column, Table
+from apps.exports.writers import append_caption, first_sheet, write_sheet
 from apps.figures import selectors as figures
 
 SUMMARY_COLUMNS = [
@@ -89,8 +93,12 @@ METHODOLOGY = [(term.name, term.definition) for term in figures.GLOSSARY] + [
 ]
 
 
-def workbook_data(campaigns: list[Campaign]) -> dict[str, list[dict]]:
-    """Rows of the summary, domain and task sheets (the dashboard's figures, nothing recomputed)."""
+def workbook_data(
+    campaigns: list[Campaign], asks: ReviewerAsks | None = None, ranking: Table | None = None
+) -> dict[str, list[dict]]:
+    """Rows of every data sheet (the dashboard's figures, nothing recomputed); `ranking` is the
+    leaderboard's table of the campaigns when the caller already has it."""
+    asks = asks or ReviewerAsks()
     tables = figures.per_task_tables(campaigns)
     summary, domains, tasks = [], [], []
     for campaign in campaigns:
@@ -135,7 +143,33 @@ def workbook_data(campaigns: list[Campaign]) -> dict[str, list[dict]]:
                     "agent_cost": task.agent_cost,
                 }
             )
-    return {"summary": summary, "domains": domains, "tasks": tasks}
+    ranking = ranking or review.ranking_table(campaigns)
+    decision = review.decision_for(campaigns, asks)
+    compared = review.comparison_sheet(decision)
+    return {
+        "summary": summary,
+        "timeline": review.timeline_rows(campaigns),
+        "ranking": [{"caption": ranking.rows[0]["compared_on"] if ranking.rows else ranking.title}]
+        + ranking.rows,
+        "comparison": [
+            {
+                "chosen": compared.chosen.name if compared.chosen else None,
+                "runner_up": compared.runner_up.name if compared.runner_up else None,
+                "verdict": compared.verdict,
+            }
+        ]
+        + compared.rows,
+        "cost": [
+            {
+                "target_percent": asks.target_percent,
+                "budget": asks.budget,
+                "decision": decision.summary,
+            }
+        ]
+        + review.cost_rows(decision),
+        "domains": domains,
+        "tasks": tasks,
+    }
 
 
 def content_hash(data: dict[str, list[dict]]) -> str:
@@ -207,24 +241,85 @@ def _attempt_counts(campaigns: list[Campaign]) -> list[dict]:
     return rows
 
 
+SHEETS = [
+    "Summary",
+    "When they ran",
+    "Ranking",
+    "Chosen vs runner-up",
+    "Cost at your target",
+    "Per domain",
+    "Per task",
+    "Methodology & provenance",
+]
+
+
+def _rows(columns: list[Column], rows: list[dict]) -> list[list]:
+    return [[row.get(column.key) for column in columns] for row in rows]
+
+
+def _captioned(sheet, caption: list[tuple[str, object]], columns: list[Column], rows: list[dict]) -> None:
+    """The table, then below it what it answers."""
+    write_sheet(sheet, columns, _rows(columns, rows))
+    append_caption(sheet, caption)
+
+
 def build_workbook(
-    *, campaigns: list[Campaign], generated_at: datetime | None = None, user=None
+    *,
+    campaigns: list[Campaign],
+    generated_at: datetime | None = None,
+    user=None,
+    asks: ReviewerAsks | None = None,
 ) -> tuple[bytes, str]:
-    """The .xlsx bytes and the content hash for the campaigns (in the given order)."""
+    """The .xlsx bytes and the content hash for the campaigns (in the given order); `asks` is the
+    reviewer's dependability target and budget for the cost sheet (the decision aid's by default)."""
     if not campaigns:
         raise ValueError("procurement workbook: choose at least one campaign")
     generated_at = generated_at or datetime.now(UTC)
-    data = workbook_data(campaigns)
+    asks = asks or ReviewerAsks()
+    ranking = review.ranking_table(campaigns)
+    data = workbook_data(campaigns, asks, ranking)
     digest = content_hash(data)
     workbook = Workbook()
+    summary = first_sheet(workbook)
+    summary.title = sheet_title("Summary")
+    write_sheet(summary, SUMMARY_COLUMNS, _rows(SUMMARY_COLUMNS, data["summary"]))
+    write_sheet(
+        workbook.create_sheet("When they ran"),
+        review.TIMELINE_COLUMNS,
+        _rows(review.TIMELINE_COLUMNS, data["timeline"]),
+    )
+    _captioned(
+        workbook.create_sheet("Ranking"),
+        [
+            ("what is ranked", data["ranking"][0]["caption"]),
+            ("rank", "“=” marks campaigns tied within the noise floor"),
+        ],
+        ranking.columns,
+        data["ranking"][1:],
+    )
+    head = data["comparison"][0]
+    _captioned(
+        workbook.create_sheet("Chosen vs runner-up"),
+        [("chosen", head["chosen"]), ("runner-up", head["runner_up"]), ("verdict", head["verdict"])],
+        review.COMPARISON_COLUMNS,
+        data["comparison"][1:],
+    )
+    asked = data["cost"][0]
+    _captioned(
+        workbook.create_sheet("Cost at your target"),
+        [
+            ("dependable on at least (% of tasks)", asked["target_percent"]),
+            ("budget ($ per 1,000 tasks)", asked["budget"]),
+            ("decision", asked["decision"]),
+        ],
+        review.COST_COLUMNS,
+        data["cost"][1:],
+    )
     for title, columns, key in (
-        ("Summary", SUMMARY_COLUMNS, "summary"),
         ("Per domain", DOMAIN_COLUMNS, "domains"),
         ("Per task", TASK_COLUMNS, "tasks"),
     ):
-        sheet = first_sheet(workbook) if key == "summary" else workbook.create_sheet()
-        sheet.title = sheet_title(title)
-        write_sheet(sheet, columns, [[row.get(column.key) for column in columns] for row in data[key]])
+        write_sheet(workbook.create_sheet(sheet_title(title)), columns, _rows(columns, data[key]))
     methodology = workbook.create_sheet("Methodology & provenance")
     write_sheet(
         methodology,

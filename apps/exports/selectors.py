@@ -16,6 +16,7 @@ from apps.attempts.selectors.exports import campaign_attempts
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.exports import procurement, stream
+from apps.exports.review import ReviewerAsks
 from apps.exports.tables import BUILDERS
 from apps.exports.writers import table_csv, table_xlsx
 from apps.figures.selectors import GLOSSARY
@@ -97,10 +98,31 @@ def about_rows(*, user, title: str, query: QueryDict, generated_at: datetime) ->
     return rows
 
 
-def procurement_file(*, campaigns: list[Campaign], user=None) -> tuple[ExportFile, str]:
-    """The procurement workbook of the campaigns (in order) and its content hash (sha256 of the data sheets)."""
+def reviewer_asks(query: QueryDict) -> ReviewerAsks:
+    """The dependability target (?target=, percent of tasks) and budget (?budget=, $ per 1,000 tasks)
+    a reviewer asked for; a missing or unusable value keeps the decision aid's default."""
+    defaults = ReviewerAsks()
+
+    def number(name: str, default: float, high: float) -> float:
+        try:
+            value = float(query.get(name, ""))
+        except ValueError:
+            return default
+        return value if 0 <= value <= high else default
+
+    return ReviewerAsks(
+        target_percent=number("target", defaults.target_percent, 100),
+        budget=number("budget", defaults.budget, 10**9),
+    )
+
+
+def procurement_file(
+    *, campaigns: list[Campaign], user=None, asks: ReviewerAsks | None = None
+) -> tuple[ExportFile, str]:
+    """The procurement workbook of the campaigns (in order) and its content hash (sha256 of the data
+    sheets); `asks` sets the cost sheet's dependability target and budget."""
     now = datetime.now(UTC)
-    content, digest = procurement.build_workbook(campaigns=campaigns, generated_at=now, user=user)
+    content, digest = procurement.build_workbook(campaigns=campaigns, generated_at=now, user=user, asks=asks)
     return ExportFile(content, XLSX, f"procurement-{now:%Y%m%d-%H%M}.xlsx"), digest
 
 

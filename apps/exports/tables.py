@@ -66,7 +66,12 @@ def _ids(query: QueryDict) -> list[int] | None:
 
 def leaderboard_table(user, query: QueryDict) -> Table:
     """The leaderboard rows with the page's domain/tag/health filters and sort."""
-    campaigns = figure_campaigns(user)
+    return leaderboard_ranking(figure_campaigns(user), query)
+
+
+def leaderboard_ranking(campaigns: list, query: QueryDict) -> Table:
+    """The leaderboard's rows, bands and common-ground ranking for these campaigns (the page's
+    query parameters: domain, tag, health scope, sort); the procurement workbook's ranking sheet."""
     domain, tag = query.get("domain", ""), query.get("tag", "")
     exclude = task_health_scope(query, campaigns).exclude
     # The page's default: dependability (all-N) first.

@@ -35,10 +35,13 @@ def _chosen(request) -> list:
 @require_http_methods(["GET"])
 @require_role(Role.VIEWER)
 def procurement_workbook(request):
-    """Pick campaigns; with ?c=…&download=1 returns the workbook (only visible campaigns count)."""
+    """Pick campaigns; with ?c=…&download=1 returns the workbook (only visible campaigns count);
+    ?target= (% of tasks dependable) and ?budget= ($ per 1,000 tasks) set its cost sheet."""
     chosen = _chosen(request)
     if chosen and request.GET.get("download"):
-        file, digest = selectors.procurement_file(campaigns=chosen, user=request.user)
+        file, digest = selectors.procurement_file(
+            campaigns=chosen, user=request.user, asks=selectors.reviewer_asks(request.GET)
+        )
         response = _attachment(HttpResponse(file.content, content_type=file.content_type), file.filename)
         response["X-Content-SHA256"] = digest
         return response
@@ -48,6 +51,7 @@ def procurement_workbook(request):
         "campaigns": figure_campaigns(request.user),
         "selected": {c.pk for c in chosen},
         "error": error,
+        "asks": selectors.reviewer_asks(request.GET),
         "teams": teams_for(request.user),
     }
     return render(request, "exports/procurement.html", context)

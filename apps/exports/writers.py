@@ -89,6 +89,14 @@ def write_sheet(sheet: Worksheet, columns: list[Column], rows: Sequence[Sequence
     sheet.auto_filter.ref = f"A1:{get_column_letter(max(1, len(columns)))}{max(1, len(rows) + 1)}"
 
 
+def append_caption(sheet: Worksheet, caption: Sequence[tuple[str, object]]) -> None:
+    """Below a table, after an empty row: what it answers, one bold "item" and its value per row."""
+    sheet.append([])
+    for item, value in caption:
+        _append_as_text(sheet, [item, _plain(value)])
+        sheet.cell(row=sheet.max_row, column=1).font = Font(bold=True)
+
+
 def write_about(workbook: Workbook, about: list[tuple[str, str]]) -> None:
     """An About sheet: what the workbook is, filters, time, user, suite hashes, price sheets, definitions."""
     sheet = workbook.create_sheet("About")

@@ -23,6 +23,7 @@ urlpatterns = [
         name="rubric_verdict",
     ),
     path("triage/clusters/act/", views_clusters.cluster_act, name="cluster_act"),
+    path("triage/clusters/undo/", views_clusters.cluster_undo, name="cluster_undo"),
     path("triage/clusters/<str:signature>/", views_clusters.cluster, name="cluster"),
     path("triage/suspects/", views_suspects.suspects, name="suspects"),
     path("triage/suspects/<int:pk>/decide/", views_suspects.suspect_decide, name="suspect_decide"),

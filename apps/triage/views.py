@@ -37,9 +37,20 @@ PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the
 VIEWS = ("grouped", "list")
 
 
+# The session key of a bulk action's feedback and undo, shown once by the page the action returns to.
+BULK_FEEDBACK_KEY = "triage_bulk_feedback"
+
+
+def bulk_feedback(request) -> dict:
+    """The last bulk action's feedback and undo token for this page (once), as template context."""
+    shown = request.session.pop(BULK_FEEDBACK_KEY, None) or {}
+    return {"bulk_feedback": shown.get("text", ""), "bulk_undo": shown.get("undo")}
+
+
 def _queue_context(request, filters: QueueFilters, view: str = "", page_number: str | None = None) -> dict:
     can_edit = user_has_role(request.user, Role.TRIAGER)
     context = {
+        **bulk_feedback(request),
         "filters": filters,
         "query": filters.querystring(),
         "labels": selectors.labels(),

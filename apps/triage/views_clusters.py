@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,15 +18,16 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.attempts.selectors.clusters import cluster_members
 from apps.attempts.selectors.failure_queue import any_attempts
 from apps.core.access import require_role, user_has_role
+from apps.core.batches import in_slices
 from apps.core.charts import chart
 from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns
-from apps.triage import charts, selectors, services
+from apps.triage import bulk_undo, charts, selectors, services
 from apps.triage.models import AttemptReview, Label
 from apps.triage.queue import MAX_VARIANTS
 from apps.triage.selectors import Cluster, QueueFilters
 from apps.triage.value_pairs import value_pairs
-from apps.triage.views import _assignees, _attempt_page, _queue_context
+from apps.triage.views import BULK_FEEDBACK_KEY, _assignees, _attempt_page, _queue_context, bulk_feedback
 
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
 
@@ -102,6 +102,7 @@ def cluster(request, signature: str):
             "scope_query": filters.querystring(),
             "broader": QueueFilters(scope="failed").querystring(),
             "assignees": _assignees(figure_campaigns(request.user)) if can_edit else [],
+            **bulk_feedback(request),
         }
     )
     return render(request, "triage/cluster.html", context)
@@ -127,9 +128,12 @@ def cluster_act(request):
     attempts = cluster_members(
         selectors.queue_queryset(user=request.user, filters=filters), signatures=signatures
     )
+    label_id = None
+    before = bulk_undo.review_states([a.pk for a in attempts])
     try:
         if action in ("label", "unlabel"):
             label = get_object_or_404(Label, pk=request.POST.get("label") or 0)
+            label_id = label.pk
             changed = services.attempts_bulk_label(
                 attempts=attempts, label=label, actor=request.user, add=action == "label"
             )
@@ -154,13 +158,52 @@ def cluster_act(request):
         + (f" ({len(attempts) - changed} already so)" if changed < len(attempts) else "")
         + ". Every change is in each attempt's audit trail."
     )
+    token = bulk_undo.undo_token(
+        user=request.user,
+        action=action,
+        label_id=label_id,
+        before=before,
+        after=bulk_undo.review_states(list(before)),
+    )
+    return _after_bulk(request, filters, feedback, token)
+
+
+def _after_bulk(request, filters: QueueFilters, feedback: str, undo: str | None):
+    """The queue's rows swapped in place with the feedback (htmx), or back to the page the action
+    came from, scrolled to the feedback (its anchor) instead of the top."""
     target = _safe_next(request)
     if request.htmx and not target:
         context = _queue_context(request, filters, "grouped", page_number=request.POST.get("page"))
-        context["bulk_feedback"] = feedback
+        context.update(bulk_feedback=feedback, bulk_undo=undo)
         return render(request, "triage/queue.html#triage-rows", context)
-    messages.success(request, feedback)
-    return redirect(target or f"{reverse('triage:queue')}?{filters.querystring()}")
+    request.session[BULK_FEEDBACK_KEY] = {"text": feedback, "undo": undo}
+    return redirect((target or f"{reverse('triage:queue')}?{filters.querystring()}") + "#bulk-feedback")
+
+
+@require_POST
+@require_role(Role.TRIAGER)
+def cluster_undo(request):
+    """Undo a bulk cluster action: the attempts it changed get their previous labels / assignee /
+    status back (only attempts of the user's campaigns; the token is the user's own, for an hour)."""
+    filters = QueueFilters.from_query(QueryDict(request.POST.get("query", ""))).without_signature()
+    try:
+        plan = bulk_undo.read_undo_token(request.POST.get("undo", ""), user=request.user)
+        visible = selectors.queue_queryset(
+            user=request.user, filters=QueueFilters(scope="failed"), ordered=False
+        )
+        attempts = [
+            attempt
+            for ids in in_slices(plan.attempt_ids, 1000)
+            for attempt in visible.filter(pk__in=ids).only("id", "task_id", "campaign_id")
+        ]
+        restored = bulk_undo.undo(plan, attempts=attempts, actor=request.user)
+    except ValidationError as error:
+        return HttpResponseBadRequest("; ".join(error.messages))
+    feedback = (
+        f"Undone: {restored} attempt{'s' if restored != 1 else ''} have their previous "
+        f"{bulk_undo.FIELD_OF_ACTION[plan.action]} back. The undo is in each attempt's audit trail too."
+    )
+    return _after_bulk(request, filters, feedback, None)
 
 
 def _assignee_for(request, attempts):

@@ -2,11 +2,27 @@
 (function () {
   "use strict";
 
+  /* Plotly (0.5 MB gzipped) is fetched only when the page has a chart to draw: pages that may
+     show charts name the bundle in <meta name="tb-plotly"> (core/_charts_head.html). */
+  var plotlyLoading = false;
+  function loadPlotly() {
+    var meta = document.querySelector('meta[name="tb-plotly"]');
+    if (!meta || plotlyLoading) { return; }
+    plotlyLoading = true;
+    var script = document.createElement("script");
+    script.src = meta.content;
+    script.onload = function () { renderCharts(document); };
+    document.head.appendChild(script);
+  }
+
   function renderCharts(root) {
-    if (!window.Plotly) { return; }
-    root.querySelectorAll("[data-chart]").forEach(function (el) {
+    var charts = Array.prototype.filter.call(root.querySelectorAll("[data-chart]"), function (el) {
+      return document.getElementById(el.dataset.chart);
+    });
+    if (!charts.length) { return; }
+    if (!window.Plotly) { loadPlotly(); return; }  // draws every chart of the page once loaded
+    charts.forEach(function (el) {
       var source = document.getElementById(el.dataset.chart);
-      if (!source) { return; }
       var spec = JSON.parse(source.textContent);
       window.Plotly.newPlot(el, spec.figure.data, spec.figure.layout, spec.config);
       el.dataset.rendered = "1";

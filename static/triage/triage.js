@@ -96,22 +96,7 @@
     drain();
   });
 
-  /* On the queue's lists (one row per attempt, or per cluster): j / k move to the next / previous
-     row's link, Enter opens it (issue 30: forty Tabs to the first cluster). */
-  document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) { return; }
-    if (document.readyState === "loading" || document.getElementById("triage-panel")) { return; }
-    var name = event.key === "J" ? "j" : (event.key === "K" ? "k" : event.key);
-    if (name !== "j" && name !== "k") { return; }
-    var links = Array.prototype.slice.call(
-      document.querySelectorAll("#queue-table a.open-attempt, #cluster-table a.open-cluster"));
-    if (!links.length) { return; }
-    event.preventDefault();
-    var at = links.indexOf(document.activeElement);
-    var next = at < 0 ? 0 : Math.max(0, Math.min(links.length - 1, at + (name === "j" ? 1 : -1)));
-    links[next].focus();
-    links[next].closest("tr").scrollIntoView({block: "nearest"});
-  });
+  /* The queue's lists (one row per attempt, or per cluster) get j / k from static/core/list_keys.js. */
 
   /* htmx:load fires on the new panel after htmx processed it (its forms now post by htmx). */
   document.addEventListener("htmx:load", function (event) {

@@ -19,7 +19,8 @@ def test_gap_scatter_puts_campaigns_in_percent_with_diagonal():
     assert points["x"] == [90.0, 50.0]
     assert points["y"] == [30.0, None]  # NaN becomes a gap, never invalid JSON
     assert points["text"] == ["A", "B"]
-    assert points["textposition"] == ["top center", "bottom center"]  # neighbours' names take turns
+    # Names extend towards the middle (left of a marker in the right half) and take turns above and below.
+    assert points["textposition"] == ["top left", "bottom right"]
     assert points["cliponaxis"] is False  # a name at the edge is never cut
     json.dumps(figure, allow_nan=False)
 
@@ -76,3 +77,19 @@ def test_cost_bars_stack_agent_and_evaluation_cost():
 
     assert figure["layout"]["barmode"] == "stack"
     assert [t["y"] for t in figure["data"]] == [[1.5, None], [0.25, 0.0]]
+
+
+def test_axis_labels_keep_start_and_end_of_long_names_and_stay_distinct():
+    from apps.core.charts import axis_labels
+
+    names = [
+        "short",
+        "frontier-model-01 · temperature 0.1 · seed 1",
+        "frontier-model-01 · temperature 0.1 · seed 1",
+    ]
+
+    labels = axis_labels(names, limit=24)
+
+    assert labels[0] == "short"
+    assert (labels[1], len(labels[1])) == ("frontier-mod….1 · seed 1", 24)
+    assert labels[2] == labels[1] + "\u200b"

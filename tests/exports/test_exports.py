@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from openpyxl import load_workbook
 
-from apps.exports.procurement import build_workbook
+from apps.exports.procurement import SHEETS, build_workbook
 from apps.figures import selectors as figures
 from tests.triage.conftest import T1, T2, T3
 
@@ -133,7 +133,7 @@ def test_compare_export_equals_paired_comparison(client, bob, two_campaigns):
     ]
 
 
-def test_procurement_workbook_has_the_four_sheets_and_the_dashboard_numbers(two_campaigns):
+def test_procurement_workbook_has_its_sheets_and_the_dashboard_numbers(two_campaigns):
     a, b = two_campaigns
     m = figures.campaign_figures(figures.per_task_tables([a]), a)
 
@@ -141,7 +141,7 @@ def test_procurement_workbook_has_the_four_sheets_and_the_dashboard_numbers(two_
     again, digest_again = build_workbook(campaigns=[a, b])
 
     book = load_workbook(io.BytesIO(content))
-    assert book.sheetnames == ["Summary", "Per domain", "Per task", "Methodology & provenance"]
+    assert book.sheetnames == SHEETS
     summary = book["Summary"]
     header = [c.value for c in summary[1]]
     alpha = {title: cell.value for title, cell in zip(header, summary[2])}
@@ -177,7 +177,7 @@ def test_export_procurement_command_writes_the_same_workbook(two_campaigns, tmp_
     )
 
     _, digest = build_workbook(campaigns=[a, b])
-    assert load_workbook(out).sheetnames == ["Summary", "Per domain", "Per task", "Methodology & provenance"]
+    assert load_workbook(out).sheetnames == SHEETS
     assert stdout.getvalue().strip().endswith(f"content sha256 {digest}")
 
 

@@ -185,6 +185,7 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "triage:attempt_assign": [("action", f"/triage/attempts/{data.failed_attempt.pk}/assign/")],
         "triage:attempt_status": [("action", f"/triage/attempts/{data.failed_attempt.pk}/status/")],
         "triage:cluster_act": [("action", "/triage/clusters/act/")],
+        "triage:cluster_undo": [("action", "/triage/clusters/undo/")],
         "triage:cluster": [
             ("page", f"/triage/clusters/{data.failed_attempt.signature}/"),
             ("page", f"/triage/clusters/{data.failed_attempt.signature}/" + _q(scope="failed")),

@@ -6,8 +6,11 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from django.db import connections
+from django.test.testcases import LiveServerThread
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -45,3 +48,36 @@ def signed_in_page(live_server, client, user, *, viewport: tuple[int, int] = (14
             yield page
         finally:
             browser.close()
+
+
+@contextmanager
+def whitenoise_server():
+    """A live server whose static files come through WhiteNoise, as in the demo and production.
+
+    pytest-django's live_server answers /static/ with Django's own static view (no gzip, no cache
+    headers), which would measure something no user gets; this one passes every request to the
+    project's middleware (WhiteNoise first). Settings must already say WHITENOISE_USE_FINDERS (no collectstatic here).
+    """
+    shared = {
+        alias: connection
+        for alias, connection in ((c.alias, c) for c in connections.all())
+        if connection.vendor == "sqlite" and connection.is_in_memory_db()
+    }
+    for connection in shared.values():
+        connection.inc_thread_sharing()
+    # The thread wraps Django's handler in a media-files handler that, with MEDIA_URL unset, would
+    # answer /static/ from the working directory; unwrap it so the project's middleware answers.
+    thread = LiveServerThread(
+        "localhost", lambda media_handler: media_handler.application, connections_override=shared, port=0
+    )
+    thread.daemon = True
+    thread.start()
+    thread.is_ready.wait()
+    if thread.error:
+        raise thread.error
+    try:
+        yield SimpleNamespace(url=f"http://localhost:{thread.port}")
+    finally:
+        thread.terminate()
+        for connection in shared.values():
+            connection.dec_thread_sharing()
