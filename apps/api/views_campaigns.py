@@ -29,10 +29,12 @@ from apps.campaigns.services import (
     campaign_resume,
     campaign_start,
     evaluator_configs,
+    fault_plan_normalised,
 )
 from apps.core.access import teams_for
 from apps.core.roles import Role
 from apps.suites.models import Suite, Task
+from tb_engine.faults import FaultPlanError
 
 TAGS = ["campaigns"]
 
@@ -88,6 +90,10 @@ class CampaignOutput(serializers.ModelSerializer):
         allow_null=True,
         help_text="Attempts queued or running at once (null: the server's default, TB_CAMPAIGN_DEFAULT_WINDOW).",
     )
+    fault_plan = serializers.DictField(
+        read_only=True,
+        help_text="The fault plan every attempt ran under, normalised ({} = none; docs/faults.md).",
+    )
 
     class Meta:
         model = Campaign
@@ -110,6 +116,7 @@ class CampaignOutput(serializers.ModelSerializer):
             "n_attempts",
             "window",
             "seed",
+            "fault_plan",
             "user_simulator",
             "judge",
             "price_sheet",
@@ -211,6 +218,21 @@ class CampaignInput(serializers.Serializer):
         allow_null=True,
         help_text="Make it an adaptive campaign: a fraction of the attempts, figures estimated (docs/adaptive.md).",
     )
+    fault_plan = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text='Run every attempt under a fault plan, e.g. {"kinds": ["error_after_commit"], "at_calls": [0], '
+        '"tools": "writes", "seed": 1} or {"kinds": [...], "rate": 0.2}. Kinds: error_before_commit, '
+        "error_after_commit, timeout_after_commit, duplicate_delivery, slow_reply, read_failure; tools: writes, "
+        "reads, all, named (with tool_names). docs/faults.md.",
+    )
+
+    def validate_fault_plan(self, value: dict | None) -> dict:
+        # The message names the plan's bad field ("kinds: unknown gremlins", "rate: must be between…").
+        try:
+            return fault_plan_normalised(value)
+        except FaultPlanError as exc:
+            raise serializers.ValidationError(str(exc).removeprefix("fault plan: ")) from exc
 
     def to_internal_value(self, data):
         missing = {}
@@ -345,6 +367,7 @@ class CampaignListView(ApiView):
                 adaptive=dict(data["adaptive"]) if data.get("adaptive") is not None else None,
                 exclude_non_discriminating=data["exclude_non_discriminating"],
                 window=data.get("window"),
+                fault_plan=data.get("fault_plan") or None,
             )
         except ValueError as exc:  # e.g. no gradable task selected, an adaptive option out of range
             field = (
