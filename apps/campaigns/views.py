@@ -151,6 +151,7 @@ def campaign_launch(request):
                 adaptive=form.adaptive_options(),
                 exclude_non_discriminating=data["exclude_non_discriminating"],
                 window=data.get("window"),
+                fault_plan=data.get("fault_plan"),
             )
         except ValueError as exc:
             form.add_error(None, str(exc))

@@ -118,3 +118,73 @@ def test_run_campaign_stores_the_fault_plan(starter_suite, alice):
 def test_run_campaign_refuses_a_bad_plan(starter_suite, alice):
     with pytest.raises(CommandError, match="--fault-plan: not JSON"):
         call_command("run_campaign", "--agent", "golden", "--owner", "alice", "--fault-plan", "{nope")
+
+
+def _launch_form(team_a, starter_suite, **fault_fields):
+    from apps.campaigns.forms import CampaignLaunchForm
+    from apps.core.models import Team
+    from tests.campaigns.test_operations import _launch_data
+
+    return CampaignLaunchForm(
+        _launch_data(team_a, agent_config_for("golden"), starter_suite, **fault_fields),
+        teams=Team.objects.filter(pk=team_a.pk),
+    )
+
+
+def test_launch_page_stores_the_chosen_fault_plan(client, alice, team_a, starter_suite, monkeypatch):
+    from apps.campaigns import services
+    from tests.campaigns.test_operations import _launch_data
+
+    monkeypatch.setattr(services, "campaign_dispatch", lambda **kwargs: 0)
+    client.force_login(alice)
+    page = client.get("/campaigns/new/").content.decode()
+    assert page.count('name="fault_kinds"') == 6
+    assert '<fieldset id="fault-plan">' in page
+
+    response = client.post(
+        "/campaigns/new/",
+        _launch_data(
+            team_a,
+            agent_config_for("golden"),
+            starter_suite,
+            fault_kinds=["error_after_commit", "duplicate_delivery"],
+            fault_at_calls="0, 2",
+            fault_tools="named",
+            fault_tool_names="refund_payment, cancel_order",
+            fault_seed="11",
+        ),
+    )
+
+    assert response.status_code == 302
+    assert Campaign.objects.get(name="launched").fault_plan == {
+        "kinds": ["error_after_commit", "duplicate_delivery"],
+        "rate": 0.0,
+        "at_calls": [0, 2],
+        "tools": "named",
+        "tool_names": ["refund_payment", "cancel_order"],
+        "seed": 11,
+        "slow_ms": 200.0,
+        "timeout_s": 30.0,
+    }
+
+
+def test_launch_form_without_kinds_has_no_plan_and_bad_plans_name_their_field(team_a, starter_suite):
+    plain = _launch_form(team_a, starter_suite, fault_rate="0.5")
+    assert plain.is_valid() is True
+    assert plain.cleaned_data["fault_plan"] is None
+
+    both = _launch_form(team_a, starter_suite, fault_kinds=["slow_reply"], fault_rate="0.5", fault_at_calls="1")
+    assert both.is_valid() is False
+    assert both.errors["fault_rate"] == ["rate and at_calls: give one of them, not both"]
+
+    unnamed = _launch_form(team_a, starter_suite, fault_kinds=["slow_reply"], fault_tools="named")
+    assert unnamed.is_valid() is False
+    assert unnamed.errors["fault_tool_names"] == ["tool_names: name the tools when tools is 'named'"]
+
+    garbled = _launch_form(team_a, starter_suite, fault_kinds=["slow_reply"], fault_at_calls="first")
+    assert garbled.is_valid() is False
+    assert garbled.errors["fault_at_calls"] == ["whole numbers separated by commas, e.g. 0, 2"]
+
+    negative = _launch_form(team_a, starter_suite, fault_kinds=["slow_reply"], fault_at_calls="-1")
+    assert negative.is_valid() is False
+    assert negative.errors["fault_at_calls"] == ["at_calls: ordinals are 0-based and not negative"]
