@@ -188,3 +188,59 @@ def test_launch_form_without_kinds_has_no_plan_and_bad_plans_name_their_field(te
     negative = _launch_form(team_a, starter_suite, fault_kinds=["slow_reply"], fault_at_calls="-1")
     assert negative.is_valid() is False
     assert negative.errors["fault_at_calls"] == ["at_calls: ordinals are 0-based and not negative"]
+
+
+def test_campaign_page_robustness_section_with_the_paired_clean_campaign(client, starter_suite, alice, team_a):
+    faulted = _campaign(starter_suite, alice, team_a, "sim:naive-retry")
+    clean = _campaign(starter_suite, alice, team_a, "sim:naive-retry", plan=None)
+    other_seed = _campaign(starter_suite, alice, team_a, "sim:careful-retry", plan=None)
+    assert Campaign.objects.get(pk=clean.pk).status == Campaign.Status.DONE
+    client.force_login(alice)
+
+    response = client.get(f"/campaigns/{faulted.pk}/")
+
+    robustness = response.context["robustness"]
+    assert robustness.clean == clean and robustness.clean != other_seed
+    assert robustness.rows == [
+        {
+            "kind": "error_after_commit",
+            "fired": 4,
+            "recovered": 0,
+            "recovery_rate": 0.0,
+            "recovery_lo": 0.0,
+            "recovery_hi": pytest.approx(0.4899, abs=1e-4),
+            "duplicate_effects": 4,
+        }
+    ]
+    assert robustness.delta["tasks"] == 2
+    assert robustness.delta["pass_at_1"] | {"mdd": None} == {
+        "faulted": 0.0,
+        "clean": 1.0,
+        "delta": -1.0,
+        "mdd": None,
+        "clears": True,
+    }
+    assert robustness.delta["all_n"]["delta"] == -1.0
+    html = response.content.decode()
+    assert f'id="robustness-{faulted.pk}"' in html
+    assert '<tr data-kind="error_after_commit"><td>error_after_commit</td><td class="num">4</td>' in html
+    assert '<tr data-metric="pass_at_1"><td>pass@1</td><td class="num">0.0%</td><td class="num">100.0%</td><td class="num">-100.0 pp</td>' in html
+    assert f'id="none-fired-{faulted.pk}">0 of 4</dd>' in html
+
+    assert client.get(f"/campaigns/{clean.pk}/").context["robustness"] is None
+
+
+def test_a_plan_that_could_not_fire_is_counted_apart_on_the_page(client, starter_suite, alice, team_a):
+    late = {"kinds": ["error_after_commit"], "at_calls": [7]}
+    campaign = _campaign(starter_suite, alice, team_a, "golden", plan=late, n=1)
+    client.force_login(alice)
+
+    response = client.get(f"/campaigns/{campaign.pk}/")
+
+    figures = response.context["robustness"].figures
+    assert (figures["none_fired"], figures["graded"], figures["unfired_ordinals"]) == (2, 2, 2)
+    assert response.context["robustness"].rows == []
+    html = response.content.decode()
+    assert f'id="none-fired-{campaign.pk}">2 of 2</dd>' in html
+    assert "2 planned call ordinals never reached" in html
+    assert f'id="no-clean-pair-{campaign.pk}"' in html
