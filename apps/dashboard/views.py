@@ -5,6 +5,7 @@ One view serves the full page and, for htmx requests, only the named partial (it
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -13,7 +14,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.campaigns.selectors import campaigns_visible_to
+from apps.campaigns.models import Campaign
+from apps.campaigns.selectors import campaign_robustness, campaigns_visible_to
 from apps.core.access import require_role, teams_for, user_has_role
 from apps.core.charts import chart
 from apps.core.roles import Role
@@ -527,9 +529,23 @@ def compare(request):
         "per_task": per_task,
         "task_links": task_links,
         "differences_only": differences_only,
+        "robustness_sections": _robustness_sections(request.user, a, b),
         **health.context(),
     }
     return _render(request, "dashboard/compare.html", "compare-body", context)
+
+
+def _robustness_sections(user, a: Campaign | None, b: Campaign | None) -> list[tuple[Campaign, Any]]:
+    """The robustness section of each compared campaign run under a fault plan; when the other one is
+    its paired clean campaign (same agent, tasks, seed, N, no plan), the Δ is taken against it."""
+    sections = []
+    for this, other in ((a, b), (b, a)):
+        if this is None or (this is b and a is not None and a.pk == b.pk):
+            continue
+        robustness = campaign_robustness(campaign=this, user=user, clean=other)
+        if robustness is not None:
+            sections.append((this, robustness))
+    return sections
 
 
 def _differs(task: figures.TaskComparison) -> bool:

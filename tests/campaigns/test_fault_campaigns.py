@@ -244,3 +244,26 @@ def test_a_plan_that_could_not_fire_is_counted_apart_on_the_page(client, starter
     assert f'id="none-fired-{campaign.pk}">2 of 2</dd>' in html
     assert "2 planned call ordinals never reached" in html
     assert f'id="no-clean-pair-{campaign.pk}"' in html
+
+
+def test_compare_page_shows_the_robustness_of_the_faulted_campaign_against_the_clean_one(
+    client, starter_suite, alice, team_a
+):
+    faulted = _campaign(starter_suite, alice, team_a, "sim:careful-retry")
+    clean = _campaign(starter_suite, alice, team_a, "sim:careful-retry", plan=None)
+    client.force_login(alice)
+
+    response = client.get(f"/compare/?a={faulted.pk}&b={clean.pk}")
+
+    [(campaign, robustness)] = response.context["robustness_sections"]
+    assert (campaign, robustness.clean) == (faulted, clean)
+    assert [(row["kind"], row["fired"], row["recovered"]) for row in robustness.rows] == [
+        ("error_after_commit", 4, 4)
+    ]
+    assert (robustness.delta["pass_at_1"]["delta"], robustness.delta["pass_at_1"]["clears"]) == (0.0, False)
+    html = response.content.decode()
+    assert f'<h2>Robustness under faults: {faulted.name}</h2>' in html
+    assert "no: within run-to-run noise" in html
+
+    reversed_pair = client.get(f"/compare/?a={clean.pk}&b={faulted.pk}").context["robustness_sections"]
+    assert [c for c, _ in reversed_pair] == [faulted]
