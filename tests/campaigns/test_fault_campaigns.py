@@ -267,3 +267,44 @@ def test_compare_page_shows_the_robustness_of_the_faulted_campaign_against_the_c
 
     reversed_pair = client.get(f"/compare/?a={clean.pk}&b={faulted.pk}").context["robustness_sections"]
     assert [c for c, _ in reversed_pair] == [faulted]
+
+
+def test_attempt_page_marks_the_faulted_call_and_its_retry_and_raw_json_holds_the_record(
+    client, starter_suite, alice, team_a
+):
+    import json
+
+    campaign = _campaign(starter_suite, alice, team_a, "sim:naive-retry", n=1)
+    attempt = Attempt.objects.filter(campaign=campaign, task__task_id=REFUND_TASKS[0]).get()
+    stored = attempt.result["extra"]["faults"]
+    [fired] = stored["fired"]
+    [effect, *_] = stored["duplicate_effects"]
+    client.force_login(alice)
+
+    response = client.get(f"/attempts/{attempt.pk}/")
+
+    steps = {s["call"].index: s for s in response.context["steps"] if s["kind"] == "call"}
+    assert steps[fired["call"]]["fault"] == {
+        "kind": "error_after_commit",
+        "label": "error after commit",
+        "committed": True,
+        "detail": "reply withheld",
+        "duplicate": True,
+    }
+    assert effect["repeats"] and steps[effect["repeats"][0]]["fault"] == {"repeat_of": fired["call"], "duplicate": True}
+    html = response.content.decode()
+    assert (
+        '<p class="fault-marker badge fail" data-fault-kind="error_after_commit" data-committed="true">'
+        "injected fault: error after commit · the call's effect was committed · reply withheld"
+        " · left a duplicate effect</p>"
+    ) in html
+    assert f'data-repeat-of="{fired["call"]}"' in html
+
+    raw = json.loads(client.get(f"/attempts/{attempt.pk}/raw.json").content)
+    assert raw["extra"]["faults"]["fired"] == stored["fired"]
+
+    # A stored record is data, never markup.
+    stored["fired"][0]["detail"] = "<script>alert(1)</script>"
+    Attempt.objects.filter(pk=attempt.pk).update(result={**attempt.result, "extra": {**attempt.result["extra"], "faults": stored}})
+    html = client.get(f"/attempts/{attempt.pk}/").content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
