@@ -308,3 +308,26 @@ def test_attempt_page_marks_the_faulted_call_and_its_retry_and_raw_json_holds_th
     Attempt.objects.filter(pk=attempt.pk).update(result={**attempt.result, "extra": {**attempt.result["extra"], "faults": stored}})
     html = client.get(f"/attempts/{attempt.pk}/").content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+
+
+def test_leaderboard_robustness_preset_reads_the_stored_fault_records(
+    client, starter_suite, alice, team_a
+):
+    naive = _campaign(starter_suite, alice, team_a, "sim:naive-retry")
+    careful = _campaign(starter_suite, alice, team_a, "sim:careful-retry")
+    clean = _campaign(starter_suite, alice, team_a, "sim:naive-retry", plan=None)
+    client.force_login(alice)
+
+    response = client.get("/leaderboard/?preset=robustness")
+
+    robustness = response.context["robustness"]
+    assert sorted(robustness) == sorted([naive.pk, careful.pk])  # the clean campaign has no record to read
+    assert robustness[naive.pk] == campaign_fault_figures(campaign_id=naive.pk)
+    assert robustness[careful.pk]["kinds"]["error_after_commit"]["recovered"]["count"] == 4
+    html = response.content.decode()
+    assert '<div data-kind="error_after_commit">error_after_commit: 0/4' in html
+    assert '<div data-kind="error_after_commit">error_after_commit: 4/4' in html
+    assert html.count('<td class="fault-plan"><span class="muted">none</span></td>') == 1
+    assert ">planned, not fired<" in html
+    assert ">planned, not fired<" not in client.get("/leaderboard/").content.decode()
+    assert clean.pk not in robustness
