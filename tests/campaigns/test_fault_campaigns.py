@@ -331,3 +331,41 @@ def test_leaderboard_robustness_preset_reads_the_stored_fault_records(
     assert ">planned, not fired<" in html
     assert ">planned, not fired<" not in client.get("/leaderboard/").content.decode()
     assert clean.pk not in robustness
+
+
+def test_injected_fault_is_a_signature_element_and_the_backfill_agrees(starter_suite, alice, team_a):
+    from apps.attempts.models import AttemptSignature
+    from apps.attempts.signatures import backfill_signatures
+
+    campaign = _campaign(starter_suite, alice, team_a, "sim:naive-retry", n=1)
+    rows = AttemptSignature.objects.filter(attempt__campaign=campaign).values_list("digest", "variant__items")
+    recorded = dict(rows)
+    assert len(recorded) == 2
+    for items in recorded.values():
+        faults = [item[:4] for item in items if item[0] == "fault_injected"]
+        assert [f[:3] for f in faults] == [["fault_injected", "error_after_commit", "committed"]]
+
+    report = backfill_signatures(campaign_ids=[campaign.pk], recompute=True)
+
+    assert (report.scanned, report.changed) == (2, 0)  # the backfill signs the fault the same way
+    assert dict(rows) == recorded
+
+
+def test_triage_filters_by_injected_fault_kind(client, starter_suite, alice, team_a):
+    naive = _campaign(starter_suite, alice, team_a, "sim:naive-retry", n=1)
+    before = _campaign(
+        starter_suite, alice, team_a, "sim:naive-retry", plan={"kinds": ["error_before_commit"], "at_calls": [0]}, n=1
+    )
+    client.force_login(alice)
+
+    def queued(fault):
+        response = client.get(f"/triage/?scope=failed&fault={fault}")
+        return sorted(a.pk for a in response.context["page"].object_list)
+
+    after_commit = sorted(Attempt.objects.filter(campaign=naive, verdict="fail").values_list("pk", flat=True))
+    assert after_commit and queued("error_after_commit") == after_commit
+    failed_before = sorted(Attempt.objects.filter(campaign=before, verdict="fail").values_list("pk", flat=True))
+    assert queued("error_before_commit") == failed_before
+    assert queued("slow_reply") == []
+    page = client.get("/triage/?scope=failed&fault=error_after_commit").content.decode()
+    assert '<option value="error_after_commit" selected>' in page
