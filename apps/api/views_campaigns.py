@@ -19,7 +19,7 @@ from apps.agents.services import UnknownAgent, agent_config_for
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import campaign_live, campaign_progress, campaigns_visible_to
+from apps.campaigns.selectors import campaign_live, campaign_progress, campaign_robustness, campaigns_visible_to
 from apps.campaigns.services import (
     EvaluatorConfigError,
     NotReplicable,
@@ -502,6 +502,60 @@ class CampaignProgressView(ApiView):
     )
     def get(self, request, pk: int):
         return Response(ProgressOutput(progress_data(get_campaign_for_user(request.user, pk))).data)
+
+
+class RobustnessKindOutput(serializers.Serializer):
+    kind = serializers.CharField()
+    fired = serializers.IntegerField(help_text="Graded attempts in which this kind fired.")
+    recovered = serializers.IntegerField(help_text="Of them, attempts that still passed.")
+    recovery_rate = serializers.FloatField(allow_null=True)
+    recovery_lo = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, low end.")
+    recovery_hi = serializers.FloatField(allow_null=True)
+    duplicate_effects = serializers.IntegerField(
+        help_text="Attempts whose diff holds an extra effect attributed to this kind's faulted call or its retry."
+    )
+
+
+class RobustnessOutput(serializers.Serializer):
+    fault_plan = serializers.DictField(help_text="The plan every attempt ran under (docs/faults.md).")
+    kinds = RobustnessKindOutput(many=True, help_text="One per fault kind that fired.")
+    figures = serializers.DictField(
+        help_text="tb_engine.metrics.faults.fault_figures: graded, none_fired (planned, not fired: counted "
+        "apart), unfired_ordinals, pass_at_1, all_n, duplicate_effect {count, of, rate, lo, hi}, per kind."
+    )
+    clean_campaign = serializers.IntegerField(
+        allow_null=True, help_text="The paired clean campaign (same agent, suite, tasks, seed and N; no plan)."
+    )
+    delta = serializers.DictField(
+        allow_null=True,
+        help_text="Faulted minus clean on shared tasks: {tasks, pass_at_1: {faulted, clean, delta, mdd, clears}, "
+        "all_n: {…}}; mdd is the paired noise floor.",
+    )
+
+
+class CampaignRobustnessView(ApiView):
+    @api_schema(
+        summary="Robustness under the campaign's fault plan (per fault kind, duplicate effects, Δ vs clean)",
+        tags=TAGS,
+        responses={200: RobustnessOutput},
+        errors=(401, 403, 404),
+    )
+    def get(self, request, pk: int):
+        campaign = get_campaign_for_user(request.user, pk)
+        robustness = campaign_robustness(campaign=campaign, user=request.user)
+        if robustness is None:
+            raise Http404("this campaign ran without a fault plan")
+        return Response(
+            RobustnessOutput(
+                {
+                    "fault_plan": robustness.plan,
+                    "kinds": robustness.rows,
+                    "figures": robustness.figures,
+                    "clean_campaign": robustness.clean.pk if robustness.clean else None,
+                    "delta": robustness.delta,
+                }
+            ).data
+        )
 
 
 class ActionOutput(serializers.Serializer):

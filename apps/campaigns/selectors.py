@@ -451,3 +451,35 @@ def campaign_robustness(*, campaign: Campaign, user, clean: Campaign | None = No
     return CampaignRobustness(
         plan=campaign.fault_plan, figures=figures, rows=fault_figure_rows(figures), clean=clean, delta=delta
     )
+
+
+def robustness_export_rows(*, campaign: Campaign, robustness: CampaignRobustness) -> list[dict[str, Any]]:
+    """The robustness section as flat rows (CSV/XLSX and API): one per fault kind that fired, each
+    carrying the campaign's duplicate-effect rate, its planned-but-not-fired count and its Δ against
+    the paired clean campaign; a campaign where nothing fired yet still has one row (kind "")."""
+    figures, delta = robustness.figures, robustness.delta or {}
+    duplicate = figures["duplicate_effect"]
+    shared = {
+        "campaign_id": campaign.pk,
+        "campaign": campaign.name,
+        "graded": figures["graded"],
+        "planned_not_fired": figures["none_fired"],
+        "unfired_ordinals": figures["unfired_ordinals"],
+        "pass_at_1_under_faults": figures["pass_at_1"],
+        "all_n_under_faults": figures["all_n"],
+        "duplicate_effect_count": duplicate["count"],
+        "duplicate_effect_of": duplicate["of"],
+        "duplicate_effect_rate": duplicate["rate"],
+        "duplicate_effect_lo": duplicate["lo"],
+        "duplicate_effect_hi": duplicate["hi"],
+        "clean_campaign_id": robustness.clean.pk if robustness.clean else None,
+        "delta_pass_at_1": (delta.get("pass_at_1") or {}).get("delta"),
+        "mdd_pass_at_1": (delta.get("pass_at_1") or {}).get("mdd"),
+        "delta_all_n": (delta.get("all_n") or {}).get("delta"),
+        "mdd_all_n": (delta.get("all_n") or {}).get("mdd"),
+    }
+    empty_kind = dict.fromkeys(
+        ("fired", "recovered", "recovery_rate", "recovery_lo", "recovery_hi", "duplicate_effects")
+    )
+    kinds = robustness.rows or [{"kind": "", **empty_kind}]
+    return [{**shared, **row} for row in kinds]

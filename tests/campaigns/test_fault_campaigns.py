@@ -369,3 +369,73 @@ def test_triage_filters_by_injected_fault_kind(client, starter_suite, alice, tea
     assert queued("slow_reply") == []
     page = client.get("/triage/?scope=failed&fault=error_after_commit").content.decode()
     assert '<option value="error_after_commit" selected>' in page
+
+
+def test_robustness_exports_as_csv_xlsx_and_api_from_the_stored_records(client, starter_suite, alice, team_a):
+    import csv
+    import io as _io
+
+    from openpyxl import load_workbook
+    from rest_framework.authtoken.models import Token
+
+    naive = _campaign(starter_suite, alice, team_a, "sim:naive-retry")
+    clean = _campaign(starter_suite, alice, team_a, "sim:naive-retry", plan=None)
+    client.force_login(alice)
+
+    response = client.get(f"/exports/tables/robustness.csv?c={naive.pk}&c={clean.pk}")
+
+    lines = [line for line in response.content.decode().splitlines() if not line.startswith("#")]
+    rows = list(csv.reader(lines))
+    header, body = rows[0], rows[1:]
+    assert header[:9] == [
+        "campaign id",
+        "campaign",
+        "fault kind",
+        "fired in (attempts)",
+        "recovered",
+        "recovery rate",
+        "recovery 95% low",
+        "recovery 95% high",
+        "with duplicate effects",
+    ]
+    assert len(body) == 1  # the clean campaign has no plan: no row
+    row = dict(zip(header, body[0], strict=True))
+    assert (row["campaign id"], row["fault kind"], row["fired in (attempts)"], row["recovered"]) == (
+        str(naive.pk),
+        "error_after_commit",
+        "4",
+        "0",
+    )
+    assert (row["duplicate-effect attempts"], row["of committed commit-point faults"]) == ("4", "4")
+    assert (row["paired clean campaign id"], row["Δ pass@1 vs clean"], row["Δ all-N vs clean"]) == (
+        str(clean.pk),
+        "-1.0",
+        "-1.0",
+    )
+
+    xlsx = client.get(f"/exports/tables/robustness.xlsx?c={naive.pk}")
+    sheet = load_workbook(_io.BytesIO(xlsx.content)).worksheets[0]
+    values = [[cell.value for cell in line] for line in sheet.iter_rows()]
+    start = next(i for i, line in enumerate(values) if "fault kind" in line)
+    kind_column = values[start].index("fault kind")
+    assert [line[kind_column] for line in values[start + 1 :] if line[0] == naive.pk] == ["error_after_commit"]
+
+    token, _ = Token.objects.get_or_create(user=alice)
+    api = client.get(f"/api/campaigns/{naive.pk}/robustness/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert api.status_code == 200
+    data = api.json()
+    assert data["kinds"] == [
+        {
+            "kind": "error_after_commit",
+            "fired": 4,
+            "recovered": 0,
+            "recovery_rate": 0.0,
+            "recovery_lo": 0.0,
+            "recovery_hi": pytest.approx(0.4899, abs=1e-4),
+            "duplicate_effects": 4,
+        }
+    ]
+    assert data["figures"] == campaign_fault_figures(campaign_id=naive.pk)
+    assert (data["clean_campaign"], data["delta"]["all_n"]["delta"]) == (clean.pk, -1.0)
+    no_plan = client.get(f"/api/campaigns/{clean.pk}/robustness/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert no_plan.status_code == 404
