@@ -439,3 +439,21 @@ def test_robustness_exports_as_csv_xlsx_and_api_from_the_stored_records(client, 
     assert (data["clean_campaign"], data["delta"]["all_n"]["delta"]) == (clean.pk, -1.0)
     no_plan = client.get(f"/api/campaigns/{clean.pk}/robustness/", HTTP_AUTHORIZATION=f"Token {token.key}")
     assert no_plan.status_code == 404
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_postgresql_backfill_signs_injected_faults_as_the_recording_path_does(starter_suite, alice, team_a):
+    from apps.attempts.models import AttemptSignature
+    from apps.attempts.signatures import backfill_signatures
+
+    campaign = _campaign(starter_suite, alice, team_a, "sim:naive-retry", n=1)
+    rows = AttemptSignature.objects.filter(attempt__campaign=campaign)
+    recorded = dict(rows.values_list("attempt_id", "variant__items"))
+    assert all(any(item[0] == "fault_injected" for item in items) for items in recorded.values())
+    rows.delete()
+
+    report = backfill_signatures(campaign_ids=[campaign.pk])
+
+    assert (report.scanned, report.changed) == (2, 2)
+    assert dict(rows.values_list("attempt_id", "variant__items")) == recorded
