@@ -20,6 +20,7 @@ docs/faults.md explains each kind and the incident it models.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Mapping
@@ -112,10 +113,11 @@ class FaultPlan:
             raise FaultPlanError("slow_ms and timeout_s: must be positive")
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["kinds"] = list(self.kinds)
-        data["at_calls"] = list(self.at_calls)
-        data["tool_names"] = list(self.tool_names)
+        # Built once per plan and copied: every attempt stores it, and dataclasses.asdict costs tens
+        # of microseconds, a measurable share of a built-in attempt (bench/fault_injection.py).
+        data = dict(_plan_dict(self))
+        for name in ("kinds", "at_calls", "tool_names"):
+            data[name] = list(data[name])
         return data
 
     @classmethod
@@ -156,6 +158,21 @@ class FaultPlan:
         """The plan's kinds that can happen to a call of this side (see the class docstring)."""
         excluded = _WRITES_ONLY if read_only else _READS_ONLY
         return tuple(kind for kind in self.kinds if kind not in excluded)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan_dict(plan: FaultPlan) -> dict[str, Any]:
+    return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+
+
+@functools.lru_cache(maxsize=256)
+def _kinds_by_tool(plan: FaultPlan, tools: tuple[tuple[str, bool], ...]) -> dict[str, tuple[str, ...]]:
+    """Tool name -> the plan's kinds that can hit its calls (empty: the plan does not apply to it),
+    for a backend's (name, read_only) tool list: decided once per plan and tool list, not per call."""
+    return {
+        name: plan.kinds_for(read_only) if plan.applies_to(name, read_only) else ()
+        for name, read_only in tools
+    }
 
 
 def unit_draw(*parts: object) -> float:
@@ -235,6 +252,7 @@ class FaultyBackend:
         self.log = FaultLog(plan)
         self._sleep = sleep
         self._read_only = {schema.name: schema.read_only for schema in inner.tool_schemas()}
+        self._kinds = _kinds_by_tool(plan, tuple(self._read_only.items()))
 
     def __getattr__(self, name: str) -> Any:
         # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…)
@@ -243,10 +261,9 @@ class FaultyBackend:
     # ---- the fault decision ------------------------------------------------------------
     def planned_fault(self, index: int, tool: str) -> tuple[int, str] | None:
         """(ordinal, kind) when call #``index`` of ``tool`` is to be faulted; counts eligible calls."""
-        read_only = self._read_only.get(tool, False)  # unknown tools count as state-changing (SPEC §1)
-        if not self.plan.applies_to(tool, read_only):
-            return None
-        kinds = self.plan.kinds_for(read_only)
+        kinds = self._kinds.get(tool)
+        if kinds is None:  # a tool the backend does not list: it counts as state-changing (SPEC §1)
+            kinds = self.plan.kinds_for(False) if self.plan.applies_to(tool, False) else ()
         if not kinds:
             return None
         ordinal = self.log.eligible_calls
