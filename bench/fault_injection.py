@@ -128,7 +128,9 @@ def mcp_work(limit: int) -> list[tuple] | str:
             "env": {"TYPESENSE_API_KEY": "Fake"},
         }
         domain = replace(spec, mcp=mcp)
-        tasks = [t for path in sorted((dataset / "test_case" / name).glob("*.py")) for t in parse_test_file(path)]
+        tasks = [
+            t for path in sorted((dataset / "test_case" / name).glob("*.py")) for t in parse_test_file(path)
+        ]
         work.extend((domain, task) for task in sorted(tasks, key=lambda t: t.id))
     # Interleave the domains so a prefix of the list holds both.
     retail = [w for w in work if w[0].name == MCP_DOMAINS[0]]

@@ -217,11 +217,11 @@ def signature_from_parts(
         add(Element(kind, "", question), phrase, phrase)
     for fault in faults:
         if isinstance(fault, Mapping):
-            kind, committed, tool = fault.get("kind"), fault.get("committed"), fault.get("tool")
+            fault_kind, committed, tool = fault.get("kind"), fault.get("committed"), fault.get("tool")
         else:
-            kind, committed, tool = (list(fault) + [None, None, None])[:3]
+            fault_kind, committed, tool = (list(fault) + [None, None, None])[:3]
         state = "committed" if committed else "not committed"
-        element = Element(FAULT_INJECTED, str(kind or UNNAMED), state, str(tool or NO_TOOL))
+        element = Element(FAULT_INJECTED, str(fault_kind or UNNAMED), state, str(tool or NO_TOOL))
         phrase = f"injected {element.table.replace('_', ' ')} on {element.tool} ({state})"
         add(element, phrase, phrase)
     present = {element.category for element in found}

@@ -19,7 +19,12 @@ from apps.agents.services import UnknownAgent, agent_config_for
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import campaign_live, campaign_progress, campaign_robustness, campaigns_visible_to
+from apps.campaigns.selectors import (
+    campaign_live,
+    campaign_progress,
+    campaign_robustness,
+    campaigns_visible_to,
+)
 from apps.campaigns.services import (
     EvaluatorConfigError,
     NotReplicable,
@@ -524,7 +529,8 @@ class RobustnessOutput(serializers.Serializer):
         "apart), unfired_ordinals, pass_at_1, all_n, duplicate_effect {count, of, rate, lo, hi}, per kind."
     )
     clean_campaign = serializers.IntegerField(
-        allow_null=True, help_text="The paired clean campaign (same agent, suite, tasks, seed and N; no plan)."
+        allow_null=True,
+        help_text="The paired clean campaign (same agent, suite, tasks, seed and N; no plan).",
     )
     delta = serializers.DictField(
         allow_null=True,

@@ -162,7 +162,19 @@ def _backfill_orm(selection: _Selection) -> tuple[int, int, set[int]]:
             ).values_list("attempt_id", "digest", "variant__items")
         }
         updates = []
-        for pk, campaign_id, task_id, termination, clean, diff, checks, rubrics, categories, calls, faults in batch:
+        for (
+            pk,
+            campaign_id,
+            task_id,
+            termination,
+            clean,
+            diff,
+            checks,
+            rubrics,
+            categories,
+            calls,
+            faults,
+        ) in batch:
             tools = [call.get("name", "") for call in calls or () if isinstance(call, dict)]
             signature = _signature([diff, checks, rubrics, categories, tools, faults], targets.of(task_id))
             scanned += 1

@@ -290,9 +290,11 @@ class CampaignLaunchForm(forms.Form):
         except FaultPlanError as exc:
             # The engine's message starts with the plan's field ("rate: …", "tool_names: …").
             plan_field = str(exc).split(":", 1)[0].split(" and ")[0]
-            field = {"at_calls": "fault_at_calls", "kinds": "fault_kinds", "tool_names": "fault_tool_names"}.get(
-                plan_field, f"fault_{plan_field}"
-            )
+            field = {
+                "at_calls": "fault_at_calls",
+                "kinds": "fault_kinds",
+                "tool_names": "fault_tool_names",
+            }.get(plan_field, f"fault_{plan_field}")
             self.add_error(field if field in self.fields else None, str(exc))
             return None
         return plan.to_dict()

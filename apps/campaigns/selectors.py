@@ -433,7 +433,9 @@ def paired_clean_campaign(*, campaign: Campaign, user) -> Campaign | None:
     return next((c for c in candidates if is_paired_clean(faulted=campaign, clean=c)), None)
 
 
-def campaign_robustness(*, campaign: Campaign, user, clean: Campaign | None = None) -> CampaignRobustness | None:
+def campaign_robustness(
+    *, campaign: Campaign, user, clean: Campaign | None = None
+) -> CampaignRobustness | None:
     """The robustness section of a fault-plan campaign (None without a plan). ``clean``, when it is a
     paired clean campaign, is the one compared with; otherwise the newest paired one is looked up."""
     if not campaign.fault_plan:

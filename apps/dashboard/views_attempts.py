@@ -250,7 +250,9 @@ def attempt_detail(request, pk: int):
         "attempt": attempt,
         "campaign": attempt.campaign,
         "task": attempt.task,
-        "steps": transcript_steps(result.transcript, diff, faults_of(result.extra)) if result is not None else [],
+        "steps": transcript_steps(result.transcript, diff, faults_of(result.extra))
+        if result is not None
+        else [],
         "faults": faults_of(result.extra) if result is not None else None,
         "groups": diff_groups(diff),
         "headlines": [diff_headline(item.to_dict()) for item in diff[:3]],

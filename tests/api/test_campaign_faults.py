@@ -50,7 +50,9 @@ def test_create_without_a_plan_reads_back_empty(api_for, alice, starter_suite, t
     ],
 )
 def test_a_bad_plan_is_a_400_naming_the_field(api_for, alice, starter_suite, team_a, plan, message):
-    response = api_for(alice).post("/api/campaigns/", _body(starter_suite, team_a, fault_plan=plan), format="json")
+    response = api_for(alice).post(
+        "/api/campaigns/", _body(starter_suite, team_a, fault_plan=plan), format="json"
+    )
 
     assert response.status_code == 400
     details = error_of(response)["details"]["fault_plan"]

@@ -173,7 +173,9 @@ def test_launch_form_without_kinds_has_no_plan_and_bad_plans_name_their_field(te
     assert plain.is_valid() is True
     assert plain.cleaned_data["fault_plan"] is None
 
-    both = _launch_form(team_a, starter_suite, fault_kinds=["slow_reply"], fault_rate="0.5", fault_at_calls="1")
+    both = _launch_form(
+        team_a, starter_suite, fault_kinds=["slow_reply"], fault_rate="0.5", fault_at_calls="1"
+    )
     assert both.is_valid() is False
     assert both.errors["fault_rate"] == ["rate and at_calls: give one of them, not both"]
 
@@ -190,7 +192,9 @@ def test_launch_form_without_kinds_has_no_plan_and_bad_plans_name_their_field(te
     assert negative.errors["fault_at_calls"] == ["at_calls: ordinals are 0-based and not negative"]
 
 
-def test_campaign_page_robustness_section_with_the_paired_clean_campaign(client, starter_suite, alice, team_a):
+def test_campaign_page_robustness_section_with_the_paired_clean_campaign(
+    client, starter_suite, alice, team_a
+):
     faulted = _campaign(starter_suite, alice, team_a, "sim:naive-retry")
     clean = _campaign(starter_suite, alice, team_a, "sim:naive-retry", plan=None)
     other_seed = _campaign(starter_suite, alice, team_a, "sim:careful-retry", plan=None)
@@ -224,7 +228,10 @@ def test_campaign_page_robustness_section_with_the_paired_clean_campaign(client,
     html = response.content.decode()
     assert f'id="robustness-{faulted.pk}"' in html
     assert '<tr data-kind="error_after_commit"><td>error_after_commit</td><td class="num">4</td>' in html
-    assert '<tr data-metric="pass_at_1"><td>pass@1</td><td class="num">0.0%</td><td class="num">100.0%</td><td class="num">-100.0 pp</td>' in html
+    assert (
+        '<tr data-metric="pass_at_1"><td>pass@1</td><td class="num">0.0%</td><td class="num">100.0%</td><td class="num">-100.0 pp</td>'
+        in html
+    )
     assert f'id="none-fired-{faulted.pk}">0 of 4</dd>' in html
 
     assert client.get(f"/campaigns/{clean.pk}/").context["robustness"] is None
@@ -262,7 +269,7 @@ def test_compare_page_shows_the_robustness_of_the_faulted_campaign_against_the_c
     ]
     assert (robustness.delta["pass_at_1"]["delta"], robustness.delta["pass_at_1"]["clears"]) == (0.0, False)
     html = response.content.decode()
-    assert f'<h2>Robustness under faults: {faulted.name}</h2>' in html
+    assert f"<h2>Robustness under faults: {faulted.name}</h2>" in html
     assert "no: within run-to-run noise" in html
 
     reversed_pair = client.get(f"/compare/?a={clean.pk}&b={faulted.pk}").context["robustness_sections"]
@@ -291,7 +298,10 @@ def test_attempt_page_marks_the_faulted_call_and_its_retry_and_raw_json_holds_th
         "detail": "reply withheld",
         "duplicate": True,
     }
-    assert effect["repeats"] and steps[effect["repeats"][0]]["fault"] == {"repeat_of": fired["call"], "duplicate": True}
+    assert effect["repeats"] and steps[effect["repeats"][0]]["fault"] == {
+        "repeat_of": fired["call"],
+        "duplicate": True,
+    }
     html = response.content.decode()
     assert (
         '<p class="fault-marker badge fail" data-fault-kind="error_after_commit" data-committed="true">'
@@ -305,14 +315,14 @@ def test_attempt_page_marks_the_faulted_call_and_its_retry_and_raw_json_holds_th
 
     # A stored record is data, never markup.
     stored["fired"][0]["detail"] = "<script>alert(1)</script>"
-    Attempt.objects.filter(pk=attempt.pk).update(result={**attempt.result, "extra": {**attempt.result["extra"], "faults": stored}})
+    Attempt.objects.filter(pk=attempt.pk).update(
+        result={**attempt.result, "extra": {**attempt.result["extra"], "faults": stored}}
+    )
     html = client.get(f"/attempts/{attempt.pk}/").content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
 
 
-def test_leaderboard_robustness_preset_reads_the_stored_fault_records(
-    client, starter_suite, alice, team_a
-):
+def test_leaderboard_robustness_preset_reads_the_stored_fault_records(client, starter_suite, alice, team_a):
     naive = _campaign(starter_suite, alice, team_a, "sim:naive-retry")
     careful = _campaign(starter_suite, alice, team_a, "sim:careful-retry")
     clean = _campaign(starter_suite, alice, team_a, "sim:naive-retry", plan=None)
@@ -354,7 +364,12 @@ def test_injected_fault_is_a_signature_element_and_the_backfill_agrees(starter_s
 def test_triage_filters_by_injected_fault_kind(client, starter_suite, alice, team_a):
     naive = _campaign(starter_suite, alice, team_a, "sim:naive-retry", n=1)
     before = _campaign(
-        starter_suite, alice, team_a, "sim:naive-retry", plan={"kinds": ["error_before_commit"], "at_calls": [0]}, n=1
+        starter_suite,
+        alice,
+        team_a,
+        "sim:naive-retry",
+        plan={"kinds": ["error_before_commit"], "at_calls": [0]},
+        n=1,
     )
     client.force_login(alice)
 
@@ -364,7 +379,9 @@ def test_triage_filters_by_injected_fault_kind(client, starter_suite, alice, tea
 
     after_commit = sorted(Attempt.objects.filter(campaign=naive, verdict="fail").values_list("pk", flat=True))
     assert after_commit and queued("error_after_commit") == after_commit
-    failed_before = sorted(Attempt.objects.filter(campaign=before, verdict="fail").values_list("pk", flat=True))
+    failed_before = sorted(
+        Attempt.objects.filter(campaign=before, verdict="fail").values_list("pk", flat=True)
+    )
     assert queued("error_before_commit") == failed_before
     assert queued("slow_reply") == []
     page = client.get("/triage/?scope=failed&fault=error_after_commit").content.decode()
@@ -418,7 +435,9 @@ def test_robustness_exports_as_csv_xlsx_and_api_from_the_stored_records(client, 
     values = [[cell.value for cell in line] for line in sheet.iter_rows()]
     start = next(i for i, line in enumerate(values) if "fault kind" in line)
     kind_column = values[start].index("fault kind")
-    assert [line[kind_column] for line in values[start + 1 :] if line[0] == naive.pk] == ["error_after_commit"]
+    assert [line[kind_column] for line in values[start + 1 :] if line[0] == naive.pk] == [
+        "error_after_commit"
+    ]
 
     token, _ = Token.objects.get_or_create(user=alice)
     api = client.get(f"/api/campaigns/{naive.pk}/robustness/", HTTP_AUTHORIZATION=f"Token {token.key}")

@@ -276,7 +276,9 @@ def test_figures_without_a_plan_say_so():
 
 
 def test_plan_dict_is_a_fresh_copy_each_time():
-    plan = FaultPlan(("error_after_commit",), at_calls=(0, 2), tools="named", tool_names=("issue_refund",), seed=3)
+    plan = FaultPlan(
+        ("error_after_commit",), at_calls=(0, 2), tools="named", tool_names=("issue_refund",), seed=3
+    )
     first = plan.to_dict()
     first["kinds"].append("gremlins")
     first["seed"] = 99

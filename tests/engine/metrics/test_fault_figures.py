@@ -8,7 +8,12 @@ from tb_engine.metrics.faults import FaultedAttempt, fault_figures, paired_delta
 
 
 def _record(*fired, duplicates=(), unfired=()):
-    return {"fired": list(fired), "unfired": list(unfired), "none_fired": not fired, "duplicate_effects": list(duplicates)}
+    return {
+        "fired": list(fired),
+        "unfired": list(unfired),
+        "none_fired": not fired,
+        "duplicate_effects": list(duplicates),
+    }
 
 
 AFTER = {"kind": "error_after_commit", "committed": True, "call": 1}
@@ -26,9 +31,19 @@ def test_per_kind_recovery_duplicates_and_unfired_counted_apart():
 
     figures = fault_figures(attempts)
 
-    assert (figures["graded"], figures["tasks"], figures["none_fired"], figures["unfired_ordinals"]) == (4, 2, 1, 1)
+    assert (figures["graded"], figures["tasks"], figures["none_fired"], figures["unfired_ordinals"]) == (
+        4,
+        2,
+        1,
+        1,
+    )
     after = figures["kinds"]["error_after_commit"]
-    assert (after["fired"], after["recovered"]["count"], after["recovered"]["of"], after["duplicate_effects"]) == (2, 1, 2, 1)
+    assert (
+        after["fired"],
+        after["recovered"]["count"],
+        after["recovered"]["of"],
+        after["duplicate_effects"],
+    ) == (2, 1, 2, 1)
     assert figures["kinds"]["error_before_commit"]["recovered"]["rate"] == 1.0
     assert figures["kinds"]["slow_reply"]["fired"] == 0
     assert (figures["duplicate_effect"]["count"], figures["duplicate_effect"]["of"]) == (1, 2)
