@@ -165,16 +165,6 @@ def _plan_dict(plan: FaultPlan) -> dict[str, Any]:
     return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
 
 
-@functools.lru_cache(maxsize=256)
-def _kinds_by_tool(plan: FaultPlan, tools: tuple[tuple[str, bool], ...]) -> dict[str, tuple[str, ...]]:
-    """Tool name -> the plan's kinds that can hit its calls (empty: the plan does not apply to it),
-    for a backend's (name, read_only) tool list: decided once per plan and tool list, not per call."""
-    return {
-        name: plan.kinds_for(read_only) if plan.applies_to(name, read_only) else ()
-        for name, read_only in tools
-    }
-
-
 def unit_draw(*parts: object) -> float:
     """A number in [0, 1) that depends only on ``parts`` (stable across processes and Python versions)."""
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
@@ -251,8 +241,10 @@ class FaultyBackend:
         self.attempt = attempt
         self.log = FaultLog(plan)
         self._sleep = sleep
-        self._read_only = {schema.name: schema.read_only for schema in inner.tool_schemas()}
-        self._kinds = _kinds_by_tool(plan, tuple(self._read_only.items()))
+        # Per tool called, decided on its first call: an attempt calls a few of the backend's tools,
+        # and reading every schema up front cost a measurable share of a built-in attempt.
+        self._read_only: dict[str, bool] = {}
+        self._kinds: dict[str, tuple[str, ...]] = {}
 
     def __getattr__(self, name: str) -> Any:
         # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…)
@@ -262,8 +254,10 @@ class FaultyBackend:
     def planned_fault(self, index: int, tool: str) -> tuple[int, str] | None:
         """(ordinal, kind) when call #``index`` of ``tool`` is to be faulted; counts eligible calls."""
         kinds = self._kinds.get(tool)
-        if kinds is None:  # a tool the backend does not list: it counts as state-changing (SPEC §1)
-            kinds = self.plan.kinds_for(False) if self.plan.applies_to(tool, False) else ()
+        if kinds is None:
+            read_only = self.read_only(tool)
+            kinds = self.plan.kinds_for(read_only) if self.plan.applies_to(tool, read_only) else ()
+            self._kinds[tool] = kinds
         if not kinds:
             return None
         ordinal = self.log.eligible_calls
@@ -276,6 +270,13 @@ class FaultyBackend:
             return None
         kind = kinds[int(unit_draw("fault-kind", *key) * len(kinds))]
         return ordinal, kind
+
+    def read_only(self, tool: str) -> bool:
+        """Whether the backend declares ``tool`` read-only; unknown tools count as state-changing (SPEC §1)."""
+        if tool not in self._read_only:
+            schema = next((s for s in self.inner.tool_schemas() if s.name == tool), None)
+            self._read_only[tool] = schema is not None and schema.read_only
+        return self._read_only[tool]
 
     # ---- Backend ------------------------------------------------------------------------
     def tool_schemas(self) -> list[ToolSchema]:
@@ -322,7 +323,7 @@ class FaultyBackend:
             name=request.name,
             arguments=request.arguments,
             error=message,
-            read_only=self._read_only.get(request.name, False),
+            read_only=self.read_only(request.name),
             changed_state=False,
             turn=turn,
         )
