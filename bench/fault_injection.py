@@ -9,9 +9,10 @@ backends, in this process (the engine, as the worker runs it; no Django, no queu
 * real ThinkingBox MCP servers: the shared retail and booking tasks (``--mcp-tasks`` of them, first
   by id), each attempt on a server from the engine's pool (fork start), as campaigns run them.
 
-Both arms run side by side, alternately: every attempt is run twice in a row, plan off and plan
-on, the order flipped from one attempt to the next (ABBA), so load that drifts on the shared
-machine falls on both arms alike. ``overhead_*_pct`` (RESULT) is the median over attempt pairs of
+The arms run side by side, alternately: every attempt is run three times in a row — plan off,
+0% plan, and plan off again as an A/A control — the order rotated from one attempt to the next,
+so load that drifts on the shared machine falls on every arm alike, and the control's "overhead"
+shows how much of a figure is noise. ``overhead_*_pct`` (RESULT) is the median over attempt pairs of
 (wall time with the plan / without) - 1, in percent (positive: the plan costs time): on a shared
 two-core machine at load 10+ a few scheduler stalls of 100 ms land in one arm or the other and
 swing a ratio of sums by tens of percent (a built-in attempt takes ~2 ms), while the median pair
@@ -63,46 +64,47 @@ def one_attempt(domain, task, plan: FaultPlan | None) -> tuple[float, float, str
     return wall, cpu, result.verdict or result.status
 
 
+ARMS = ("off", "on", "control")  # control: plan off again, the A/A pair that shows the noise floor
+
+
 def compare(label: str, work: list[tuple], rounds: int) -> float:
-    """Each attempt twice in a row, plan off and plan on, the order flipped every attempt (ABBA), for
-    ``rounds`` passes over ``work``; print and return the wall-time overhead in %."""
+    """Each attempt three times in a row (plan off, 0% plan, plan off again as an A/A control), the
+    order rotated from one attempt to the next, for ``rounds`` passes over ``work``; print the
+    figures and return the median paired overhead in %."""
     for domain, task in work:  # warm-up: caches, golden states, server pools
         one_attempt(domain, task, None)
         one_attempt(domain, task, ZERO_PLAN)
-    wall = {"off": 0.0, "on": 0.0}
-    cpu = {"off": 0.0, "on": 0.0}
-    verdicts: dict[str, dict[str, int]] = {"off": {}, "on": {}}
-    per_round = []
-    pair_ratios = []  # per attempt pair: wall time with the plan over wall time without
-    flip = False
+    wall = dict.fromkeys(ARMS, 0.0)
+    cpu = dict.fromkeys(ARMS, 0.0)
+    verdicts: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
+    on_ratios, control_ratios = [], []  # per attempt: wall time of the arm over the plan-off run
+    turn = 0
     for _ in range(rounds):
-        took = {"off": 0.0, "on": 0.0}
         for domain, task in work:
-            flip = not flip
-            pair = {}
-            for arm in ("off", "on") if flip else ("on", "off"):
+            turn += 1
+            order = ARMS[turn % 3 :] + ARMS[: turn % 3]
+            took = {}
+            for arm in order:
                 seconds, cpu_seconds, verdict = one_attempt(domain, task, ZERO_PLAN if arm == "on" else None)
-                pair[arm] = seconds
-                took[arm] += seconds
+                took[arm] = seconds
+                wall[arm] += seconds
                 cpu[arm] += cpu_seconds
                 verdicts[arm][verdict] = verdicts[arm].get(verdict, 0) + 1
-            pair_ratios.append(pair["on"] / pair["off"])
-        for arm in took:
-            wall[arm] += took[arm]
-        per_round.append((took["on"] / took["off"] - 1.0) * 100.0)
+            on_ratios.append(took["on"] / took["off"])
+            control_ratios.append(took["control"] / took["off"])
     attempts = len(work) * rounds
-    rate_off, rate_on = attempts / wall["off"], attempts / wall["on"]
-    overhead = (rate_off / rate_on - 1.0) * 100.0
-    paired = (statistics.median(pair_ratios) - 1.0) * 100.0
-    cpu_overhead = (cpu["on"] / cpu["off"] - 1.0) * 100.0
-    spread = statistics.stdev(per_round) if len(per_round) > 1 else float("nan")
+    rate = {arm: attempts / wall[arm] for arm in ARMS}
+    paired = (statistics.median(on_ratios) - 1.0) * 100.0
+    control = (statistics.median(control_ratios) - 1.0) * 100.0
     print(
-        f"{label}: {len(work)} attempts x {rounds} rounds per arm; plan off {rate_off:.1f} attempts/s, "
-        f"0% plan {rate_on:.1f} attempts/s -> overhead {overhead:+.2f}% on summed wall time "
-        f"(per round: median {statistics.median(per_round):+.2f}%, sd {spread:.2f} pp); "
-        f"median over the {len(pair_ratios)} attempt pairs {paired:+.2f}%; "
-        f"this process's CPU time {cpu_overhead:+.2f}%; verdicts off {verdicts['off']}, on {verdicts['on']}; "
-        f"load average {load()}",
+        f"{label}: {len(work)} attempts x {rounds} rounds per arm; attempts/s plan off {rate['off']:.1f}, "
+        f"0% plan {rate['on']:.1f}, plan off again (control) {rate['control']:.1f}; "
+        f"overhead on summed wall time {(rate['off'] / rate['on'] - 1) * 100:+.2f}% "
+        f"(control {(rate['off'] / rate['control'] - 1) * 100:+.2f}%); "
+        f"median over {len(on_ratios)} attempt pairs {paired:+.2f}% (control {control:+.2f}%); "
+        f"this process's CPU time {(cpu['on'] / cpu['off'] - 1) * 100:+.2f}% "
+        f"(control {(cpu['control'] / cpu['off'] - 1) * 100:+.2f}%); "
+        f"verdicts off {verdicts['off']}, on {verdicts['on']}; load average {load()}",
         flush=True,
     )
     return paired

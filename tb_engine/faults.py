@@ -31,7 +31,7 @@ from tb_engine.backend import Backend, WriteMap
 from tb_engine.interfaces import ToolSchema
 from tb_engine.results import DiffItem
 from tb_engine.snapshot import Snapshot
-from tb_engine.spec import TableSpec
+from tb_engine.spec import TableSpec, ToolSpec
 from tb_engine.transcript import ToolCall, ToolCallRequest, Transcript
 
 ERROR_BEFORE_COMMIT = "error_before_commit"
@@ -156,8 +156,13 @@ class FaultPlan:
 
     def kinds_for(self, read_only: bool) -> tuple[str, ...]:
         """The plan's kinds that can happen to a call of this side (see the class docstring)."""
-        excluded = _WRITES_ONLY if read_only else _READS_ONLY
-        return tuple(kind for kind in self.kinds if kind not in excluded)
+        return _kinds_for(self, read_only)
+
+
+@functools.lru_cache(maxsize=128)
+def _kinds_for(plan: FaultPlan, read_only: bool) -> tuple[str, ...]:
+    excluded = _WRITES_ONLY if read_only else _READS_ONLY
+    return tuple(kind for kind in plan.kinds if kind not in excluded)
 
 
 @functools.lru_cache(maxsize=64)
@@ -223,7 +228,9 @@ class FaultyBackend:
 
     ``attempt`` is the attempt's index within its (task, campaign): with the plan's seed and the
     task id it decides every call's fault. ``sleep`` is injectable so tests of slow replies need
-    not wait.
+    not wait. ``tool_specs`` (a sandbox domain's ``DomainSpec.tools``: name -> ToolSpec) answers which
+    side a call is on without reading the backend's schemas; tools it does not name are looked up
+    in ``inner.tool_schemas()``.
     """
 
     def __init__(
@@ -234,6 +241,7 @@ class FaultyBackend:
         task_id: str,
         attempt: int,
         sleep: Callable[[float], None] = time.sleep,
+        tool_specs: Mapping[str, ToolSpec] | None = None,
     ) -> None:
         self.inner = inner
         self.plan = plan
@@ -244,6 +252,7 @@ class FaultyBackend:
         # Per tool called, decided on its first call: an attempt calls a few of the backend's tools,
         # and reading every schema up front cost a measurable share of a built-in attempt.
         self._read_only: dict[str, bool] = {}
+        self._specs = tool_specs or {}
         self._kinds: dict[str, tuple[str, ...]] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -273,6 +282,9 @@ class FaultyBackend:
 
     def read_only(self, tool: str) -> bool:
         """Whether the backend declares ``tool`` read-only; unknown tools count as state-changing (SPEC §1)."""
+        spec = self._specs.get(tool)
+        if spec is not None:
+            return spec.read_only
         if tool not in self._read_only:
             schema = next((s for s in self.inner.tool_schemas() if s.name == tool), None)
             self._read_only[tool] = schema is not None and schema.read_only
