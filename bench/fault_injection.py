@@ -12,14 +12,12 @@ backends, in this process (the engine, as the worker runs it; no Django, no queu
 The arms run side by side, alternately: every attempt is run three times in a row — plan off,
 0% plan, and plan off again as an A/A control — the order rotated from one attempt to the next,
 so load that drifts on the shared machine falls on every arm alike, and the control's "overhead"
-shows how much of a figure is noise. ``overhead_*_pct`` (RESULT) is the median over attempt pairs of
-(wall time with the plan / without) - 1, in percent (positive: the plan costs time): on a shared
-two-core machine at load 10+ a few scheduler stalls of 100 ms land in one arm or the other and
-swing a ratio of sums by tens of percent (a built-in attempt takes ~2 ms), while the median pair
-is unmoved by them. Printed beside it: attempts/s per arm and the overhead on summed wall time,
-the per-round spread, and the overhead in this process's CPU time (thread time: the plan's own
-work without the scheduler's share; on the real servers it leaves out the server processes' CPU,
-so it over-states the share there).
+shows how much of a figure is noise. ``overhead_*_pct`` (RESULT) = (attempts/s plan off /
+attempts/s with the 0% plan - 1) x 100 over summed wall time (positive: the plan costs time).
+Printed beside it, each with its A/A control: the median over attempt pairs of (time with / time
+without) - 1, and the overhead in this process's CPU time (thread time: the plan's own work without
+the scheduler's share; on the real servers it leaves out the server processes' CPU). A figure is
+only as good as its control: at load 20 on two cores the controls swing by 10+ points.
 
 Goal: overhead <= 5% on each backend (issue 28).
 
@@ -70,7 +68,7 @@ ARMS = ("off", "on", "control")  # control: plan off again, the A/A pair that sh
 def compare(label: str, work: list[tuple], rounds: int) -> float:
     """Each attempt three times in a row (plan off, 0% plan, plan off again as an A/A control), the
     order rotated from one attempt to the next, for ``rounds`` passes over ``work``; print the
-    figures and return the median paired overhead in %."""
+    figures and return the overhead on summed wall time in %."""
     for domain, task in work:  # warm-up: caches, golden states, server pools
         one_attempt(domain, task, None)
         one_attempt(domain, task, ZERO_PLAN)
@@ -107,7 +105,7 @@ def compare(label: str, work: list[tuple], rounds: int) -> float:
         f"verdicts off {verdicts['off']}, on {verdicts['on']}; load average {load()}",
         flush=True,
     )
-    return paired
+    return (rate["off"] / rate["on"] - 1.0) * 100.0
 
 
 def builtin_work(repeat: int) -> list[tuple]:
