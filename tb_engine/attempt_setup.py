@@ -133,7 +133,12 @@ class AttemptSetup:
         """``backend`` behind the setup's fault plan; itself when there is none (or it already is)."""
         if self.faults is None or isinstance(backend, FaultyBackend):
             return backend
-        return FaultyBackend(backend, self.faults, task_id=self.task.id, attempt=self.attempt_index)
+        # A sandbox's tools are the domain's own: their specs say which calls are read-only. An MCP
+        # server declares that itself (its tool annotations), so the backend's schemas decide there.
+        specs = self.domain.tools if self.domain.backend != "mcp" else None
+        return FaultyBackend(
+            backend, self.faults, task_id=self.task.id, attempt=self.attempt_index, tool_specs=specs
+        )
 
     def run(self, backend: Backend | None = None) -> AttemptResult:
         """Run and grade the attempt; on ``backend`` if given (the caller closes it), else on a fresh one."""

@@ -20,6 +20,7 @@ docs/faults.md explains each kind and the incident it models.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Mapping
@@ -30,7 +31,7 @@ from tb_engine.backend import Backend, WriteMap
 from tb_engine.interfaces import ToolSchema
 from tb_engine.results import DiffItem
 from tb_engine.snapshot import Snapshot
-from tb_engine.spec import TableSpec
+from tb_engine.spec import TableSpec, ToolSpec
 from tb_engine.transcript import ToolCall, ToolCallRequest, Transcript
 
 ERROR_BEFORE_COMMIT = "error_before_commit"
@@ -112,10 +113,11 @@ class FaultPlan:
             raise FaultPlanError("slow_ms and timeout_s: must be positive")
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["kinds"] = list(self.kinds)
-        data["at_calls"] = list(self.at_calls)
-        data["tool_names"] = list(self.tool_names)
+        # Built once per plan and copied: every attempt stores it, and dataclasses.asdict costs tens
+        # of microseconds, a measurable share of a built-in attempt (bench/fault_injection.py).
+        data = dict(_plan_dict(self))
+        for name in ("kinds", "at_calls", "tool_names"):
+            data[name] = list(data[name])
         return data
 
     @classmethod
@@ -154,8 +156,18 @@ class FaultPlan:
 
     def kinds_for(self, read_only: bool) -> tuple[str, ...]:
         """The plan's kinds that can happen to a call of this side (see the class docstring)."""
-        excluded = _WRITES_ONLY if read_only else _READS_ONLY
-        return tuple(kind for kind in self.kinds if kind not in excluded)
+        return _kinds_for(self, read_only)
+
+
+@functools.lru_cache(maxsize=128)
+def _kinds_for(plan: FaultPlan, read_only: bool) -> tuple[str, ...]:
+    excluded = _WRITES_ONLY if read_only else _READS_ONLY
+    return tuple(kind for kind in plan.kinds if kind not in excluded)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan_dict(plan: FaultPlan) -> dict[str, Any]:
+    return {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
 
 
 def unit_draw(*parts: object) -> float:
@@ -216,7 +228,9 @@ class FaultyBackend:
 
     ``attempt`` is the attempt's index within its (task, campaign): with the plan's seed and the
     task id it decides every call's fault. ``sleep`` is injectable so tests of slow replies need
-    not wait.
+    not wait. ``tool_specs`` (a sandbox domain's ``DomainSpec.tools``: name -> ToolSpec) answers which
+    side a call is on without reading the backend's schemas; tools it does not name are looked up
+    in ``inner.tool_schemas()``.
     """
 
     def __init__(
@@ -227,6 +241,7 @@ class FaultyBackend:
         task_id: str,
         attempt: int,
         sleep: Callable[[float], None] = time.sleep,
+        tool_specs: Mapping[str, ToolSpec] | None = None,
     ) -> None:
         self.inner = inner
         self.plan = plan
@@ -234,7 +249,11 @@ class FaultyBackend:
         self.attempt = attempt
         self.log = FaultLog(plan)
         self._sleep = sleep
-        self._read_only = {schema.name: schema.read_only for schema in inner.tool_schemas()}
+        # Per tool called, decided on its first call: an attempt calls a few of the backend's tools,
+        # and reading every schema up front cost a measurable share of a built-in attempt.
+        self._read_only: dict[str, bool] = {}
+        self._specs = tool_specs or {}
+        self._kinds: dict[str, tuple[str, ...]] = {}
 
     def __getattr__(self, name: str) -> Any:
         # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…)
@@ -243,10 +262,11 @@ class FaultyBackend:
     # ---- the fault decision ------------------------------------------------------------
     def planned_fault(self, index: int, tool: str) -> tuple[int, str] | None:
         """(ordinal, kind) when call #``index`` of ``tool`` is to be faulted; counts eligible calls."""
-        read_only = self._read_only.get(tool, False)  # unknown tools count as state-changing (SPEC §1)
-        if not self.plan.applies_to(tool, read_only):
-            return None
-        kinds = self.plan.kinds_for(read_only)
+        kinds = self._kinds.get(tool)
+        if kinds is None:
+            read_only = self.read_only(tool)
+            kinds = self.plan.kinds_for(read_only) if self.plan.applies_to(tool, read_only) else ()
+            self._kinds[tool] = kinds
         if not kinds:
             return None
         ordinal = self.log.eligible_calls
@@ -259,6 +279,16 @@ class FaultyBackend:
             return None
         kind = kinds[int(unit_draw("fault-kind", *key) * len(kinds))]
         return ordinal, kind
+
+    def read_only(self, tool: str) -> bool:
+        """Whether the backend declares ``tool`` read-only; unknown tools count as state-changing (SPEC §1)."""
+        spec = self._specs.get(tool)
+        if spec is not None:
+            return spec.read_only
+        if tool not in self._read_only:
+            schema = next((s for s in self.inner.tool_schemas() if s.name == tool), None)
+            self._read_only[tool] = schema is not None and schema.read_only
+        return self._read_only[tool]
 
     # ---- Backend ------------------------------------------------------------------------
     def tool_schemas(self) -> list[ToolSchema]:
@@ -305,7 +335,7 @@ class FaultyBackend:
             name=request.name,
             arguments=request.arguments,
             error=message,
-            read_only=self._read_only.get(request.name, False),
+            read_only=self.read_only(request.name),
             changed_state=False,
             turn=turn,
         )

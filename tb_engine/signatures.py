@@ -32,9 +32,12 @@ UNNAMED = "(unnamed)"  # a failure category the stored result names but does not
 CHECK_FAILED = "check_failed"
 RUBRIC_FAILED = "rubric_failed"
 RUBRIC_UNJUDGED = "rubric_unjudged"
+# An injected fault (tb_engine.faults): (``fault_injected``, fault kind, committed or not, tool). It
+# keeps apart attempts that failed the same way with and without a lost reply behind it.
+FAULT_INJECTED = "fault_injected"
 DIFF_KINDS = ("wrong_value", "missing_effect", "extra_effect")
 # Bumped whenever the elements or the digest change, so stored signatures can be recomputed.
-SIGNATURE_VERSION = 1
+SIGNATURE_VERSION = 2  # 2: a fault injected by the campaign's fault plan is an element
 _SHORT = 40
 
 
@@ -149,7 +152,15 @@ def signature_of_attempt(result: AttemptResult) -> Signature | None:
         rubrics=[rubric.to_dict() for rubric in result.rubrics],
         categories=result.categories,
         tools={call.index: call.name for call in result.transcript.tool_calls},
+        faults=fired_faults(result.extra),
     )
+
+
+def fired_faults(extra: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The faults a fault plan injected into the attempt (``extra["faults"]["fired"]``; [] without a plan)."""
+    record = extra.get("faults") if isinstance(extra, Mapping) else None
+    fired = record.get("fired") if isinstance(record, Mapping) else None
+    return [fault for fault in fired or () if isinstance(fault, Mapping)]
 
 
 def signature_from_parts(
@@ -160,11 +171,14 @@ def signature_from_parts(
     categories: Iterable[str],
     tools: Mapping[int, str] | Sequence[str],
     check_targets: Sequence[str] | None = None,
+    faults: Iterable[Mapping[str, Any] | Sequence[Any]] = (),
 ) -> Signature:
     """The signature from the parts of a stored result a backfill can read without the transcript text.
 
     ``tools`` maps tool-call index to tool name. ``check_targets`` names the task's checks by
-    position when the stored check results predate their ``target`` field.
+    position when the stored check results predate their ``target`` field. ``faults`` are the
+    injected faults that fired (the stored records, or [kind, committed, tool] as a backfill reads
+    them): each is an element, so a failure behind a lost reply is its own cluster.
     """
     names = dict(enumerate(tools)) if isinstance(tools, Sequence) else dict(tools)
     found: dict[Element, tuple[str, str]] = {}
@@ -201,6 +215,15 @@ def signature_from_parts(
         kind = RUBRIC_FAILED if answer is False else RUBRIC_UNJUDGED
         phrase = ("rubric not met: " if answer is False else "rubric not judged: ") + _shorten(question, 80)
         add(Element(kind, "", question), phrase, phrase)
+    for fault in faults:
+        if isinstance(fault, Mapping):
+            fault_kind, committed, tool = fault.get("kind"), fault.get("committed"), fault.get("tool")
+        else:
+            fault_kind, committed, tool = (list(fault) + [None, None, None])[:3]
+        state = "committed" if committed else "not committed"
+        element = Element(FAULT_INJECTED, str(fault_kind or UNNAMED), state, str(tool or NO_TOOL))
+        phrase = f"injected {element.table.replace('_', ' ')} on {element.tool} ({state})"
+        add(element, phrase, phrase)
     present = {element.category for element in found}
     for category in (CHECK_FAILED, RUBRIC_FAILED):
         if category in categories and category not in present:

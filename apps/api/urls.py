@@ -38,6 +38,11 @@ urlpatterns = [
         name="campaign_progress",
     ),
     path(
+        "api/campaigns/<int:pk>/robustness/",
+        views_campaigns.CampaignRobustnessView.as_view(),
+        name="campaign_robustness",
+    ),
+    path(
         "api/campaigns/<int:pk>/launch/", views_campaigns.CampaignLaunchView.as_view(), name="campaign_launch"
     ),
     path(

@@ -19,7 +19,12 @@ from apps.agents.services import UnknownAgent, agent_config_for
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import campaign_live, campaign_progress, campaigns_visible_to
+from apps.campaigns.selectors import (
+    campaign_live,
+    campaign_progress,
+    campaign_robustness,
+    campaigns_visible_to,
+)
 from apps.campaigns.services import (
     EvaluatorConfigError,
     NotReplicable,
@@ -29,10 +34,12 @@ from apps.campaigns.services import (
     campaign_resume,
     campaign_start,
     evaluator_configs,
+    fault_plan_normalised,
 )
 from apps.core.access import teams_for
 from apps.core.roles import Role
 from apps.suites.models import Suite, Task
+from tb_engine.faults import FaultPlanError
 
 TAGS = ["campaigns"]
 
@@ -88,6 +95,10 @@ class CampaignOutput(serializers.ModelSerializer):
         allow_null=True,
         help_text="Attempts queued or running at once (null: the server's default, TB_CAMPAIGN_DEFAULT_WINDOW).",
     )
+    fault_plan = serializers.DictField(
+        read_only=True,
+        help_text="The fault plan every attempt ran under, normalised ({} = none; docs/faults.md).",
+    )
 
     class Meta:
         model = Campaign
@@ -110,6 +121,7 @@ class CampaignOutput(serializers.ModelSerializer):
             "n_attempts",
             "window",
             "seed",
+            "fault_plan",
             "user_simulator",
             "judge",
             "price_sheet",
@@ -211,6 +223,21 @@ class CampaignInput(serializers.Serializer):
         allow_null=True,
         help_text="Make it an adaptive campaign: a fraction of the attempts, figures estimated (docs/adaptive.md).",
     )
+    fault_plan = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text='Run every attempt under a fault plan, e.g. {"kinds": ["error_after_commit"], "at_calls": [0], '
+        '"tools": "writes", "seed": 1} or {"kinds": [...], "rate": 0.2}. Kinds: error_before_commit, '
+        "error_after_commit, timeout_after_commit, duplicate_delivery, slow_reply, read_failure; tools: writes, "
+        "reads, all, named (with tool_names). docs/faults.md.",
+    )
+
+    def validate_fault_plan(self, value: dict | None) -> dict:
+        # The message names the plan's bad field ("kinds: unknown gremlins", "rate: must be between…").
+        try:
+            return fault_plan_normalised(value)
+        except FaultPlanError as exc:
+            raise serializers.ValidationError(str(exc).removeprefix("fault plan: ")) from exc
 
     def to_internal_value(self, data):
         missing = {}
@@ -345,6 +372,7 @@ class CampaignListView(ApiView):
                 adaptive=dict(data["adaptive"]) if data.get("adaptive") is not None else None,
                 exclude_non_discriminating=data["exclude_non_discriminating"],
                 window=data.get("window"),
+                fault_plan=data.get("fault_plan") or None,
             )
         except ValueError as exc:  # e.g. no gradable task selected, an adaptive option out of range
             field = (
@@ -479,6 +507,61 @@ class CampaignProgressView(ApiView):
     )
     def get(self, request, pk: int):
         return Response(ProgressOutput(progress_data(get_campaign_for_user(request.user, pk))).data)
+
+
+class RobustnessKindOutput(serializers.Serializer):
+    kind = serializers.CharField()
+    fired = serializers.IntegerField(help_text="Graded attempts in which this kind fired.")
+    recovered = serializers.IntegerField(help_text="Of them, attempts that still passed.")
+    recovery_rate = serializers.FloatField(allow_null=True)
+    recovery_lo = serializers.FloatField(allow_null=True, help_text="95% Wilson interval, low end.")
+    recovery_hi = serializers.FloatField(allow_null=True)
+    duplicate_effects = serializers.IntegerField(
+        help_text="Attempts whose diff holds an extra effect attributed to this kind's faulted call or its retry."
+    )
+
+
+class RobustnessOutput(serializers.Serializer):
+    fault_plan = serializers.DictField(help_text="The plan every attempt ran under (docs/faults.md).")
+    kinds = RobustnessKindOutput(many=True, help_text="One per fault kind that fired.")
+    figures = serializers.DictField(
+        help_text="tb_engine.metrics.faults.fault_figures: graded, none_fired (planned, not fired: counted "
+        "apart), unfired_ordinals, pass_at_1, all_n, duplicate_effect {count, of, rate, lo, hi}, per kind."
+    )
+    clean_campaign = serializers.IntegerField(
+        allow_null=True,
+        help_text="The paired clean campaign (same agent, suite, tasks, seed and N; no plan).",
+    )
+    delta = serializers.DictField(
+        allow_null=True,
+        help_text="Faulted minus clean on shared tasks: {tasks, pass_at_1: {faulted, clean, delta, mdd, clears}, "
+        "all_n: {…}}; mdd is the paired noise floor.",
+    )
+
+
+class CampaignRobustnessView(ApiView):
+    @api_schema(
+        summary="Robustness under the campaign's fault plan (per fault kind, duplicate effects, Δ vs clean)",
+        tags=TAGS,
+        responses={200: RobustnessOutput},
+        errors=(401, 403, 404),
+    )
+    def get(self, request, pk: int):
+        campaign = get_campaign_for_user(request.user, pk)
+        robustness = campaign_robustness(campaign=campaign, user=request.user)
+        if robustness is None:
+            raise Http404("this campaign ran without a fault plan")
+        return Response(
+            RobustnessOutput(
+                {
+                    "fault_plan": robustness.plan,
+                    "kinds": robustness.rows,
+                    "figures": robustness.figures,
+                    "clean_campaign": robustness.clean.pk if robustness.clean else None,
+                    "delta": robustness.delta,
+                }
+            ).data
+        )
 
 
 class ActionOutput(serializers.Serializer):

@@ -91,7 +91,7 @@ class _Selection:
 
 
 def _signature(parts: list, check_targets: list[str]) -> Signature:
-    diff, checks, rubrics, categories, tools = parts
+    diff, checks, rubrics, categories, tools, faults = parts
     return signature_from_parts(
         diff=diff or (),
         checks=checks or (),
@@ -99,6 +99,7 @@ def _signature(parts: list, check_targets: list[str]) -> Signature:
         categories=categories or (),
         tools=[str(name) for name in tools or ()],
         check_targets=check_targets,
+        faults=[fault for fault in faults or () if isinstance(fault, (dict, list))],
     )
 
 
@@ -146,6 +147,7 @@ def _backfill_orm(selection: _Selection) -> tuple[int, int, set[int]]:
             "result__rubrics",
             "result__categories",
             "result__transcript__tool_calls",
+            "result__extra__faults__fired",
         )
     )
     batch: list[tuple] = []
@@ -160,9 +162,21 @@ def _backfill_orm(selection: _Selection) -> tuple[int, int, set[int]]:
             ).values_list("attempt_id", "digest", "variant__items")
         }
         updates = []
-        for pk, campaign_id, task_id, termination, clean, diff, checks, rubrics, categories, calls in batch:
+        for (
+            pk,
+            campaign_id,
+            task_id,
+            termination,
+            clean,
+            diff,
+            checks,
+            rubrics,
+            categories,
+            calls,
+            faults,
+        ) in batch:
             tools = [call.get("name", "") for call in calls or () if isinstance(call, dict)]
-            signature = _signature([diff, checks, rubrics, categories, tools], targets.of(task_id))
+            signature = _signature([diff, checks, rubrics, categories, tools, faults], targets.of(task_id))
             scanned += 1
             items = signature.items()
             if stored.get(pk) != (signature.digest, items_text(items)):
@@ -193,7 +207,15 @@ def _backfill_postgres(selection: _Selection, outside_transaction: bool) -> tupl
     # stored check result lacks its target (the signature then names it from the task's spec).
     parts = (
         "jsonb_build_array(d.items, r.checks, r.rubrics, r.categories, "
-        "jsonb_path_query_array(r.transcript->'tool_calls', '$[*].name'))::text"
+        "jsonb_path_query_array(r.transcript->'tool_calls', '$[*].name'), ff.fired)::text"
+    )
+    # The injected faults that fired (a fault plan's record), as [kind, committed, tool] in a stable
+    # order: the call index is left out, so attempts faulted at different calls share one group.
+    fired = (
+        "LEFT JOIN LATERAL (SELECT COALESCE(jsonb_agg(jsonb_build_array(f->'kind', f->'committed', f->'tool') "
+        "ORDER BY f->>'kind', f->>'tool', f->>'committed'), '[]'::jsonb) AS fired FROM jsonb_array_elements("
+        "CASE WHEN jsonb_typeof(r.extra->'faults'->'fired') = 'array' THEN r.extra->'faults'->'fired' "
+        "ELSE '[]'::jsonb END) f) ff ON true"
     )
     # Diff items without their key (signatures never read it), in a stable order: attempts that
     # made the same mistakes on other rows, or listed them in another order, share one group.
@@ -212,7 +234,7 @@ def _backfill_postgres(selection: _Selection, outside_transaction: bool) -> tupl
             f"{parts} AS parts, CASE WHEN {needs_task} THEN a.task_id END AS task_key "
             f"FROM {attempts} a LEFT JOIN {signatures} s ON s.attempt_id = a.id "
             f"CROSS JOIN LATERAL jsonb_to_record(a.result) AS r(diff jsonb, checks jsonb, rubrics jsonb, "
-            f"categories jsonb, transcript jsonb) {keyless} "
+            f"categories jsonb, transcript jsonb, extra jsonb) {keyless} {fired} "
             f"WHERE {extra}{where}) p GROUP BY parts, task_key"
         )
 

@@ -12,6 +12,7 @@ from apps.campaigns.evaluators import EvaluatorConfigError, evaluator_configs
 from apps.core.models import Team
 from apps.suites.models import Domain, Suite, Task
 from tb_engine.agents.harness_checks import CHECKS, LABELS
+from tb_engine.faults import FAULT_KINDS, FaultPlan, FaultPlanError
 from tb_engine.llm_judge import JUDGE_INSTRUCTIONS
 from tb_engine.users.llm_user import DEFAULT_INSTRUCTIONS
 
@@ -141,6 +142,48 @@ class CampaignLaunchForm(forms.Form):
         help_text="Runs at temperature 0; the first line of its answer must be yes or no.",
     )
 
+    fault_kinds = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        choices=[(kind, kind.replace("_", " ")) for kind in FAULT_KINDS],
+        label="Fault kinds",
+        help_text="None ticked: no fault plan. Commit-point kinds hit state-changing calls only, read failure "
+        "read-only calls only (docs/faults.md).",
+    )
+    fault_rate = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        label="Fault rate",
+        help_text="Chance each call the plan applies to is faulted (0: the plan is kept, no fault fires).",
+    )
+    fault_at_calls = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Or at call ordinals",
+        help_text="Instead of a rate: 0-based ordinals among the calls the plan applies to, e.g. 0 or 0, 2.",
+    )
+    fault_tools = forms.ChoiceField(
+        choices=[
+            ("writes", "State-changing calls"),
+            ("reads", "Read-only calls"),
+            ("all", "Every call"),
+            ("named", "Named tools"),
+        ],
+        initial="writes",
+        required=False,
+        label="Faulted tools",
+    )
+    fault_tool_names = forms.CharField(
+        required=False, max_length=1000, label="Tool names", help_text="With named tools: comma-separated."
+    )
+    fault_seed = forms.IntegerField(
+        required=False,
+        initial=0,
+        label="Fault seed",
+        help_text="With the task, attempt and call, decides every fault: the same seed gives the same faults.",
+    )
+
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)
         # self.fields holds copies of the fields declared above: each keeps its declared class.
@@ -212,6 +255,7 @@ class CampaignLaunchForm(forms.Form):
                 "api_key_env": data.get(f"{role}_api_key_env") or "",
                 "prompt": data.get(f"{role}_prompt") or "",
             }
+        data["fault_plan"] = self._fault_plan(data)
         if self.errors:
             return data
         try:
@@ -223,6 +267,37 @@ class CampaignLaunchForm(forms.Form):
             field = f"{role}_{exc.field}" if f"{role}_{exc.field}" in self.fields else f"{role}_prompt"
             self.add_error(field, str(exc))
         return data
+
+    def _fault_plan(self, data: dict[str, Any]) -> dict | None:
+        """The fault plan the fault_* fields describe (None: no kind ticked); errors go to the field at fault."""
+        if not data.get("fault_kinds"):
+            return None
+        try:
+            at_calls = [int(part) for part in (data.get("fault_at_calls") or "").replace(",", " ").split()]
+        except ValueError:
+            self.add_error("fault_at_calls", "whole numbers separated by commas, e.g. 0, 2")
+            return None
+        names = [name.strip() for name in (data.get("fault_tool_names") or "").split(",") if name.strip()]
+        try:
+            plan = FaultPlan(
+                kinds=tuple(data["fault_kinds"]),
+                rate=data.get("fault_rate") or 0.0,
+                at_calls=tuple(at_calls),
+                tools=data.get("fault_tools") or "writes",
+                tool_names=tuple(names),
+                seed=data.get("fault_seed") or 0,
+            )
+        except FaultPlanError as exc:
+            # The engine's message starts with the plan's field ("rate: …", "tool_names: …").
+            plan_field = str(exc).split(":", 1)[0].split(" and ")[0]
+            field = {
+                "at_calls": "fault_at_calls",
+                "kinds": "fault_kinds",
+                "tool_names": "fault_tool_names",
+            }.get(plan_field, f"fault_{plan_field}")
+            self.add_error(field if field in self.fields else None, str(exc))
+            return None
+        return plan.to_dict()
 
     def adaptive_options(self) -> dict | None:
         """The campaign's adaptive option (None: a full campaign); the calibration is the suite's latest."""

@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from apps.agents.models import PriceSheet
+from apps.attempts.selectors.faults import campaign_fault_figures, campaign_task_counts, fault_figure_rows
 from apps.attempts.selectors.progress import (
     StatusCounts,
     attempt_pace,
@@ -29,6 +30,7 @@ from apps.core.models import WorkerHeartbeat
 from apps.suites.models import Task
 from tb_engine.llm.config import EndpointConfig
 from tb_engine.llm.gate import endpoint_key
+from tb_engine.metrics.faults import paired_delta
 from tb_engine.pricing import cost_of
 from tb_engine.results import DiffItem
 from tb_engine.transcript import Usage
@@ -381,3 +383,105 @@ def launch_estimate(*, agent, suite, tasks, n_attempts: int, price_sheet=None) -
         per_attempt=cost,
         unpriced_model=agent.model if cost is None else "",
     )
+
+
+@dataclass(frozen=True)
+class CampaignRobustness:
+    """A fault-plan campaign's robustness section: its per-kind figures from the stored fault records
+    and, against its paired clean campaign, Δpass@1 and Δall-N with the noise floor (docs/faults.md)."""
+
+    plan: dict[str, Any]
+    figures: dict[str, Any]  # tb_engine.metrics.faults.fault_figures
+    rows: list[dict[str, Any]]  # one per kind that fired (apps.attempts.selectors.faults.fault_figure_rows)
+    clean: Campaign | None  # the paired clean campaign (same agent, suite, tasks, seed and N; no plan)
+    delta: dict[str, Any] | None  # tb_engine.metrics.faults.paired_delta, faulted minus clean
+
+
+def is_paired_clean(*, faulted: Campaign, clean: Campaign) -> bool:
+    """Whether ``clean`` runs ``faulted``'s configuration without a plan: same agent, suite, seed, N and
+    tasks, so the attempts meet the same tasks in the same order and only the faults differ."""
+    same_setup = (clean.agent_id, clean.suite_id, clean.seed, clean.n_attempts) == (
+        faulted.agent_id,
+        faulted.suite_id,
+        faulted.seed,
+        faulted.n_attempts,
+    )
+    if not same_setup or clean.fault_plan or clean.pk == faulted.pk:
+        return False
+    memberships = Campaign.tasks.through.objects.filter(campaign_id__in=(faulted.pk, clean.pk))
+    tasks: dict[int, set[int]] = {faulted.pk: set(), clean.pk: set()}
+    for campaign_id, task_id in memberships.values_list("campaign_id", "task_id"):
+        tasks[campaign_id].add(task_id)
+    return tasks[faulted.pk] == tasks[clean.pk]
+
+
+def paired_clean_campaign(*, campaign: Campaign, user) -> Campaign | None:
+    """The newest finished campaign the user may see that is ``campaign`` without its fault plan."""
+    candidates = (
+        campaigns_visible_to(user)
+        .filter(
+            agent_id=campaign.agent_id,
+            suite_id=campaign.suite_id,
+            seed=campaign.seed,
+            n_attempts=campaign.n_attempts,
+            fault_plan={},
+            status=Campaign.Status.DONE,
+        )
+        .exclude(pk=campaign.pk)
+        .order_by("-finished_at", "-pk")[:10]
+    )
+    return next((c for c in candidates if is_paired_clean(faulted=campaign, clean=c)), None)
+
+
+def campaign_robustness(
+    *, campaign: Campaign, user, clean: Campaign | None = None
+) -> CampaignRobustness | None:
+    """The robustness section of a fault-plan campaign (None without a plan). ``clean``, when it is a
+    paired clean campaign, is the one compared with; otherwise the newest paired one is looked up."""
+    if not campaign.fault_plan:
+        return None
+    figures = campaign_fault_figures(campaign_id=campaign.pk)
+    if clean is None or not is_paired_clean(faulted=campaign, clean=clean):
+        clean = paired_clean_campaign(campaign=campaign, user=user)
+    delta = None
+    if clean is not None:
+        delta = paired_delta(
+            campaign_task_counts(campaign_id=campaign.pk),
+            campaign_task_counts(campaign_id=clean.pk),
+            n_attempts=campaign.n_attempts,
+        )
+    return CampaignRobustness(
+        plan=campaign.fault_plan, figures=figures, rows=fault_figure_rows(figures), clean=clean, delta=delta
+    )
+
+
+def robustness_export_rows(*, campaign: Campaign, robustness: CampaignRobustness) -> list[dict[str, Any]]:
+    """The robustness section as flat rows (CSV/XLSX and API): one per fault kind that fired, each
+    carrying the campaign's duplicate-effect rate, its planned-but-not-fired count and its Δ against
+    the paired clean campaign; a campaign where nothing fired yet still has one row (kind "")."""
+    figures, delta = robustness.figures, robustness.delta or {}
+    duplicate = figures["duplicate_effect"]
+    shared = {
+        "campaign_id": campaign.pk,
+        "campaign": campaign.name,
+        "graded": figures["graded"],
+        "planned_not_fired": figures["none_fired"],
+        "unfired_ordinals": figures["unfired_ordinals"],
+        "pass_at_1_under_faults": figures["pass_at_1"],
+        "all_n_under_faults": figures["all_n"],
+        "duplicate_effect_count": duplicate["count"],
+        "duplicate_effect_of": duplicate["of"],
+        "duplicate_effect_rate": duplicate["rate"],
+        "duplicate_effect_lo": duplicate["lo"],
+        "duplicate_effect_hi": duplicate["hi"],
+        "clean_campaign_id": robustness.clean.pk if robustness.clean else None,
+        "delta_pass_at_1": (delta.get("pass_at_1") or {}).get("delta"),
+        "mdd_pass_at_1": (delta.get("pass_at_1") or {}).get("mdd"),
+        "delta_all_n": (delta.get("all_n") or {}).get("delta"),
+        "mdd_all_n": (delta.get("all_n") or {}).get("mdd"),
+    }
+    empty_kind = dict.fromkeys(
+        ("fired", "recovered", "recovery_rate", "recovery_lo", "recovery_hi", "duplicate_effects")
+    )
+    kinds = robustness.rows or [{"kind": "", **empty_kind}]
+    return [{**shared, **row} for row in kinds]

@@ -23,6 +23,7 @@ from apps.campaigns.selectors import (
     campaign_live,
     campaign_non_discriminating_tasks,
     campaign_progress,
+    campaign_robustness,
     campaigns_visible_to,
     launch_estimate,
     workers_alive,
@@ -99,6 +100,7 @@ def campaign_detail(request, pk: int):
     context["non_discriminating_note"] = campaign.non_discriminating_statement(
         included=len(non_discriminating)
     )
+    context["robustness"] = campaign_robustness(campaign=campaign, user=request.user)
     return render(request, "campaigns/detail.html", context)
 
 
@@ -151,6 +153,7 @@ def campaign_launch(request):
                 adaptive=form.adaptive_options(),
                 exclude_non_discriminating=data["exclude_non_discriminating"],
                 window=data.get("window"),
+                fault_plan=data.get("fault_plan"),
             )
         except ValueError as exc:
             form.add_error(None, str(exc))

@@ -5,6 +5,7 @@ One view serves the full page and, for htmx requests, only the named partial (it
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -13,7 +14,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.campaigns.selectors import campaigns_visible_to
+from apps.attempts.selectors.faults import fault_figures_by_campaign
+from apps.campaigns.models import Campaign
+from apps.campaigns.selectors import campaign_robustness, campaigns_visible_to
 from apps.core.access import require_role, teams_for, user_has_role
 from apps.core.charts import chart
 from apps.core.roles import Role
@@ -57,11 +60,21 @@ LEADERBOARD_COLUMNS = (
     "cost_success",
     "cost_dependable",
     "infra",
+    "fault_plan",
+    "recovery",
+    "duplicates",
+    "unfired",
 )
+# Columns read from the stored fault records of campaigns run under a fault plan (docs/faults.md).
+ROBUSTNESS_COLUMNS = ("fault_plan", "recovery", "duplicates", "unfired")
 PRESETS = {
     "reliability": ("Reliability", ("pass1", "hat5", "hatn", "alln", "gap", "cost_dependable", "infra")),
     "cost": ("Cost", ("alln", "tokens", "cost_attempt", "cost_success", "cost_dependable", "infra")),
     "discovery": ("Discovery", ("pass1", "pass5", "pass10", "passn", "observed", "gap", "cost_dependable")),
+    "robustness": (
+        "Robustness",
+        ("pass1", "alln", "fault_plan", "recovery", "duplicates", "unfired", "cost_dependable", "infra"),
+    ),
     "all": ("All columns", LEADERBOARD_COLUMNS),
 }
 
@@ -110,6 +123,10 @@ def leaderboard(request):
         }
     )
     columns = PRESETS[preset][1]
+    faulted = [row.campaign.pk for row in rows if row.campaign.fault_plan]
+    robustness = (
+        fault_figures_by_campaign(campaign_ids=faulted) if set(ROBUSTNESS_COLUMNS) & set(columns) else {}
+    )
     context = {
         "rows": rows,
         "harness_rows": harness_rows,
@@ -125,6 +142,7 @@ def leaderboard(request):
         "preset": preset,
         "presets": [(key, label) for key, (label, _) in PRESETS.items()],
         "cols": columns,
+        "robustness": robustness,
         "colspan": 2 + len(columns) + len(benchmarks) + (0 if ground.comparable else 2),
         "metric_span": len(columns),
         **health.context(),
@@ -527,9 +545,23 @@ def compare(request):
         "per_task": per_task,
         "task_links": task_links,
         "differences_only": differences_only,
+        "robustness_sections": _robustness_sections(request.user, a, b),
         **health.context(),
     }
     return _render(request, "dashboard/compare.html", "compare-body", context)
+
+
+def _robustness_sections(user, a: Campaign | None, b: Campaign | None) -> list[tuple[Campaign, Any]]:
+    """The robustness section of each compared campaign run under a fault plan; when the other one is
+    its paired clean campaign (same agent, tasks, seed, N, no plan), the Δ is taken against it."""
+    sections = []
+    for this, other in ((a, b), (b, a)):
+        if this is None or (this is b and a is not None and a.pk == b.pk):
+            continue
+        robustness = campaign_robustness(campaign=this, user=user, clean=other)
+        if robustness is not None:
+            sections.append((this, robustness))
+    return sections
 
 
 def _differs(task: figures.TaskComparison) -> bool:

@@ -7,7 +7,9 @@ the helpers below turn it into the plain values the templates show.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
+from typing import Any
 
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -18,6 +20,7 @@ from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role
 from apps.core.roles import Role
+from tb_engine.faults import faults_of
 from tb_engine.results import AttemptResult, DiffItem
 from tb_engine.transcript import Transcript
 
@@ -75,10 +78,36 @@ def diff_groups(diff: list[DiffItem]) -> list[dict]:
     ]
 
 
-def transcript_steps(transcript: Transcript, diff: list[DiffItem]) -> list[dict]:
+def fault_markers(faults: Mapping[str, Any] | None) -> dict[int, dict]:
+    """Call index -> what the attempt's fault plan did there (tb_engine.faults record): the injected
+    fault (kind, whether the call's effect was committed) and, on a later call that repeated a
+    faulted one and left a duplicate effect, which faulted call it repeated."""
+    markers: dict[int, dict] = {}
+    if not faults:
+        return markers
+    duplicated = {int(d["call"]) for d in faults.get("duplicate_effects") or () if "call" in d}
+    for fault in faults.get("fired") or ():
+        index = int(fault["call"])
+        markers[index] = {
+            "kind": str(fault.get("kind", "")),
+            "label": str(fault.get("kind", "")).replace("_", " "),
+            "committed": bool(fault.get("committed")),
+            "detail": str(fault.get("detail", "")),
+            "duplicate": index in duplicated,
+        }
+    for effect in faults.get("duplicate_effects") or ():
+        for repeat in effect.get("repeats") or ():
+            markers.setdefault(int(repeat), {"repeat_of": int(effect["call"]), "duplicate": True})
+    return markers
+
+
+def transcript_steps(
+    transcript: Transcript, diff: list[DiffItem], faults: Mapping[str, Any] | None = None
+) -> list[dict]:
     """Messages in order, with each requested tool call replaced by its executed record (a ToolCall:
-    result, error, timing)."""
+    result, error, timing) and the fault injected into it, if any (``fault_markers``)."""
     executed = {call.id: call for call in transcript.tool_calls}
+    markers = fault_markers(faults)
     writes: dict[int, list[int]] = {}
     for position, item in enumerate(diff):
         for index in item.written_by:
@@ -110,6 +139,7 @@ def transcript_steps(transcript: Transcript, diff: list[DiffItem]) -> list[dict]
                     "kind": "call",
                     "call": call,
                     "diff_items": " ".join(str(p) for p in writes.get(call.index, [])),
+                    "fault": markers.get(call.index),
                 }
             )
     # Calls no message announced (e.g. imported transcripts) still appear, in index order.
@@ -120,6 +150,7 @@ def transcript_steps(transcript: Transcript, diff: list[DiffItem]) -> list[dict]
                     "kind": "call",
                     "call": call,
                     "diff_items": " ".join(str(p) for p in writes.get(call.index, [])),
+                    "fault": markers.get(call.index),
                 }
             )
     return steps
@@ -219,7 +250,10 @@ def attempt_detail(request, pk: int):
         "attempt": attempt,
         "campaign": attempt.campaign,
         "task": attempt.task,
-        "steps": transcript_steps(result.transcript, diff) if result is not None else [],
+        "steps": transcript_steps(result.transcript, diff, faults_of(result.extra))
+        if result is not None
+        else [],
+        "faults": faults_of(result.extra) if result is not None else None,
         "groups": diff_groups(diff),
         "headlines": [diff_headline(item.to_dict()) for item in diff[:3]],
         "checks": result.checks if result is not None else [],

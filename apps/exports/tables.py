@@ -12,6 +12,7 @@ from typing import Any
 
 from django.http import QueryDict
 
+from apps.campaigns.selectors import campaign_robustness, campaigns_visible_to, robustness_export_rows
 from apps.core.batches import in_slices
 from apps.dashboard.selectors import common_ground, ranked_order
 from apps.drift import selectors as drift
@@ -332,6 +333,48 @@ def compare_table(user, query: QueryDict) -> Table:
         )
         rows = [asdict(task) for task in figures.comparison(tables, a, b).per_task]
     return Table("compare", "Compare", columns, rows)
+
+
+def robustness_table(user, query: QueryDict) -> Table:
+    """Per fault kind of each chosen (?c=, default every visible) campaign run under a fault plan:
+    fired, recovered with its interval, duplicate effects; the campaign's duplicate-effect rate,
+    planned-but-not-fired count and Δ against its paired clean campaign (docs/faults.md)."""
+    columns = [
+        Column("campaign_id", "campaign id", "int"),
+        Column("campaign", "campaign"),
+        Column("kind", "fault kind"),
+        Column("fired", "fired in (attempts)", "int"),
+        Column("recovered", "recovered", "int"),
+        Column("recovery_rate", "recovery rate", "share"),
+        Column("recovery_lo", "recovery 95% low", "share"),
+        Column("recovery_hi", "recovery 95% high", "share"),
+        Column("duplicate_effects", "with duplicate effects", "int"),
+        Column("graded", "graded attempts", "int"),
+        Column("planned_not_fired", "planned, not fired", "int"),
+        Column("unfired_ordinals", "unreached ordinals", "int"),
+        Column("pass_at_1_under_faults", "pass@1 under faults", "share"),
+        Column("all_n_under_faults", "all-N under faults", "share"),
+        Column("duplicate_effect_count", "duplicate-effect attempts", "int"),
+        Column("duplicate_effect_of", "of committed commit-point faults", "int"),
+        Column("duplicate_effect_rate", "duplicate-effect rate", "share"),
+        Column("duplicate_effect_lo", "duplicate-effect 95% low", "share"),
+        Column("duplicate_effect_hi", "duplicate-effect 95% high", "share"),
+        Column("clean_campaign_id", "paired clean campaign id", "int"),
+        Column("delta_pass_at_1", "Δ pass@1 vs clean", "share"),
+        Column("mdd_pass_at_1", "noise floor pass@1", "share"),
+        Column("delta_all_n", "Δ all-N vs clean", "share"),
+        Column("mdd_all_n", "noise floor all-N", "share"),
+    ]
+    chosen = _ids(query)
+    visible = campaigns_visible_to(user).exclude(fault_plan={}).order_by("pk")
+    if chosen is not None:
+        visible = visible.filter(pk__in=chosen)
+    rows = []
+    for campaign in visible:
+        robustness = campaign_robustness(campaign=campaign, user=user)
+        if robustness is not None:
+            rows.extend(robustness_export_rows(campaign=campaign, robustness=robustness))
+    return Table("robustness", "Robustness under faults", columns, rows)
 
 
 def triage_queue_table(user, query: QueryDict) -> Table:
@@ -759,6 +802,7 @@ BUILDERS: dict[str, Callable[[Any, QueryDict], Table]] = {
     "domains": domains_table,
     "tasks": tasks_table,
     "compare": compare_table,
+    "robustness": robustness_table,
     "noise": noise_table,
     "replicates": replicates_table,
     "planner": planner_table,

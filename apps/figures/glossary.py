@@ -104,6 +104,20 @@ TERMS: tuple[Term, ...] = (
     ),
     Term("reversal", "Reversal", "Two campaigns that pass@N observed and all-N rank in opposite order."),
     Term(
+        "recovery-rate",
+        "Recovery rate",
+        "In a campaign run under a fault plan: of the attempts in which a given kind of backend fault "
+        "fired, the share that still left the database right. The bracket is a 95% interval over those "
+        "attempts. Attempts in which no planned fault fired are counted apart.",
+    ),
+    Term(
+        "duplicate-effect-rate",
+        "Duplicate-effect rate",
+        "Of the attempts in which a write succeeded but its reply was lost (an error or timeout after "
+        "commit) or was delivered twice, the share whose database holds an extra effect of that call or "
+        "of its retry: a second refund, a duplicate ticket.",
+    ),
+    Term(
         "price_sheet",
         "Price sheet",
         "The per-token prices used to turn token counts into dollars; every cost names its sheet.",

@@ -287,9 +287,14 @@ def _clean_only(filters: QueueFilters) -> bool:
 def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[SignatureCount] | None:
     """The scope's SignatureCount rows, when the filters can be answered from them (None: read attempts).
 
-    Campaign, domain, task and scope filters can; category and review filters need the attempts.
+    Campaign, domain, task and scope filters can; category, text, fault and review filters need the attempts.
     """
-    if filters.category or filters.text or any(getattr(filters, name) for name in _REVIEW_FILTERS):
+    if (
+        filters.category
+        or filters.text
+        or filters.fault
+        or any(getattr(filters, name) for name in _REVIEW_FILTERS)
+    ):
         return None
     return cluster_reads.signature_counts(
         campaign_ids=campaign_ids, clean_only=_clean_only(filters), domain=filters.domain, task=filters.task

@@ -13,9 +13,15 @@ from urllib.parse import urlencode
 from django.db.models import Q, QuerySet
 
 from apps.attempts.models import Attempt
-from apps.attempts.selectors.failure_queue import failed_attempts, failure_text_matches, in_signature_forms
+from apps.attempts.selectors.failure_queue import (
+    failed_attempts,
+    failure_text_matches,
+    fault_injected,
+    in_signature_forms,
+)
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview
+from tb_engine.faults import FAULT_KINDS
 
 CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
 SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
@@ -51,6 +57,7 @@ class QueueFilters:
     domain: str = ""
     task: str = ""
     category: str = ""
+    fault: str = ""  # a fault kind (tb_engine.faults): attempts into which the campaign's plan injected one
     label: int | None = None
     assignee: str = ""  # a user id, "none" (unassigned) or "" (anyone)
     status: str = ""
@@ -65,6 +72,7 @@ class QueueFilters:
     def from_query(cls, query) -> QueueFilters:
         """From request.GET (or a QueryDict); unknown values fall back to the defaults."""
         category = query.get("category", "")
+        fault = query.get("fault", "")
         status = query.get("status", "")
         assignee = query.get("assignee", "")
         scope = query.get("scope", "clean")
@@ -75,6 +83,7 @@ class QueueFilters:
             domain=query.get("domain", "").strip(),
             task=query.get("task", "").strip(),
             category=category if category in CATEGORIES else "",
+            fault=fault if fault in FAULT_KINDS else "",
             label=_int(query.get("label", "")),
             assignee=assignee if assignee == "none" or assignee.isdigit() else "",
             status=status if status in AttemptReview.Status.values else "",
@@ -98,7 +107,7 @@ class QueueFilters:
     def querystring(self) -> str:
         """The filters as a query string (defaults left out), the inverse of from_query."""
         pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
-        for name in ("domain", "task", "category", "label", "assignee", "status", "sort"):
+        for name in ("domain", "task", "category", "fault", "label", "assignee", "status", "sort"):
             value = getattr(self, name)
             if value not in ("", None):
                 pairs.append((name, value))
@@ -126,7 +135,7 @@ class QueueFilters:
 
 def _attempt_conditions(filters: QueueFilters) -> list[Q]:
     """The label, assignee and status filters (conditions on the attempt's review, this app's table), the
-    value-pair sub-group and the text search."""
+    value-pair sub-group, the text search and the injected fault kind."""
     conditions = []
     if filters.label:
         conditions.append(Q(review__labels=filters.label))
@@ -142,6 +151,8 @@ def _attempt_conditions(filters: QueueFilters) -> list[Q]:
         conditions.append(in_signature_forms(filters.variants))
     if filters.text:
         conditions.append(failure_text_matches(filters.text))
+    if filters.fault:
+        conditions.append(fault_injected(filters.fault))
     return conditions
 
 

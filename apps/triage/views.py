@@ -30,6 +30,7 @@ from apps.triage.forms import LabelForm
 from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
+from tb_engine.faults import FAULT_KINDS
 
 PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
 # The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
@@ -156,6 +157,7 @@ def queue(request):
             "campaigns": campaigns,
             "domains": domains,
             "categories": CATEGORIES,
+            "fault_kinds": FAULT_KINDS,
             "scopes": SCOPES,
             "statuses": AttemptReview.Status.choices,
             "assignees": context.get("assignees") or _assignees(campaigns),

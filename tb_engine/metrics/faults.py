@@ -21,7 +21,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tb_engine.faults import COMMIT_POINT_KINDS, FAULT_KINDS
+from tb_engine.metrics import noise
 
 Z_95 = 1.959963984540054
 
@@ -99,3 +102,35 @@ def fault_figures(attempts: Iterable[FaultedAttempt]) -> dict[str, Any]:
         "kinds": per_kind,
         "duplicate_effect": _rate(duplicate_effect, len(commit_point)),
     }
+
+
+def paired_delta(
+    faulted: Mapping[str, tuple[int, int]],
+    clean: Mapping[str, tuple[int, int]],
+    *,
+    n_attempts: int,
+) -> dict[str, Any]:
+    """Δpass@1 and Δall-N (faulted minus clean) on the tasks both campaigns graded, with the noise floor.
+
+    ``faulted`` and ``clean`` map task id -> (graded attempts, passes). The floor is the paired task
+    bootstrap's MDD (tb_engine.metrics.noise, SPEC §9): the same resampled tasks for both campaigns,
+    so a difference below it is what a rerun could show without any fault. ``clears`` is None when
+    too few shared tasks leave the floor unknown.
+    """
+    shared = sorted(set(faulted) & set(clean))
+    out: dict[str, Any] = {"tasks": len(shared)}
+    n = np.array([[faulted[t][0], clean[t][0]] for t in shared], dtype=np.int64).reshape(len(shared), 2)
+    c = np.array([[faulted[t][1], clean[t][1]] for t in shared], dtype=np.int64).reshape(len(shared), 2)
+    for metric in ("pass_at_1", "all_n"):
+        values = noise.per_task_values(n, c, metric=metric, n_attempts=n_attempts)
+        floors = noise.pairwise_floors(values)
+        delta = float(floors.delta[0, 1]) if shared else math.nan
+        mdd = float(floors.mdd[0, 1]) if shared else math.nan
+        out[metric] = {
+            "faulted": float(floors.point[0]) if shared else None,
+            "clean": float(floors.point[1]) if shared else None,
+            "delta": None if math.isnan(delta) else delta,
+            "mdd": None if math.isnan(mdd) else mdd,
+            "clears": noise.clears(delta, mdd),
+        }
+    return out

@@ -88,6 +88,7 @@ def test_schema_is_openapi_3_and_lists_every_endpoint(client, bob):
         "/api/campaigns/{id}/progress/",
         "/api/campaigns/{id}/replicate/",
         "/api/campaigns/{id}/resume/",
+        "/api/campaigns/{id}/robustness/",
         "/api/clusters/",
         "/api/exports/attempts/",
         "/api/exports/procurement/",

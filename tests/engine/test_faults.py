@@ -273,3 +273,23 @@ def test_figures_without_a_plan_say_so():
     )
     low, high = wilson(5, 10)
     assert (round(low, 4), round(high, 4)) == (0.2366, 0.7634)
+
+
+def test_plan_dict_is_a_fresh_copy_each_time():
+    plan = FaultPlan(
+        ("error_after_commit",), at_calls=(0, 2), tools="named", tool_names=("issue_refund",), seed=3
+    )
+    first = plan.to_dict()
+    first["kinds"].append("gremlins")
+    first["seed"] = 99
+    assert plan.to_dict() == {
+        "kinds": ["error_after_commit"],
+        "rate": 0.0,
+        "at_calls": [0, 2],
+        "tools": "named",
+        "tool_names": ["issue_refund"],
+        "seed": 3,
+        "slow_ms": 200.0,
+        "timeout_s": 30.0,
+    }
+    assert FaultPlan.from_dict(plan.to_dict()) == plan

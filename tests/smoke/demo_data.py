@@ -124,6 +124,13 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     campaign_start(campaign=team_b_campaign)
     drain(team_b_campaign)
     data.campaigns["team_b"] = team_b_campaign
+    # Run under a fault plan (docs/faults.md): its robustness section, markers, filter and exports.
+    faulted = make_campaign(
+        "sim:naive-retry", tasks=2, n=2, fault_plan={"kinds": ["error_after_commit"], "at_calls": [0]}
+    )
+    campaign_start(campaign=faulted)
+    drain(faulted)
+    data.campaigns["faulted"] = faulted
 
     careless = data.campaigns["sim:careless"]
     failed = (

@@ -134,6 +134,16 @@ def in_signature_forms(variant_ids: Sequence[int]) -> Q:
     return Q(failure_signature__variant_id__in=variant_ids)
 
 
+def fault_injected(kind: str) -> Q:
+    """Attempts into which a fault of this kind was injected (tb_engine.faults record, triage's ?fault=).
+
+    The record's ``fired`` list is matched as text for the quoted kind, as the failure-text search
+    matches the diff: a fault kind is a whole JSON string there and no other field of a fired fault
+    holds one, and the same lookup runs on PostgreSQL and SQLite.
+    """
+    return Q(result__extra__faults__fired__icontains=f'"{kind}"')
+
+
 def failure_text_matches(text: str) -> Q:
     """Every word somewhere in what went wrong: the diff (headline and values), the messages (the
     final reply among them), the failed checks and rubrics, or the task's id and title."""
