@@ -36,6 +36,14 @@ from tb_engine.interfaces import (
     UserSimulator,
     UserView,
 )
+from tb_engine.process import (
+    ProcessRulesError,
+    WriteEntry,
+    analyse,
+    domain_rules,
+    encode_value_log,
+    golden_footprint,
+)
 from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult, Termination
 from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
@@ -421,6 +429,7 @@ def attempt_steps(
         attempt = record(task, task_hash, dialogue, graded, phase_ms, clock)
         attempt.extra.update(_backend_evidence(backend))
         annotate_duplicates(attempt.extra, attempt.transcript, attempt.diff)
+        attempt.extra.update(process_evidence(backend, attempt, initial=initial, golden=golden, writes=writes))
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:
@@ -441,6 +450,38 @@ def attempt_steps(
         return _infra_result(
             task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock
         )
+
+
+def process_evidence(
+    backend: Backend, attempt: AttemptResult, *, initial: Snapshot, golden: Snapshot, writes: dict
+) -> dict[str, Any]:
+    """The attempt's process analysis (``process``) and value log (``write_log``) for its ``extra``.
+
+    Never changes the verdict (tb_engine.process). The value log comes from the optional Backend
+    method ``value_log()``; without it the writes map stands in (reverts by net effect). Rules come
+    from the backend's domain (its ``domain`` attribute); a broken rules file is reported, not raised.
+    """
+    value_log_of = getattr(backend, "value_log", None)
+    entries = [WriteEntry(*row) for row in value_log_of()] if callable(value_log_of) else None
+    domain = getattr(backend, "domain", None)
+    evidence: dict[str, Any] = {}
+    try:
+        rules = domain_rules(domain) if domain is not None else ()
+    except (ProcessRulesError, OSError) as exc:
+        rules, evidence["process_rules_error"] = (), str(exc)
+    generated = [name for name, table in golden.tables.items() if table.spec.generated_key]
+    report = analyse(
+        calls=attempt.transcript.tool_calls,
+        effects=attempt.effects,
+        footprint=golden_footprint(effects(initial, golden), generated),
+        rules=rules,
+        value_log=entries,
+        writes=writes,
+    )
+    evidence["process"] = report.to_dict()
+    if entries is not None:
+        evidence["write_log"] = encode_value_log(entries)
+    return evidence
 
 
 def _state_verdict_of_record(backend: Backend) -> bool | None:
