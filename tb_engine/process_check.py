@@ -12,8 +12,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tb_engine.attempt_setup import run_task
-from tb_engine.process import Finding, ProcessReport, suspect_rules
-from tb_engine.spec import SuiteSpec
+from tb_engine.diff import effects
+from tb_engine.golden import golden_snapshot
+from tb_engine.process import (
+    Finding,
+    ProcessReport,
+    analyse,
+    decode_value_log,
+    domain_rules,
+    golden_footprint,
+    suspect_rules,
+)
+from tb_engine.results import AttemptResult
+from tb_engine.sandbox import domain_runtime
+from tb_engine.spec import DomainSpec, SuiteSpec, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -63,3 +75,25 @@ def process_rules_report(suite: SuiteSpec) -> tuple[str, int]:
         lines.append(f"suspect rule {rule}: broken by the golden run of {tasks}")
     lines.append(f"{len(reports)} golden runs: {len(suspects)} suspect rule(s), {other} other finding(s)")
     return "\n".join(lines), 1 if suspects or other else 0
+
+
+def analyse_stored(result: AttemptResult, domain: DomainSpec, task: TaskSpec) -> ProcessReport:
+    """The process analysis of a stored result (the backfill), with what the record kept.
+
+    The write log is the stored value log when there is one, else the net effects' attribution (no
+    revert can be seen: ``coverage`` says so). The golden footprint comes from a golden replay on the
+    task's own SQLite sandbox; an imported (MCP) domain's is unknown here, so not checked.
+    """
+    footprint = None
+    if domain.backend != "mcp":
+        initial = domain_runtime(domain).task_template(task).initial
+        golden = golden_snapshot(domain, task)
+        generated = [name for name, table in golden.tables.items() if table.spec.generated_key]
+        footprint = golden_footprint(effects(initial, golden), generated)
+    return analyse(
+        calls=result.transcript.tool_calls,
+        effects=result.effects,
+        footprint=footprint,
+        rules=domain_rules(domain),
+        value_log=decode_value_log(result.extra.get("write_log")),
+    )
