@@ -13,6 +13,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.attempts.selectors.process_risk import campaign_process_risk
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.access import require_role, teams_for, user_has_role
 from apps.core.charts import chart
@@ -57,11 +58,25 @@ LEADERBOARD_COLUMNS = (
     "cost_success",
     "cost_dependable",
     "infra",
+    # Process risk (docs/process_risk.md): passing attempts with findings, over the whole campaign.
+    "risk",
+    "risk_reverted",
+    "risk_footprint",
+    "risk_rules",
 )
+RISK_COLUMNS = {
+    "risk_reverted": "write_reverted",
+    "risk_footprint": "outside_footprint",
+    "risk_rules": "write_before_required_step",
+}
 PRESETS = {
     "reliability": ("Reliability", ("pass1", "hat5", "hatn", "alln", "gap", "cost_dependable", "infra")),
     "cost": ("Cost", ("alln", "tokens", "cost_attempt", "cost_success", "cost_dependable", "infra")),
     "discovery": ("Discovery", ("pass1", "pass5", "pass10", "passn", "observed", "gap", "cost_dependable")),
+    "process": (
+        "Process risk",
+        ("pass1", "alln", "risk", "risk_reverted", "risk_footprint", "risk_rules", "cost_dependable"),
+    ),
     "all": ("All columns", LEADERBOARD_COLUMNS),
 }
 
@@ -110,7 +125,15 @@ def leaderboard(request):
         }
     )
     columns = PRESETS[preset][1]
+    # Two queries, only for the presets that show process risk.
+    risk = (
+        campaign_process_risk(campaign_ids=[row.campaign.pk for row in rows])
+        if any(column.startswith("risk") for column in columns)
+        else {}
+    )
     context = {
+        "risk": risk,
+        "risk_columns": [(column, RISK_COLUMNS[column]) for column in columns if column in RISK_COLUMNS],
         "rows": rows,
         "harness_rows": harness_rows,
         "groups": _band_groups(rows, grouped=sort in figures.BAND_SORTS and ground.comparable),

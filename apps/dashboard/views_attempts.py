@@ -13,6 +13,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from apps.attempts.selectors.process_risk import attempt_process_findings
 from apps.attempts.selectors.drilldown import attempt_neighbours, drilldown_attempts, raw_result_attempts
 from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import diff_headline
@@ -233,6 +234,8 @@ def attempt_detail(request, pk: int):
         "next_id": next_id,
         "superseded": superseded_note(attempt.superseded_runs),
         "result_error": result_error,
+        # Process findings never change the verdict: shown beside it (docs/process_risk.md).
+        "process": attempt_process_findings(attempt_id=attempt.pk),
     }
     return render(request, "dashboard/attempt.html", context)
 
