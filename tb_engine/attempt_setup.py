@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from tb_engine.agents.fault_personas import RETRY_PERSONAS, make_retry_agent
 from tb_engine.agents.golden import make_golden_agent
-from tb_engine.agents.process_personas import PROCESS_PERSONAS, make_process_persona_agent
 from tb_engine.agents.harness_checks import RUN_KINDS, GoldenWrites, make_harness_check_agent
 from tb_engine.agents.openai_agent import OpenAIAgent
 from tb_engine.agents.openai_parameters import split_parameters
+from tb_engine.agents.process_personas import PROCESS_PERSONAS, make_process_persona_agent
 from tb_engine.agents.simulated import make_simulated_agent
 from tb_engine.backend import Backend, SqliteBackend
 from tb_engine.faults import FaultPlan, FaultyBackend

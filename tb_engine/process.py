@@ -227,7 +227,9 @@ def parse_rules(data: Any, *, source: str = "") -> tuple[ProcessRule, ...]:
             if not before_tables and not before_tools:
                 raise ProcessRulesError(f"{where}.before: needs writes or tools")
             require_tools = _names(require["tools"], f"{where}.require.tools") if "tools" in require else ()
-            require_tables = _names(require["writes"], f"{where}.require.writes") if "writes" in require else ()
+            require_tables = (
+                _names(require["writes"], f"{where}.require.writes") if "writes" in require else ()
+            )
             if not require_tools and not require_tables:
                 raise ProcessRulesError(f"{where}.require: needs tools or writes")
             same = require.get("same_argument")
@@ -365,7 +367,7 @@ class ProcessReport:
     rules: tuple[str, ...] = ()  # ids of the rules checked
 
     def counts(self) -> dict[str, int]:
-        found = dict.fromkeys(FINDING_KINDS, 0)
+        found: dict[str, int] = dict.fromkeys(FINDING_KINDS, 0)
         for finding in self.findings:
             found[finding.kind] += 1
         return found
@@ -559,7 +561,11 @@ def _rule_findings(
         if satisfied:
             continue
         required = " or ".join([*rule.require_tools, *(f"a write to {t}" for t in rule.require_tables)])
-        same = f" with {rule.same_argument[0]}={key_value}" if key_value is not None and rule.same_argument else ""
+        same = (
+            f" with {rule.same_argument[0]}={key_value}"
+            if key_value is not None and rule.same_argument
+            else ""
+        )
         findings.append(
             Finding(
                 "write_before_required_step",

@@ -37,7 +37,9 @@ class SuspectRule:
     evidence: tuple[tuple[str, Finding], ...]
 
 
-def golden_process_reports(suite: SuiteSpec, task_ids: Iterable[str] | None = None) -> dict[str, ProcessReport]:
+def golden_process_reports(
+    suite: SuiteSpec, task_ids: Iterable[str] | None = None
+) -> dict[str, ProcessReport]:
     """Each task's golden run's process report (task id -> report)."""
     reports = {}
     for task_id in sorted(task_ids if task_ids is not None else suite.tasks):

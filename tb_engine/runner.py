@@ -429,7 +429,9 @@ def attempt_steps(
         attempt = record(task, task_hash, dialogue, graded, phase_ms, clock)
         attempt.extra.update(_backend_evidence(backend))
         annotate_duplicates(attempt.extra, attempt.transcript, attempt.diff)
-        attempt.extra.update(process_evidence(backend, attempt, initial=initial, golden=golden, writes=writes))
+        attempt.extra.update(
+            process_evidence(backend, attempt, initial=initial, golden=golden, writes=writes)
+        )
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:

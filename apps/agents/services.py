@@ -15,9 +15,9 @@ from django.db import transaction
 
 from apps.agents.models import AgentConfig, PriceSheet
 from tb_engine.agents.fault_personas import RETRY_PERSONAS
-from tb_engine.agents.process_personas import PROCESS_PERSONAS
 from tb_engine.agents.harness_checks import CHECKS, LABELS
 from tb_engine.agents.openai_parameters import parameter_problems
+from tb_engine.agents.process_personas import PROCESS_PERSONAS
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.llm.outbound import OutboundPolicy
 from tb_engine.pricing import PriceList, load_starter_price_sheet

@@ -31,8 +31,8 @@ from apps.api.views_catalog import PageFilter
 from apps.core.access import role_rank, teams_for
 from apps.core.roles import Role
 from tb_engine.agents.fault_personas import RETRY_PERSONAS
-from tb_engine.agents.process_personas import PROCESS_PERSONAS
 from tb_engine.agents.harness_checks import CHECKS
+from tb_engine.agents.process_personas import PROCESS_PERSONAS
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.pricing import PriceSheetError
 

@@ -84,9 +84,9 @@ def backfill_process_rows(
     for start in range(0, len(ids), BACKFILL_CHUNK):
         chunk = ids[start : start + BACKFILL_CHUNK]
         rows = []
-        for attempt_id, campaign_id, task_id, verdict, result in Attempt.objects.filter(id__in=chunk).values_list(
-            "id", "campaign_id", "task_id", "verdict", "result"
-        ):
+        for attempt_id, campaign_id, task_id, verdict, result in Attempt.objects.filter(
+            id__in=chunk
+        ).values_list("id", "campaign_id", "task_id", "verdict", "result"):
             scanned += 1
             stored = (result.get("extra") or {}).get("process")
             if recompute or not isinstance(stored, Mapping):

@@ -27,6 +27,7 @@ from apps.attempts.bulk_insert import attempt_rows_insert, encoded_json
 from apps.attempts.dispatch import RUN_ATTEMPT_TASK, attempts_dispatch
 from apps.attempts.models import Attempt
 from apps.attempts.outcomes import USAGE_FIELDS, AttemptOutcome, last_run, superseded_run
+from apps.attempts.process_rows import ProcessBackfill, backfill_process_rows
 from apps.attempts.recording import (
     Recorded,
     attempt_claim,
@@ -35,7 +36,6 @@ from apps.attempts.recording import (
     attempt_record,
     attempts_heartbeat,
 )
-from apps.attempts.process_rows import ProcessBackfill, backfill_process_rows
 from apps.attempts.signature_rows import SignatureRow, signatures_store
 from apps.attempts.signatures import BackfillReport, backfill_signatures
 from apps.attempts.summaries import summaries_create, summary_refresh
@@ -338,4 +338,6 @@ def attempts_backfill_process_risk(
     (or every one with ``recompute``); None when it cannot (the caller knows the task's domain).
     Side effects: AttemptProcessRisk rows of the scanned attempts replaced; attempt rows untouched.
     """
-    return backfill_process_rows(analyse_stored=analyse_stored, campaign_ids=campaign_ids, recompute=recompute)
+    return backfill_process_rows(
+        analyse_stored=analyse_stored, campaign_ids=campaign_ids, recompute=recompute
+    )

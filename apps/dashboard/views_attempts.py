@@ -13,8 +13,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from apps.attempts.selectors.process_risk import attempt_process_findings
 from apps.attempts.selectors.drilldown import attempt_neighbours, drilldown_attempts, raw_result_attempts
+from apps.attempts.selectors.process_risk import attempt_process_findings
 from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role

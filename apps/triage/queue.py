@@ -16,8 +16,8 @@ from apps.attempts.models import Attempt
 from apps.attempts.selectors.failure_queue import failed_attempts, failure_text_matches, in_signature_forms
 from apps.attempts.selectors.process_risk import passed_with_process_risk
 from apps.campaigns.selectors import campaigns_visible_to
-from tb_engine.process import FINDING_KINDS
 from apps.triage.models import AttemptReview
+from tb_engine.process import FINDING_KINDS
 
 CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
 SCOPES = {

@@ -127,6 +127,8 @@ class PlanAgent:
 def make_process_persona_agent(persona: str, *, task: TaskSpec, domain: DomainSpec) -> PlanAgent:
     """A process persona for one attempt of ``task``; raises KeyError naming unknown personas."""
     if persona not in PROCESS_PERSONAS:
-        raise KeyError(f"process persona {persona!r} is unknown; known: {', '.join(sorted(PROCESS_PERSONAS))}")
+        raise KeyError(
+            f"process persona {persona!r} is unknown; known: {', '.join(sorted(PROCESS_PERSONAS))}"
+        )
     plan = write_revert_plan(domain, task) if persona == "write-revert" else skip_read_plan(domain, task)
     return PlanAgent(PROCESS_PERSONAS[persona], plan, task.extra.get("golden_reply") or DEFAULT_REPLY)

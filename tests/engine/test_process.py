@@ -30,7 +30,9 @@ SUITE = load_builtin_suite()
 
 
 def call(index: int, name: str, error: str | None = None, changed: bool = False, **arguments) -> ToolCall:
-    return ToolCall(index=index, id=f"c{index}", name=name, arguments=arguments, error=error, changed_state=changed)
+    return ToolCall(
+        index=index, id=f"c{index}", name=name, arguments=arguments, error=error, changed_state=changed
+    )
 
 
 def kinds(report: ProcessReport) -> list[tuple[str, tuple[int, ...], str, str, str | None, str]]:
@@ -285,7 +287,9 @@ def test_a_rule_a_golden_run_breaks_is_suspect_with_its_evidence(tmp_path):
     (suspect,) = suspect_process_rules(suite, ids)
     # return_unwanted_item_pending creates the return without reading ORD-80; wrong_item reads ORD-110.
     assert (suspect.domain, suspect.rule) == ("retail", "order-read-before-return")
-    assert [(task_id, f.calls) for task_id, f in suspect.evidence] == [("retail/return_unwanted_item_pending", (1,))]
+    assert [(task_id, f.calls) for task_id, f in suspect.evidence] == [
+        ("retail/return_unwanted_item_pending", (1,))
+    ]
 
 
 def test_process_analysis_never_changes_a_verdict(monkeypatch):
@@ -295,6 +299,8 @@ def test_process_analysis_never_changes_a_verdict(monkeypatch):
         (p, t.id): run_task(SUITE.domains[t.domain], t, agent=p).verdict for p in personas for t in tasks
     }
     monkeypatch.setattr(runner, "process_evidence", lambda *args, **kwargs: {})
-    without = {(p, t.id): run_task(SUITE.domains[t.domain], t, agent=p).verdict for p in personas for t in tasks}
+    without = {
+        (p, t.id): run_task(SUITE.domains[t.domain], t, agent=p).verdict for p in personas for t in tasks
+    }
     assert with_analysis == without
     assert set(with_analysis.values()) == {"pass", "fail"}

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from apps.attempts.models import Attempt, AttemptProcessRisk, TaskSummary
 from tb_engine.process import FINDING_KINDS, FINDING_LABELS
@@ -33,7 +33,10 @@ class CampaignProcessRisk:
     @property
     def kinds(self) -> dict[str, dict[str, Any]]:
         """Finding kind -> {"count", "share"} (for templates and exports)."""
-        return {kind: {"count": self.by_kind.get(kind, 0), "share": self.kind_share(kind)} for kind in FINDING_KINDS}
+        return {
+            kind: {"count": self.by_kind.get(kind, 0), "share": self.kind_share(kind)}
+            for kind in FINDING_KINDS
+        }
 
 
 def campaign_process_risk(*, campaign_ids: Iterable[int]) -> dict[int, CampaignProcessRisk]:
@@ -56,7 +59,7 @@ def campaign_process_risk(*, campaign_ids: Iterable[int]) -> dict[int, CampaignP
     }
     figures = {}
     for campaign_id in ids:
-        row = risky.get(campaign_id) or {}
+        row: dict[str, Any] = dict(risky.get(campaign_id) or {})
         figures[campaign_id] = CampaignProcessRisk(
             passed=int(passed.get(campaign_id) or 0),
             with_risk=int(row.get("total") or 0),
@@ -84,7 +87,9 @@ def attempt_process_findings(*, attempt_id: int) -> AttemptProcessFindings | Non
     row = AttemptProcessRisk.objects.filter(attempt_id=attempt_id).values("findings", "coverage").first()
     if row is None:
         return None
-    findings = [{**f, "label": FINDING_LABELS.get(f.get("kind", ""), f.get("kind", ""))} for f in row["findings"]]
+    findings = [
+        {**f, "label": FINDING_LABELS.get(f.get("kind", ""), f.get("kind", ""))} for f in row["findings"]
+    ]
     by_call: dict[int, list[dict[str, Any]]] = defaultdict(list)
     by_row: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for finding in findings:
@@ -103,10 +108,11 @@ def process_counts_of_attempts(*, attempt_ids: Iterable[int]) -> dict[int, dict[
     return {row[0]: dict(zip(FINDING_KINDS, row[1:])) for row in rows}
 
 
-def passed_with_process_risk_ids(*, campaign_ids: Iterable[int], kind: str = "") -> Any:
+def passed_with_process_risk_ids(*, campaign_ids: Iterable[int] | QuerySet, kind: str = "") -> Any:
     """A queryset of the attempt ids that passed with process risk (of ``kind`` if given): the
     triage filter and queue narrow their attempt lists with it (a subquery, no extra round trip)."""
-    rows = AttemptProcessRisk.objects.filter(campaign_id__in=list(campaign_ids), passed=True)
+    ids = campaign_ids if isinstance(campaign_ids, QuerySet) else list(campaign_ids)
+    rows = AttemptProcessRisk.objects.filter(campaign_id__in=ids, passed=True)
     if kind in FINDING_KINDS:
         rows = rows.filter(**{f"{kind}__gt": 0})
     return rows.values("attempt_id")
