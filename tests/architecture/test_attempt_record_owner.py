@@ -249,7 +249,7 @@ def test_no_template_reads_a_result_by_key():
 def test_reverse_relation_names_are_read_from_the_models():
     assert reverse_relations() == Relations(
         managers=frozenset({"attempts", "summaries", "signature_counts"}),
-        singles=frozenset({"failure_signature"}),
+        singles=frozenset({"failure_signature", "process_risk"}),
     )
 
 
