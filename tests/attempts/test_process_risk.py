@@ -157,7 +157,7 @@ def test_the_leaderboard_preset_the_triage_queue_and_the_exports_show_it(client,
     client.force_login(alice)
     html = client.get("/leaderboard/?preset=process").content.decode()
     assert "passed w/ process risk" in html
-    assert f'process=any">3</a>' in html and f'process=any">4</a>' in html
+    assert 'process=any">3</a>' in html and 'process=any">4</a>' in html
     queue = client.get(
         f"/triage/?c={skipping.pk}&process=write_before_required_step&view=list"
     ).content.decode()
