@@ -85,11 +85,21 @@ class AttemptProcessFindings:
 def attempt_process_findings(*, attempt_id: int) -> AttemptProcessFindings | None:
     """The attempt's process findings (None when it has none), labelled for display (one query)."""
     row = AttemptProcessRisk.objects.filter(attempt_id=attempt_id).values("findings", "coverage").first()
-    if row is None:
+    return None if row is None else _indexed(row["findings"], row["coverage"])
+
+
+def process_findings_of(attempt: Attempt) -> AttemptProcessFindings | None:
+    """The findings of an attempt loaded with its process-risk row joined (drilldown_attempts): no query."""
+    try:
+        row = attempt.process_risk
+    except AttemptProcessRisk.DoesNotExist:
         return None
-    findings = [
-        {**f, "label": FINDING_LABELS.get(f.get("kind", ""), f.get("kind", ""))} for f in row["findings"]
-    ]
+    return _indexed(row.findings, row.coverage)
+
+
+def _indexed(stored: list[dict[str, Any]], coverage: str) -> AttemptProcessFindings:
+    """The findings labelled, and indexed by the calls they mark and the rows they name."""
+    findings = [{**f, "label": FINDING_LABELS.get(f.get("kind", ""), f.get("kind", ""))} for f in stored]
     by_call: dict[int, list[dict[str, Any]]] = defaultdict(list)
     by_row: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for finding in findings:
@@ -97,7 +107,7 @@ def attempt_process_findings(*, attempt_id: int) -> AttemptProcessFindings | Non
             by_call[int(index)].append(finding)
         if finding.get("table"):
             by_row[f"{finding['table']}[{finding.get('key') or ''}]"].append(finding)
-    return AttemptProcessFindings(findings, row["coverage"], dict(by_call), dict(by_row))
+    return AttemptProcessFindings(findings, coverage, dict(by_call), dict(by_row))
 
 
 def process_counts_of_attempts(*, attempt_ids: Iterable[int]) -> dict[int, dict[str, int]]:
