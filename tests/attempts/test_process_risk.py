@@ -189,3 +189,33 @@ def test_the_api_gives_campaign_figures_attempt_findings_and_a_filter(api_for, a
     detail = client.get(f"/api/attempts/{listed['results'][0]['id']}/").json()
     assert {f["kind"] for f in detail["process"]} == {"write_before_required_step"}
     assert client.get(f"/api/attempts/?campaign={skipping.pk}&process=write_reverted").json()["count"] == 0
+
+
+def test_a_rule_a_stored_golden_run_breaks_is_listed_with_the_suspect_tasks(client, alice, run, monkeypatch):
+    from tb_engine import runner
+    from tb_engine.process import parse_rules
+
+    bad = parse_rules(
+        {
+            "rules": [
+                {
+                    "id": "order-read-before-return",
+                    "before": {"tools": ["create_return"]},
+                    "require": {"tools": ["get_order"], "same_argument": "order_id"},
+                }
+            ]
+        }
+    )
+    monkeypatch.setattr(runner, "domain_rules", lambda domain: bad)
+    # return_unwanted_item_pending creates its return (call #1) without reading ORD-80; wrong_item reads ORD-110.
+    golden = run(
+        "golden", ["retail/return_unwanted_item_pending", "retail/wrong_item_return_and_replacement"], 2
+    )
+    assert set(Attempt.objects.filter(campaign=golden).values_list("verdict", flat=True)) == {"pass"}
+    client.force_login(alice)
+    html = client.get("/triage/suspects/").content.decode()
+    table = html.split('id="suspect-rules"')[1]
+    assert table.count("<tr data-rule=") == 1
+    row = table.split('<tr data-rule="order-read-before-return">')[1].split("</tr>")[0]
+    assert "<td>retail</td><td>retail/return_unwanted_item_pending</td>" in row
+    assert row.count("attempt #") == 2

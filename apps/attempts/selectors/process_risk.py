@@ -155,3 +155,43 @@ def passed_with_process_risk(
     for condition in conditions:
         queryset = queryset.filter(condition)
     return queryset.order_by(*ordering)
+
+
+@dataclass(frozen=True)
+class SuspectRuleRow:
+    """A process rule a stored golden run broke: the rule (or the golden trajectory) is suspect."""
+
+    rule: str
+    domain: str
+    tasks: tuple[str, ...]  # task ids whose golden run broke it
+    attempt_ids: tuple[int, ...]  # the golden attempts, as evidence
+    detail: str  # one finding's sentence
+
+
+def suspect_rules_of_golden_runs(*, campaign_ids: Iterable[int]) -> list[SuspectRuleRow]:
+    """Rules broken by the golden attempts of ``campaign_ids`` (the caller passes its harness-check,
+    i.e. golden, campaigns), listed like suspect tasks (one query)."""
+    rows = (
+        AttemptProcessRisk.objects.filter(
+            campaign_id__in=list(campaign_ids), write_before_required_step__gt=0
+        )
+        .select_related("task__domain")
+        .order_by("attempt_id")
+    )
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        for finding in row.findings:
+            if finding.get("kind") != "write_before_required_step":
+                continue
+            entry = found.setdefault(
+                (row.task.domain.name, finding.get("rule", "")),
+                {"tasks": [], "attempts": [], "detail": finding.get("detail", "")},
+            )
+            if row.task.task_id not in entry["tasks"]:
+                entry["tasks"].append(row.task.task_id)
+            if row.attempt_id not in entry["attempts"]:
+                entry["attempts"].append(row.attempt_id)
+    return [
+        SuspectRuleRow(rule, domain, tuple(entry["tasks"]), tuple(entry["attempts"]), entry["detail"])
+        for (domain, rule), entry in sorted(found.items())
+    ]
