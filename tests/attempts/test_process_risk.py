@@ -14,7 +14,7 @@ from apps.attempts.models import Attempt, AttemptProcessRisk
 from apps.attempts.selectors.process_risk import campaign_process_risk
 from apps.campaigns.services import campaign_start
 from tests.api.conftest import api_for  # noqa: F401 (fixture)
-from tests.campaigns.conftest import drain
+from tests.campaigns.conftest import drain, sent  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -219,3 +219,28 @@ def test_a_rule_a_stored_golden_run_breaks_is_listed_with_the_suspect_tasks(clie
     row = table.split('<tr data-rule="order-read-before-return">')[1].split("</tr>")[0]
     assert "<td>retail</td><td>retail/return_unwanted_item_pending</td>" in row
     assert row.count("attempt #") == 2
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_the_one_query_record_path_writes_the_process_rows(starter_suite, alice, team_a, sent):
+    from apps.agents.services import agent_config_for
+    from apps.campaigns.services import campaign_create
+    from apps.worker.attempts import attempt_execute
+
+    campaign = campaign_create(
+        name="skip-read one query",
+        team=team_a,
+        owner=alice,
+        agent=agent_config_for("sim:skip-read"),
+        suite=starter_suite,
+        tasks=list(starter_suite.tasks.filter(task_id__in=SKIP_TASKS).order_by("task_id")),
+        n_attempts=2,
+    )
+    campaign_start(campaign=campaign)
+    for attempt_id in Attempt.objects.filter(campaign=campaign).values_list("id", flat=True):
+        assert attempt_execute(attempt_id=attempt_id, worker="w:1") == "done"
+    assert _rows(campaign) == {
+        "retail/missing_item_partial_refund": [(0, 0, 1, True)] * 2,
+        "retail/return_unwanted_item_pending": [(0, 0, 2, True)] * 2,
+    }
