@@ -429,9 +429,7 @@ def attempt_steps(
         attempt = record(task, task_hash, dialogue, graded, phase_ms, clock)
         attempt.extra.update(_backend_evidence(backend))
         annotate_duplicates(attempt.extra, attempt.transcript, attempt.diff)
-        attempt.extra.update(
-            process_evidence(backend, attempt, initial=initial, golden=golden, writes=writes)
-        )
+        attempt.extra.update(_process_evidence_or_error(backend, attempt, initial, golden, writes))
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:
@@ -484,6 +482,17 @@ def process_evidence(
     if entries is not None:
         evidence["write_log"] = encode_value_log(entries)
     return evidence
+
+
+def _process_evidence_or_error(
+    backend: Backend, attempt: AttemptResult, initial: Snapshot, golden: Snapshot, writes: dict
+) -> dict[str, Any]:
+    """``process_evidence``, or the reason it could not be made: process analysis never changes a
+    verdict, so it never turns a graded attempt into an infrastructure error either."""
+    try:
+        return process_evidence(backend, attempt, initial=initial, golden=golden, writes=writes)
+    except Exception as exc:  # any analysis failure is reported beside the verdict
+        return {"process_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _state_verdict_of_record(backend: Backend) -> bool | None:

@@ -304,3 +304,15 @@ def test_process_analysis_never_changes_a_verdict(monkeypatch):
     }
     assert with_analysis == without
     assert set(with_analysis.values()) == {"pass", "fail"}
+
+
+def test_a_failing_analysis_is_reported_beside_the_verdict_never_instead_of_it(monkeypatch):
+    def broken(*args, **kwargs):
+        raise KeyError("tickets")
+
+    monkeypatch.setattr(runner, "process_evidence", broken)
+    task = SUITE.tasks["retail/ticket_hold_carrier_exception"]
+    result = run_task(SUITE.domains["retail"], task)
+    assert (result.status, result.verdict) == ("done", "pass")
+    assert result.extra["process_error"] == "KeyError: 'tickets'"
+    assert "process" not in result.extra
