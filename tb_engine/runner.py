@@ -15,7 +15,9 @@ them from configuration.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -37,6 +39,7 @@ from tb_engine.interfaces import (
     UserView,
 )
 from tb_engine.process import (
+    Footprint,
     ProcessRulesError,
     WriteEntry,
     analyse,
@@ -469,11 +472,10 @@ def process_evidence(
         rules = domain_rules(domain) if domain is not None else ()
     except (ProcessRulesError, OSError) as exc:
         rules, evidence["process_rules_error"] = (), str(exc)
-    generated = [name for name, table in golden.tables.items() if table.spec.generated_key]
     report = analyse(
         calls=attempt.transcript.tool_calls,
         effects=attempt.effects,
-        footprint=golden_footprint(effects(initial, golden), generated),
+        footprint=_footprint(initial, golden),
         rules=rules,
         value_log=entries,
         writes=writes,
@@ -482,6 +484,30 @@ def process_evidence(
     if entries is not None:
         evidence["write_log"] = encode_value_log(entries)
     return evidence
+
+
+_FOOTPRINTS_KEPT = 1024
+# (id(S0), id(SG)) -> (S0, SG, footprint): both snapshots are cached per task version by the backend,
+# so the golden footprint is computed once per task, not per attempt; the snapshots are held so
+# their ids stay theirs.
+_footprints: OrderedDict[tuple[int, int], tuple[Snapshot, Snapshot, Footprint]] = OrderedDict()
+_footprints_lock = threading.Lock()
+
+
+def _footprint(initial: Snapshot, golden: Snapshot) -> Footprint:
+    key = (id(initial), id(golden))
+    with _footprints_lock:
+        found = _footprints.get(key)
+        if found is not None and found[0] is initial and found[1] is golden:
+            _footprints.move_to_end(key)
+            return found[2]
+    generated = [name for name, table in golden.tables.items() if table.spec.generated_key]
+    footprint = golden_footprint(effects(initial, golden), generated)
+    with _footprints_lock:
+        _footprints[key] = (initial, golden, footprint)
+        while len(_footprints) > _FOOTPRINTS_KEPT:
+            _footprints.popitem(last=False)
+    return footprint
 
 
 def _process_evidence_or_error(
