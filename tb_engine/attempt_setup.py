@@ -40,6 +40,7 @@ from tb_engine.agents.golden import make_golden_agent
 from tb_engine.agents.harness_checks import RUN_KINDS, GoldenWrites, make_harness_check_agent
 from tb_engine.agents.openai_agent import OpenAIAgent
 from tb_engine.agents.openai_parameters import split_parameters
+from tb_engine.agents.process_personas import PROCESS_PERSONAS, make_process_persona_agent
 from tb_engine.agents.simulated import make_simulated_agent
 from tb_engine.backend import Backend, SqliteBackend
 from tb_engine.faults import FaultPlan, FaultyBackend
@@ -304,6 +305,8 @@ def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, s
             raise ValueError(f"agent spec {spec!r}: simulated personas need the task's domain")
         if spec[len("sim:") :] in RETRY_PERSONAS:
             return make_retry_agent(spec[len("sim:") :], task=task, domain=domain)
+        if spec[len("sim:") :] in PROCESS_PERSONAS:
+            return make_process_persona_agent(spec[len("sim:") :], task=task, domain=domain)
         return make_simulated_agent(spec[len("sim:") :], task=task, domain=domain, seed=seed)
     raise ValueError(f"unknown agent spec {spec!r} (use 'golden', 'sim:<persona>' or 'check:<kind>')")
 

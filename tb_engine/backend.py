@@ -94,6 +94,10 @@ class SqliteBackend:
     def writes(self) -> WriteMap:
         return self._sandbox.writes()
 
+    def value_log(self) -> list[tuple[int, str, str, str | None, str, object, object]]:
+        """Optional Backend method: every write in order with old/new values (tb_engine.process)."""
+        return self._sandbox.value_log()
+
     def table_specs(self) -> dict[str, TableSpec]:
         return dict(self.domain.tables)
 

@@ -90,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="validate every task of a built-in suite")
     validate.add_argument("--suite", default="starter")
+    rules = commands.add_parser(
+        "process-rules", help="run every golden trajectory and list suspect process rules"
+    )
+    rules.add_argument("--suite", default="starter")
     run = commands.add_parser("run", help="run one built-in task and print the graded attempts")
     run.add_argument("task_id")
     run.add_argument("--agent", default="golden")
@@ -99,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "validate":
         text, code = validate_suite_report(args.suite)
+        print(text)
+        return code
+    if args.command == "process-rules":
+        from tb_engine.process_check import process_rules_report  # noqa: PLC0415 — only this command runs golden suites
+
+        text, code = process_rules_report(load_builtin_suite(args.suite))
         print(text)
         return code
     try:

@@ -15,7 +15,9 @@ them from configuration.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -35,6 +37,15 @@ from tb_engine.interfaces import (
     ToolSchema,
     UserSimulator,
     UserView,
+)
+from tb_engine.process import (
+    Footprint,
+    ProcessRulesError,
+    WriteEntry,
+    analyse,
+    domain_rules,
+    encode_value_log,
+    golden_footprint,
 )
 from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult, Termination
 from tb_engine.sandbox import task_hash_of
@@ -421,6 +432,7 @@ def attempt_steps(
         attempt = record(task, task_hash, dialogue, graded, phase_ms, clock)
         attempt.extra.update(_backend_evidence(backend))
         annotate_duplicates(attempt.extra, attempt.transcript, attempt.diff)
+        attempt.extra.update(_process_evidence_or_error(backend, attempt, initial, golden, writes))
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:
@@ -441,6 +453,72 @@ def attempt_steps(
         return _infra_result(
             task, task_hash, transcript, f"crash during {phase}: {type(exc).__name__}: {exc}", phase_ms, clock
         )
+
+
+def process_evidence(
+    backend: Backend, attempt: AttemptResult, *, initial: Snapshot, golden: Snapshot, writes: dict
+) -> dict[str, Any]:
+    """The attempt's process analysis (``process``) and value log (``write_log``) for its ``extra``.
+
+    Never changes the verdict (tb_engine.process). The value log comes from the optional Backend
+    method ``value_log()``; without it the writes map stands in (reverts by net effect). Rules come
+    from the backend's domain (its ``domain`` attribute); a broken rules file is reported, not raised.
+    """
+    value_log_of = getattr(backend, "value_log", None)
+    entries = [WriteEntry(*row) for row in value_log_of()] if callable(value_log_of) else None
+    domain = getattr(backend, "domain", None)
+    evidence: dict[str, Any] = {}
+    try:
+        rules = domain_rules(domain) if domain is not None else ()
+    except (ProcessRulesError, OSError) as exc:
+        rules, evidence["process_rules_error"] = (), str(exc)
+    report = analyse(
+        calls=attempt.transcript.tool_calls,
+        effects=attempt.effects,
+        footprint=_footprint(initial, golden),
+        rules=rules,
+        value_log=entries,
+        writes=writes,
+    )
+    evidence["process"] = report.to_dict()
+    if entries is not None:
+        evidence["write_log"] = encode_value_log(entries)
+    return evidence
+
+
+_FOOTPRINTS_KEPT = 1024
+# (id(S0), id(SG)) -> (S0, SG, footprint): both snapshots are cached per task version by the backend,
+# so the golden footprint is computed once per task, not per attempt; the snapshots are held so
+# their ids stay theirs.
+_footprints: OrderedDict[tuple[int, int], tuple[Snapshot, Snapshot, Footprint]] = OrderedDict()
+_footprints_lock = threading.Lock()
+
+
+def _footprint(initial: Snapshot, golden: Snapshot) -> Footprint:
+    key = (id(initial), id(golden))
+    with _footprints_lock:
+        found = _footprints.get(key)
+        if found is not None and found[0] is initial and found[1] is golden:
+            _footprints.move_to_end(key)
+            return found[2]
+    generated = [name for name, table in golden.tables.items() if table.spec.generated_key]
+    footprint = golden_footprint(effects(initial, golden), generated)
+    with _footprints_lock:
+        _footprints[key] = (initial, golden, footprint)
+        while len(_footprints) > _FOOTPRINTS_KEPT:
+            _footprints.popitem(last=False)
+    return footprint
+
+
+def _process_evidence_or_error(
+    backend: Backend, attempt: AttemptResult, initial: Snapshot, golden: Snapshot, writes: dict
+) -> dict[str, Any]:
+    """``process_evidence``, or the reason it could not be made: process analysis never changes a
+    verdict, so it never turns a graded attempt into an infrastructure error either."""
+    try:
+        return process_evidence(backend, attempt, initial=initial, golden=golden, writes=writes)
+    except Exception as exc:  # any analysis failure is reported beside the verdict
+        return {"process_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _state_verdict_of_record(backend: Backend) -> bool | None:

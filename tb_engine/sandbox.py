@@ -53,7 +53,7 @@ def _schema_sql(tables: dict[str, TableSpec]) -> list[str]:
     statements = [
         f"CREATE TABLE {META_TABLE} (name TEXT PRIMARY KEY, value TEXT)",
         f"CREATE TABLE {STATE_TABLE} (call INTEGER NOT NULL)",
-        f"CREATE TABLE {EFFECTS_TABLE} (call INTEGER, tbl TEXT, rkey TEXT, col TEXT, op TEXT)",
+        f"CREATE TABLE {EFFECTS_TABLE} (call INTEGER, tbl TEXT, rkey TEXT, col TEXT, op TEXT, old, new)",
     ]
     for name, spec in tables.items():
         columns = ", ".join(f"{_quote(c)} {SQL_TYPES[t]}" for c, t in spec.columns.items())
@@ -65,26 +65,29 @@ def _schema_sql(tables: dict[str, TableSpec]) -> list[str]:
 def _trigger_sql(tables: dict[str, TableSpec]) -> list[str]:
     # Three triggers per table (not one per column): every new connection parses the whole schema
     # on first use, so schema size is per-attempt cost. The update trigger logs one row per column
-    # that actually changed, which gives cell-level attribution.
+    # that actually changed, which gives cell-level attribution, with its old and new value (the
+    # process analysis sees a cell changed and changed back: tb_engine.process).
     statements = []
-    log = f"INSERT INTO {EFFECTS_TABLE} (call, tbl, rkey, col, op) SELECT call, "
+    log = f"INSERT INTO {EFFECTS_TABLE} (call, tbl, rkey, col, op, old, new) SELECT call, "
     for name, spec in tables.items():
         literal = "'" + name.replace("'", "''") + "'"
         statements.append(
             f"CREATE TRIGGER {_quote('_tb_ins_' + name)} AFTER INSERT ON {_quote(name)} BEGIN "
-            f"{log}{literal}, {_key_sql(spec, 'NEW')}, NULL, 'insert' FROM {STATE_TABLE}; END"
+            f"{log}{literal}, {_key_sql(spec, 'NEW')}, NULL, 'insert', NULL, NULL FROM {STATE_TABLE}; END"
         )
         statements.append(
             f"CREATE TRIGGER {_quote('_tb_del_' + name)} AFTER DELETE ON {_quote(name)} BEGIN "
-            f"{log}{literal}, {_key_sql(spec, 'OLD')}, NULL, 'delete' FROM {STATE_TABLE}; END"
+            f"{log}{literal}, {_key_sql(spec, 'OLD')}, NULL, 'delete', NULL, NULL FROM {STATE_TABLE}; END"
         )
         changed = " UNION ALL ".join(
-            f"SELECT '{c.replace(chr(39), chr(39) * 2)}' AS col WHERE OLD.{_quote(c)} IS NOT NEW.{_quote(c)}"
+            f"SELECT '{c.replace(chr(39), chr(39) * 2)}' AS col, OLD.{_quote(c)} AS old, NEW.{_quote(c)} AS new "
+            f"WHERE OLD.{_quote(c)} IS NOT NEW.{_quote(c)}"
             for c in spec.columns
         )
         statements.append(
             f"CREATE TRIGGER {_quote('_tb_upd_' + name)} AFTER UPDATE ON {_quote(name)} BEGIN "
-            f"{log}{literal}, {_key_sql(spec, 'NEW')}, changed.col, 'update' FROM {STATE_TABLE}, ({changed}) AS changed; END"
+            f"{log}{literal}, {_key_sql(spec, 'NEW')}, changed.col, 'update', changed.old, changed.new "
+            f"FROM {STATE_TABLE}, ({changed}) AS changed; END"
         )
     return statements
 
@@ -273,6 +276,15 @@ class Sandbox:
         ):
             found.setdefault((table, key, column), set()).add(call)
         return {where: tuple(sorted(calls)) for where, calls in found.items()}
+
+    def value_log(self) -> list[tuple[int, str, str, str | None, str, Any, Any]]:
+        """Every logged write in order: (call, table, row key, column, op, old, new) — values for updates."""
+        return [
+            (call, table, key, column, op, old, new)
+            for call, table, key, column, op, old, new in self._open_db().execute(
+                f"SELECT call, tbl, rkey, col, op, old, new FROM {EFFECTS_TABLE} ORDER BY rowid"
+            )
+        ]
 
     def snapshot(self) -> Snapshot:
         """The current state; tables no call wrote are shared with S0 instead of re-read."""

@@ -17,6 +17,7 @@ from apps.agents.models import AgentConfig, PriceSheet
 from tb_engine.agents.fault_personas import RETRY_PERSONAS
 from tb_engine.agents.harness_checks import CHECKS, LABELS
 from tb_engine.agents.openai_parameters import parameter_problems
+from tb_engine.agents.process_personas import PROCESS_PERSONAS
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.llm.outbound import OutboundPolicy
 from tb_engine.pricing import PriceList, load_starter_price_sheet
@@ -217,8 +218,8 @@ def agent_config_for(spec: str) -> AgentConfig:
         return agent
     if spec.startswith("sim:"):
         persona = spec.split(":", 1)[1]
-        if persona not in PERSONAS and persona not in RETRY_PERSONAS:
-            known = ", ".join(sorted({*PERSONAS, *RETRY_PERSONAS}))
+        if persona not in PERSONAS and persona not in RETRY_PERSONAS and persona not in PROCESS_PERSONAS:
+            known = ", ".join(sorted({*PERSONAS, *RETRY_PERSONAS, *PROCESS_PERSONAS}))
             raise UnknownAgent(f"unknown simulated persona {persona!r}; known: {known}")
         agent, _ = AgentConfig.objects.get_or_create(
             name=f"sim:{persona} (simulated persona, not a model)",

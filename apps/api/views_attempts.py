@@ -17,8 +17,10 @@ from rest_framework.response import Response
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.attempts.models import Attempt
 from apps.attempts.selectors.attempt_lists import listed_attempts, visible_attempt
+from apps.attempts.selectors.process_risk import attempt_process_findings, passed_with_process_risk_ids
 from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import campaigns_visible_to
+from tb_engine.process import FINDING_KINDS
 from tb_engine.results import AttemptResult
 
 TAGS = ["attempts"]
@@ -144,6 +146,18 @@ class TranscriptOutput(serializers.Serializer):
     judge_usage = serializers.DictField(help_text="Token usage of the judge.")
 
 
+class ProcessFindingOutput(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=FINDING_KINDS)
+    calls = serializers.ListField(child=serializers.IntegerField(), help_text="Tool-call indexes it marks.")
+    detail = serializers.CharField()
+    table = serializers.CharField(allow_blank=True)
+    key = serializers.CharField(allow_blank=True)
+    field = serializers.CharField(allow_null=True)
+    rule = serializers.CharField(
+        allow_blank=True, help_text="The process rule broken (write_before_required_step)."
+    )
+
+
 class ProviderIdentityOutput(serializers.Serializer):
     model = serializers.CharField(allow_null=True, help_text="The response's `model` field.")
     system_fingerprint = serializers.CharField(allow_null=True)
@@ -164,6 +178,7 @@ class AttemptDetailOutput(AttemptOutput):
     effects = serializers.SerializerMethodField()
     checks = serializers.SerializerMethodField()
     rubrics = serializers.SerializerMethodField()
+    process = serializers.SerializerMethodField()
     _typed_result: AttemptResult | None = None  # the attempt being represented, read by to_representation
 
     class Meta(AttemptOutput.Meta):
@@ -175,6 +190,7 @@ class AttemptDetailOutput(AttemptOutput):
             "effects",
             "checks",
             "rubrics",
+            "process",
         ]
 
     def to_representation(self, attempt: Attempt) -> dict[str, Any]:
@@ -212,6 +228,12 @@ class AttemptDetailOutput(AttemptOutput):
         result = self._typed_result
         return [rubric.to_dict() for rubric in result.rubrics] if result is not None else []
 
+    @extend_schema_field(ProcessFindingOutput(many=True))
+    def get_process(self, attempt: Attempt) -> list[dict[str, Any]]:
+        """Process findings (docs/process_risk.md); they never change the verdict. Empty: none."""
+        found = attempt_process_findings(attempt_id=attempt.pk)
+        return [{k: v for k, v in f.items() if k != "label"} for f in found.findings] if found else []
+
 
 class AttemptFilter(serializers.Serializer):
     campaign = id_field(required=False)
@@ -228,6 +250,11 @@ class AttemptFilter(serializers.Serializer):
         allow_null=True,
         default=None,
         help_text="SPEC §4 clean-looking failures only (true) or none of them (false).",
+    )
+    process = serializers.ChoiceField(
+        choices=["any", *FINDING_KINDS],
+        required=False,
+        help_text="Passed with process risk: passing attempts with process findings (any, or of this kind).",
     )
     page = id_field(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=200)
@@ -253,6 +280,14 @@ class AttemptListView(ApiView):
             category=query.get("category") or "",
             clean_looking=query.get("clean_looking"),
         )
+        if query.get("process"):
+            kind = "" if query["process"] == "any" else query["process"]
+            attempts = attempts.filter(
+                verdict=Attempt.Verdict.PASS,
+                pk__in=passed_with_process_risk_ids(
+                    campaign_ids=campaigns_visible_to(request.user).values("pk"), kind=kind
+                ),
+            )
         return self.paginate(attempts, AttemptOutput)
 
 

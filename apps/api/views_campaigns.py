@@ -18,6 +18,7 @@ from apps.agents.models import AgentConfig, PriceSheet
 from apps.agents.services import UnknownAgent, agent_config_for
 from apps.api.base import ApiView, api_schema, id_field, paginated
 from apps.api.errors import Conflict
+from apps.attempts.selectors.process_risk import campaign_process_risk
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import (
     campaign_live,
@@ -430,13 +431,40 @@ class LiveOutput(serializers.Serializer):
     endpoints = LiveEndpointOutput(many=True)
 
 
+class ProcessRiskKindOutput(serializers.Serializer):
+    count = serializers.IntegerField(help_text="Passing attempts with at least one finding of this kind.")
+    share = serializers.FloatField(
+        allow_null=True, help_text="Of the passing attempts (null without a pass)."
+    )
+
+
+class ProcessRiskOutput(serializers.Serializer):
+    passed = serializers.IntegerField(help_text="Passing attempts of the campaign.")
+    with_risk = serializers.IntegerField(
+        help_text="Passing attempts with process findings (passed with process risk)."
+    )
+    share = serializers.FloatField(allow_null=True, help_text="with_risk / passed (null without a pass).")
+    kinds = serializers.DictField(
+        child=ProcessRiskKindOutput(),
+        help_text="write_reverted, outside_footprint, write_before_required_step (docs/process_risk.md).",
+    )
+
+
 class CampaignDetailOutput(CampaignOutput):
     live = serializers.SerializerMethodField(
         help_text="While the campaign runs: attempts in flight, its endpoints' load and an ETA (else null)."
     )
+    process_risk = serializers.SerializerMethodField(
+        help_text="Passed with process risk: passing attempts whose process findings the verdict cannot see."
+    )
 
     class Meta(CampaignOutput.Meta):
-        fields = [*CampaignOutput.Meta.fields, "live"]
+        fields = [*CampaignOutput.Meta.fields, "live", "process_risk"]
+
+    @extend_schema_field(ProcessRiskOutput)
+    def get_process_risk(self, campaign: Campaign) -> dict:
+        risk = campaign_process_risk(campaign_ids=[campaign.pk])[campaign.pk]
+        return {"passed": risk.passed, "with_risk": risk.with_risk, "share": risk.share, "kinds": risk.kinds}
 
     @extend_schema_field(LiveOutput(allow_null=True))
     def get_live(self, campaign: Campaign) -> dict | None:

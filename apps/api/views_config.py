@@ -32,6 +32,7 @@ from apps.core.access import role_rank, teams_for
 from apps.core.roles import Role
 from tb_engine.agents.fault_personas import RETRY_PERSONAS
 from tb_engine.agents.harness_checks import CHECKS
+from tb_engine.agents.process_personas import PROCESS_PERSONAS
 from tb_engine.agents.simulated import PERSONAS
 from tb_engine.pricing import PriceSheetError
 
@@ -96,7 +97,7 @@ class AgentInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=AgentConfig.Kind.choices)
     persona = serializers.ChoiceField(
-        choices=sorted(set(PERSONAS) | set(RETRY_PERSONAS) | set(CHECKS)),
+        choices=sorted(set(PERSONAS) | set(RETRY_PERSONAS) | set(PROCESS_PERSONAS) | set(CHECKS)),
         required=False,
         help_text="Simulated agents: the persona; harness checks (kind check): " + ", ".join(CHECKS) + ".",
     )
@@ -177,6 +178,7 @@ class AgentInput(serializers.Serializer):
         if merged.get("kind") == AgentConfig.Kind.SIMULATED and merged.get("persona") not in {
             *PERSONAS,
             *RETRY_PERSONAS,
+            *PROCESS_PERSONAS,
         }:
             raise serializers.ValidationError({"persona": ["not a simulated persona"]})
         if merged.get("kind") == AgentConfig.Kind.CHECK and merged.get("persona") not in CHECKS:

@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from apps.attempts.models import (
     Attempt,
+    AttemptProcessRisk,
     AttemptSignature,
     SignatureCount,
     SignatureVariant,
@@ -67,3 +68,19 @@ class AttemptSignatureAdmin(_DerivedAdmin):
 class SignatureVariantAdmin(_DerivedAdmin):
     list_display = ("digest", "items_hash")
     search_fields = ("digest",)
+
+
+@admin.register(AttemptProcessRisk)
+class AttemptProcessRiskAdmin(_DerivedAdmin):
+    list_display = (
+        "attempt",
+        "campaign",
+        "task",
+        "passed",
+        "write_reverted",
+        "outside_footprint",
+        "write_before_required_step",
+    )
+    list_select_related = ("campaign", "task")
+    list_filter = ("passed",)
+    raw_id_fields = ("attempt", "campaign", "task")

@@ -266,3 +266,36 @@ class AttemptSignature(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attempt_id}: {self.digest}"
+
+
+class AttemptProcessRisk(models.Model):
+    """The process findings of one done attempt (tb_engine.process; docs/process_risk.md).
+
+    A narrow row beside the attempt, like AttemptSignature: only attempts with at least one finding
+    have one, written from the result's ``extra["process"]`` when the attempt is recorded and by the
+    backfill (``manage.py backfill_process_risk``). Findings never change the verdict: ``passed``
+    repeats it (fixed once the attempt is done) so "passed with process risk" is counted per campaign
+    and per kind without reading the attempt heap. The per-kind columns count findings.
+    """
+
+    attempt = models.OneToOneField(
+        Attempt, on_delete=models.CASCADE, primary_key=True, related_name="process_risk", db_constraint=False
+    )
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    passed = models.BooleanField(default=False)
+    write_reverted = models.PositiveIntegerField(default=0)
+    outside_footprint = models.PositiveIntegerField(default=0)
+    write_before_required_step = models.PositiveIntegerField(default=0)
+    findings = models.JSONField(default=list, blank=True)  # tb_engine.process.Finding.to_dict() each
+    coverage = models.CharField(max_length=20, blank=True)  # value_log | writes | net_effects
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "passed"], name="process_risk_campaign_passed")]
+
+    def __str__(self) -> str:
+        return f"{self.attempt_id}: {len(self.findings)} process finding(s)"

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from apps.attempts.models import Attempt
+from apps.attempts.process_rows import ProcessRow, process_row
 from apps.attempts.signature_rows import SignatureRow
 from apps.core.text import without_nul
 from tb_engine.results import AttemptResult
@@ -101,6 +102,17 @@ class AttemptOutcome:
             "error_detail": without_nul(self.error_detail),
             "provider": shown(self.provider),
         }
+
+    def process_row(self, *, attempt_id: int, campaign_id: int, task_id: int) -> ProcessRow | None:
+        """The attempt's process-risk row (tb_engine.process findings), None when it has no finding."""
+        return process_row(
+            attempt_id=attempt_id,
+            campaign_id=campaign_id,
+            task_id=task_id,
+            status=self.status,
+            verdict=self.verdict,
+            result=self.result,
+        )
 
     def signature_row(self, *, attempt_id: int, campaign_id: int, task_id: int) -> SignatureRow | None:
         """The attempt's AttemptSignature row (SPEC §8) for this outcome; None when it did not fail."""

@@ -29,6 +29,7 @@ from apps.attempts import attempt_sql
 from apps.attempts.dispatch import send_run_attempt
 from apps.attempts.models import Attempt, campaign_model
 from apps.attempts.outcomes import AttemptOutcome, billed_fields, superseded_run
+from apps.attempts.process_rows import process_rows_store
 from apps.attempts.signature_rows import signatures_store
 from apps.attempts.summaries import summary_refresh
 from thinkingbox_web.embedded import tasks_run_inline
@@ -110,6 +111,7 @@ def attempt_record(
             ),
         )
         if fast is not None and fast.recorded:
+            _store_process_risk(attempt, outcome)
             if not fast.summary_found:
                 summary_refresh(campaign_id=attempt.campaign_id, task_id=attempt.task_id)
             send_run_attempt(fast.dispatched)
@@ -175,7 +177,19 @@ def _record_outcome(*, attempt: Attempt, worker: str, outcome: AttemptOutcome) -
             attempt_id=attempt.id, campaign_id=attempt.campaign_id, task_id=attempt.task_id
         )
         signatures_store([row] if row else [], attempt_ids=[attempt.id])
+        _store_process_risk(attempt, outcome)
     return recorded
+
+
+def _store_process_risk(attempt: Attempt, outcome: AttemptOutcome) -> None:
+    """The attempt's process-risk row, when it has findings (most have none: no statement then).
+
+    On the one-query path this follows the record's transaction: the findings are in the stored
+    result either way, and ``manage.py backfill_process_risk`` rebuilds any row missing.
+    """
+    row = outcome.process_row(attempt_id=attempt.id, campaign_id=attempt.campaign_id, task_id=attempt.task_id)
+    if row is not None:
+        process_rows_store([row], attempt_ids=[attempt.id])
 
 
 def _record_cancelled(*, attempt_id: int, worker: str) -> bool:

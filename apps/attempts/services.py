@@ -13,9 +13,10 @@ import dataclasses
 import itertools
 import os
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import reset_queries, transaction
@@ -26,6 +27,7 @@ from apps.attempts.bulk_insert import attempt_rows_insert, encoded_json
 from apps.attempts.dispatch import RUN_ATTEMPT_TASK, attempts_dispatch
 from apps.attempts.models import Attempt
 from apps.attempts.outcomes import USAGE_FIELDS, AttemptOutcome, last_run, superseded_run
+from apps.attempts.process_rows import ProcessBackfill, backfill_process_rows
 from apps.attempts.recording import (
     Recorded,
     attempt_claim,
@@ -38,6 +40,7 @@ from apps.attempts.signature_rows import SignatureRow, signatures_store
 from apps.attempts.signatures import BackfillReport, backfill_signatures
 from apps.attempts.summaries import summaries_create, summary_refresh
 from apps.suites.models import Task
+from tb_engine.process import ProcessReport
 from tb_engine.results import AttemptResult
 
 __all__ = [
@@ -321,3 +324,20 @@ def attempts_backfill_signatures(
     the touched campaigns' TaskSummary.updated_at (pages cached by summary stamp recompute).
     """
     return backfill_signatures(campaign_ids=campaign_ids, recompute=recompute)
+
+
+def attempts_backfill_process_risk(
+    *,
+    analyse_stored: Callable[[int, dict[str, Any]], ProcessReport | None],
+    campaign_ids: list[int] | None = None,
+    recompute: bool = False,
+) -> ProcessBackfill:
+    """Give stored done attempts their process-risk rows (tb_engine.process; docs/process_risk.md).
+
+    ``analyse_stored(task_id, result)`` analyses a stored result that carries no analysis of its own
+    (or every one with ``recompute``); None when it cannot (the caller knows the task's domain).
+    Side effects: AttemptProcessRisk rows of the scanned attempts replaced; attempt rows untouched.
+    """
+    return backfill_process_rows(
+        analyse_stored=analyse_stored, campaign_ids=campaign_ids, recompute=recompute
+    )

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.attempts.selectors.faults import fault_figures_by_campaign
+from apps.attempts.selectors.process_risk import campaign_process_risk
 from apps.campaigns.models import Campaign
 from apps.campaigns.selectors import campaign_robustness, campaigns_visible_to
 from apps.core.access import require_role, teams_for, user_has_role
@@ -64,9 +65,19 @@ LEADERBOARD_COLUMNS = (
     "recovery",
     "duplicates",
     "unfired",
+    # Process risk (docs/process_risk.md): passing attempts with findings, over the whole campaign.
+    "risk",
+    "risk_reverted",
+    "risk_footprint",
+    "risk_rules",
 )
 # Columns read from the stored fault records of campaigns run under a fault plan (docs/faults.md).
 ROBUSTNESS_COLUMNS = ("fault_plan", "recovery", "duplicates", "unfired")
+RISK_COLUMNS = {
+    "risk_reverted": "write_reverted",
+    "risk_footprint": "outside_footprint",
+    "risk_rules": "write_before_required_step",
+}
 PRESETS = {
     "reliability": ("Reliability", ("pass1", "hat5", "hatn", "alln", "gap", "cost_dependable", "infra")),
     "cost": ("Cost", ("alln", "tokens", "cost_attempt", "cost_success", "cost_dependable", "infra")),
@@ -74,6 +85,10 @@ PRESETS = {
     "robustness": (
         "Robustness",
         ("pass1", "alln", "fault_plan", "recovery", "duplicates", "unfired", "cost_dependable", "infra"),
+    ),
+    "process": (
+        "Process risk",
+        ("pass1", "alln", "risk", "risk_reverted", "risk_footprint", "risk_rules", "cost_dependable"),
     ),
     "all": ("All columns", LEADERBOARD_COLUMNS),
 }
@@ -127,7 +142,15 @@ def leaderboard(request):
     robustness = (
         fault_figures_by_campaign(campaign_ids=faulted) if set(ROBUSTNESS_COLUMNS) & set(columns) else {}
     )
+    # Two queries, only for the presets that show process risk.
+    risk = (
+        campaign_process_risk(campaign_ids=[row.campaign.pk for row in rows])
+        if any(column.startswith("risk") for column in columns)
+        else {}
+    )
     context = {
+        "risk": risk,
+        "risk_columns": [(column, RISK_COLUMNS[column]) for column in columns if column in RISK_COLUMNS],
         "rows": rows,
         "harness_rows": harness_rows,
         "groups": _band_groups(rows, grouped=sort in figures.BAND_SORTS and ground.comparable),

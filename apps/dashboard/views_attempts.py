@@ -16,6 +16,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from apps.attempts.selectors.drilldown import attempt_neighbours, drilldown_attempts, raw_result_attempts
+from apps.attempts.selectors.process_risk import process_findings_of
 from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role
@@ -267,6 +268,8 @@ def attempt_detail(request, pk: int):
         "next_id": next_id,
         "superseded": superseded_note(attempt.superseded_runs),
         "result_error": result_error,
+        # Process findings never change the verdict: shown beside it (docs/process_risk.md).
+        "process": process_findings_of(attempt),
     }
     return render(request, "dashboard/attempt.html", context)
 

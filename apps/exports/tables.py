@@ -12,6 +12,7 @@ from typing import Any
 
 from django.http import QueryDict
 
+from apps.attempts.selectors.process_risk import campaign_process_risk, process_counts_of_attempts
 from apps.campaigns.selectors import campaign_robustness, campaigns_visible_to, robustness_export_rows
 from apps.core.batches import in_slices
 from apps.dashboard.selectors import common_ground, ranked_order
@@ -33,6 +34,7 @@ from apps.triage.selectors import (
     suspect_tasks,
     task_health_scope,
 )
+from tb_engine.process import FINDING_LABELS
 
 # Column kinds decide the spreadsheet number format: share = 0..1 shown as percent.
 KINDS = ("text", "int", "float", "share", "points", "money", "bool")
@@ -134,7 +136,15 @@ def leaderboard_ranking(campaigns: list, query: QueryDict) -> Table:
         Column("common_k", "common k", "int"),
         Column("common_pass_hat_k", "pass^k on common ground", "share"),
         Column("common_pass_at_1", "pass@1 on common ground", "share"),
+        # Process risk (docs/process_risk.md), whole campaign: passing attempts with process findings.
+        Column("passed_with_process_risk", "passed with process risk", "int"),
+        Column("process_risk_share", "passed with process risk / passed", "share"),
+        *(
+            Column(f"passed_with_{kind}", f"passed with {label}", "int")
+            for kind, label in FINDING_LABELS.items()
+        ),
     ]
+    risk = campaign_process_risk(campaign_ids=[row.campaign.pk for row in rows])
     out = []
     for row in rows:
         m, campaign, band = row.figures, row.campaign, row.band
@@ -173,6 +183,9 @@ def leaderboard_ranking(campaigns: list, query: QueryDict) -> Table:
                 "excluded_unhealthy_tasks": len(exclude),
                 "compared_on": compared,
                 **_common_ground_cells(ground, campaign.pk),
+                "passed_with_process_risk": risk[campaign.pk].with_risk,
+                "process_risk_share": risk[campaign.pk].share,
+                **{f"passed_with_{kind}": risk[campaign.pk].by_kind[kind] for kind in FINDING_LABELS},
             }
         )
     title = "Leaderboard" if ground.comparable else f"Leaderboard. {ground.summary}"
@@ -378,7 +391,8 @@ def robustness_table(user, query: QueryDict) -> Table:
 
 
 def triage_queue_table(user, query: QueryDict) -> Table:
-    attempts = queue_rows(queue_queryset(user=user, filters=QueueFilters.from_query(query)))
+    attempts = list(queue_rows(queue_queryset(user=user, filters=QueueFilters.from_query(query))))
+    process = process_counts_of_attempts(attempt_ids=[a.pk for a in attempts])
     rows = [
         {
             "attempt": a.pk,
@@ -395,6 +409,7 @@ def triage_queue_table(user, query: QueryDict) -> Table:
             if hasattr(a, "review") and a.review.assignee
             else "",
             "status": a.review.status if hasattr(a, "review") else "open",
+            **{kind: (process.get(a.pk) or {}).get(kind, 0) for kind in FINDING_LABELS},
         }
         for a in attempts
     ]
@@ -409,6 +424,7 @@ def triage_queue_table(user, query: QueryDict) -> Table:
         Column("labels", "labels"),
         Column("assignee", "assignee"),
         Column("status", "status"),
+        *(Column(kind, f"process: {label}", "int") for kind, label in FINDING_LABELS.items()),
     ]
     return Table("triage-queue", "Triage queue", columns, rows)
 

@@ -19,12 +19,20 @@ from apps.attempts.selectors.failure_queue import (
     fault_injected,
     in_signature_forms,
 )
+from apps.attempts.selectors.process_risk import passed_with_process_risk
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.triage.models import AttemptReview
 from tb_engine.faults import FAULT_KINDS
+from tb_engine.process import FINDING_KINDS
 
 CATEGORIES = ("wrong_value", "missing_effect", "extra_effect", "rubric_failed", "check_failed")
-SCOPES = {"clean": "Clean-looking failures", "failed": "All failures"}
+SCOPES = {
+    "clean": "Clean-looking failures",
+    "failed": "All failures",
+    # Passing attempts with process findings (docs/process_risk.md): the verdict stands, the process is queried.
+    "process": "Passed with process risk",
+}
+PROCESS_KINDS = FINDING_KINDS
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
 QUEUE_PER_PAGE = 50
 MAX_SEARCH = 200  # characters of a text search
@@ -67,6 +75,8 @@ class QueueFilters:
     text: str = ""  # ?q=: words in what went wrong (diff values, messages, final reply) or the task id/title
     # ?v=: stored signature forms (SignatureVariant pks), one value-pair sub-group of the cluster
     variants: tuple[int, ...] = ()  # a QUEUE_SORTS key, "-" first for descending; "" is the default order
+    # ?process=: passing attempts with process risk ("any" or one finding kind); implies that scope
+    process: str = ""
 
     @classmethod
     def from_query(cls, query) -> QueueFilters:
@@ -78,6 +88,10 @@ class QueueFilters:
         scope = query.get("scope", "clean")
         signature = query.get("signature", "").strip().lower()
         sort = query.get("sort", "")
+        process = query.get("process", "")
+        process = process if process == "any" or process in PROCESS_KINDS else ""
+        if scope == "process" and not process:
+            process = "any"
         return cls(
             campaigns=tuple(sorted({int(v) for v in query.getlist("c") if v.isdigit()})),
             domain=query.get("domain", "").strip(),
@@ -87,7 +101,8 @@ class QueueFilters:
             label=_int(query.get("label", "")),
             assignee=assignee if assignee == "none" or assignee.isdigit() else "",
             status=status if status in AttemptReview.Status.values else "",
-            scope=scope if scope in SCOPES else "clean",
+            scope="process" if process else (scope if scope in SCOPES else "clean"),
+            process=process,
             signature=signature if _SIGNATURE.match(signature) else "",
             sort=sort if sort.removeprefix("-") in QUEUE_SORTS else "",
             text=" ".join(query.get("q", "").split())[:MAX_SEARCH],
@@ -107,11 +122,11 @@ class QueueFilters:
     def querystring(self) -> str:
         """The filters as a query string (defaults left out), the inverse of from_query."""
         pairs: list[tuple[str, str | int]] = [("c", pk) for pk in self.campaigns]
-        for name in ("domain", "task", "category", "fault", "label", "assignee", "status", "sort"):
+        for name in ("domain", "task", "category", "fault", "label", "assignee", "status", "sort", "process"):
             value = getattr(self, name)
             if value not in ("", None):
                 pairs.append((name, value))
-        if self.scope != "clean":
+        if self.scope not in ("clean", "process"):  # the process scope is said by ?process=
             pairs.append(("scope", self.scope))
         if self.signature:
             pairs.append(("signature", self.signature))
@@ -161,6 +176,15 @@ def queue_queryset(*, user, filters: QueueFilters, ordered: bool = True) -> Quer
     visible = campaigns_visible_to(user)
     if filters.campaigns:
         visible = visible.filter(pk__in=filters.campaigns)
+    if filters.process:
+        return passed_with_process_risk(
+            campaigns=visible,
+            kind="" if filters.process == "any" else filters.process,
+            domain=filters.domain,
+            task=filters.task,
+            conditions=_attempt_conditions(filters),
+            ordering=filters.ordering() if ordered else (),
+        )
     return failed_attempts(
         campaigns=visible,
         clean_only=filters.scope == "clean",

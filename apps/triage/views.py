@@ -31,6 +31,7 @@ from apps.triage.models import AttemptReview, Label, TaskHealthIssue
 from apps.triage.panel import panel_context
 from apps.triage.selectors import CATEGORIES, SCOPES, QueueFilters
 from tb_engine.faults import FAULT_KINDS
+from tb_engine.process import FINDING_LABELS
 
 PER_PAGE = selectors.QUEUE_PER_PAGE  # one list page; queue_neighbours pages the same way
 # The queue's two views: one row per failure cluster, or one row per attempt. Without ?view= the
@@ -60,6 +61,8 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
         "view_param": view if view in VIEWS else "",
     }
     index = None
+    if filters.process:  # passing attempts have no failure cluster: always one row per attempt
+        view = "list"
     if view not in VIEWS:
         view = "list"
         if not filters.signature:
@@ -159,6 +162,7 @@ def queue(request):
             "categories": CATEGORIES,
             "fault_kinds": FAULT_KINDS,
             "scopes": SCOPES,
+            "process_kinds": list(FINDING_LABELS.items()),
             "statuses": AttemptReview.Status.choices,
             "assignees": context.get("assignees") or _assignees(campaigns),
             "no_campaigns": not campaigns,

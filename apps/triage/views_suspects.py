@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.attempts.selectors.process_risk import suspect_rules_of_golden_runs
 from apps.core.access import require_role, user_has_role
 from apps.core.roles import Role
 from apps.figures.selectors import figure_campaigns
@@ -33,9 +34,14 @@ def _suspect_filters(query) -> tuple[str, str]:
 def suspects(request):
     """Tasks that are probably wrong (not the agents), each with its evidence; triagers exclude or dismiss them."""
     status, kind = _suspect_filters(request.GET)
-    rows = selectors.suspect_tasks(campaigns=figure_campaigns(request.user), status=status, kind=kind)
+    visible = figure_campaigns(request.user)
+    rows = selectors.suspect_tasks(campaigns=visible, status=status, kind=kind)
     context = {
         "rows": rows,
+        # Process rules a golden run broke (docs/process_risk.md): the rule or the golden trajectory is wrong.
+        "suspect_rules": suspect_rules_of_golden_runs(
+            campaign_ids=[c.pk for c in visible if c.is_harness_check]
+        ),
         "status": status,
         "kind": kind,
         "statuses": selectors.SUSPECT_STATUSES,

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OWNER = "attempts"
 MODELS_MODULE = "apps.attempts.models"
 ATTEMPT_MODELS = frozenset(
-    {"Attempt", "AttemptSignature", "SignatureVariant", "TaskSummary", "SignatureCount"}
+    {"Attempt", "AttemptSignature", "SignatureVariant", "TaskSummary", "SignatureCount", "AttemptProcessRisk"}
 )
 TABLES = (
     "campaigns_attempt",
@@ -37,6 +37,7 @@ TABLES = (
     "campaigns_attemptsignature",
     "campaigns_signaturevariant",
     "campaigns_signaturecount",
+    "attempts_attemptprocessrisk",
 )
 MANAGERS = frozenset({"objects", "_default_manager", "_base_manager"})
 # What can follow a related manager; a plain attribute read (``report.attempts``) is no query.
@@ -248,7 +249,7 @@ def test_no_template_reads_a_result_by_key():
 def test_reverse_relation_names_are_read_from_the_models():
     assert reverse_relations() == Relations(
         managers=frozenset({"attempts", "summaries", "signature_counts"}),
-        singles=frozenset({"failure_signature"}),
+        singles=frozenset({"failure_signature", "process_risk"}),
     )
 
 

@@ -9,8 +9,9 @@ from apps.attempts.models import Attempt
 
 
 def drilldown_attempts() -> QuerySet[Attempt]:
-    """Attempts with their campaign's agent and their task's domain joined (the page names all three)."""
-    return Attempt.objects.select_related("campaign__agent", "task__domain")
+    """Attempts with their campaign's agent, their task's domain and their process-risk row joined
+    (the page names all three and marks the findings: selectors.process_risk.process_findings_of)."""
+    return Attempt.objects.select_related("campaign__agent", "task__domain", "process_risk")
 
 
 def raw_result_attempts() -> QuerySet[Attempt]:
