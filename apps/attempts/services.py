@@ -34,6 +34,7 @@ from apps.attempts.recording import (
     attempt_record,
     attempts_heartbeat,
 )
+from apps.attempts.regrading import GradingChange, gradings_apply
 from apps.attempts.signature_rows import SignatureRow, signatures_store
 from apps.attempts.signatures import BackfillReport, backfill_signatures
 from apps.attempts.summaries import summaries_create, summary_refresh
@@ -41,6 +42,8 @@ from apps.suites.models import Task
 from tb_engine.results import AttemptResult
 
 __all__ = [
+    "GradingChange",
+    "gradings_apply",
     "RUN_ATTEMPT_TASK",
     "AttemptOutcome",
     "BackfillReport",
@@ -321,3 +324,4 @@ def attempts_backfill_signatures(
     the touched campaigns' TaskSummary.updated_at (pages cached by summary stamp recompute).
     """
     return backfill_signatures(campaign_ids=campaign_ids, recompute=recompute)
+
