@@ -37,7 +37,7 @@ from tb_engine.runner import grade_states
 from tb_engine.sandbox import domain_runtime, task_hash_of
 from tb_engine.snapshot import Snapshot, TableState, normalise_value, stable_columns
 from tb_engine.spec import DomainSpec, TaskSpec
-from tb_engine.transcript import Transcript
+from tb_engine.transcript import ToolCall, Transcript
 from tb_engine.version import HARNESS_VERSION
 
 # The grader a re-grade applies: the harness label campaigns store (tb_engine.version).
@@ -105,7 +105,8 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
         stored_effects = [Effect.from_dict(item) for item in stored.get("effects") or ()]
         stored_diff = [DiffItem.from_dict(item) for item in stored.get("diff") or ()]
         stored_rubrics = [RubricResult.from_dict(item) for item in stored.get("rubrics") or ()]
-        transcript = Transcript.from_dict(stored.get("transcript") or {})
+        stored_transcript = stored.get("transcript") or {}
+        tool_calls = [ToolCall.from_dict(call) for call in stored_transcript.get("tool_calls") or ()]
     except ResultFormatError as exc:
         return Regraded(reason=f"the stored record is unreadable: {exc}")
     try:
@@ -114,7 +115,7 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
         return Regraded(reason=f"SR cannot be rebuilt from the stored effects: {exc}")
     writes = writes_of(stored_effects)
     diff = diff_states(basis.initial, result, basis.golden, writes)
-    rubrics = rubric_answers(basis.task.rubrics, stored_rubrics, transcript.final_reply(), judge)
+    rubrics = rubric_answers(basis.task.rubrics, stored_rubrics, stored_transcript, judge)
     checks, outcome = grade_states(
         basis.task,
         initial=basis.initial,
@@ -122,7 +123,7 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
         diff=diff,
         rubrics=rubrics,
         termination=stored.get("termination"),
-        tool_calls=transcript.tool_calls,
+        tool_calls=tool_calls,
     )
     return Regraded(
         verdict=outcome.verdict,
@@ -135,14 +136,18 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
 
 
 def rubric_answers(
-    questions: tuple[str, ...], stored: list[RubricResult], final_reply: str, judge: Judge | None
+    questions: tuple[str, ...], stored: list[RubricResult], transcript: Mapping[str, Any], judge: Judge | None
 ) -> list[RubricResult]:
-    """Stored answers to the questions kept; a new question asked of ``judge`` (None: unanswered)."""
+    """Stored answers to the questions kept; a new question asked of ``judge`` (None: unanswered).
+
+    The stored transcript's messages are read only when a question is new (the final reply).
+    """
     answered = {rubric.question: rubric for rubric in stored}
     results = []
     for question in questions:
         kept = answered.get(question)
         if kept is None:
+            final_reply = Transcript.from_dict(transcript).final_reply()
             (kept,), _usage = judge_rubrics((question,), final_reply, judge)
         results.append(kept)
     return results
@@ -210,8 +215,8 @@ def _applied(table: TableState, table_effects: list[Effect]) -> TableState:
             del rows[effect.key]
             keys_changed = True
         else:
-            column = effect.field
-            kind = table.spec.columns.get(column or "")
+            column = effect.field or ""
+            kind = table.spec.columns.get(column)
             if before_row is None or kind is None:
                 raise StateNotReproduced(f"{where}.{column}: updated, but S0 has no such cell")
             if before_row[column] != normalise_value(kind, effect.before):

@@ -32,7 +32,10 @@ class GradingChange:
 
 
 def gradings_apply(
-    *, changes: Iterable[GradingChange], task_hashes: dict[int, str], campaign_ids: list[int],
+    *,
+    changes: Iterable[GradingChange],
+    task_hashes: dict[int, str],
+    campaign_ids: list[int],
     keep_hash_of: Iterable[int] = (),
 ) -> None:
     """Write the changed gradings, stamp the re-graded attempts with their task version, recount.

@@ -324,4 +324,3 @@ def attempts_backfill_signatures(
     the touched campaigns' TaskSummary.updated_at (pages cached by summary stamp recompute).
     """
     return backfill_signatures(campaign_ids=campaign_ids, recompute=recompute)
-

@@ -100,7 +100,9 @@ def regrade_preview(
     if len(campaigns) != len(set(campaign_ids)) or not campaigns:
         raise RegradeError("every campaign must exist and belong to the team")
     ids = [c.pk for c in campaigns]
-    task_pks = list(Campaign.tasks.through.objects.filter(campaign_id__in=ids).values_list("task_id", flat=True))
+    task_pks = list(
+        Campaign.tasks.through.objects.filter(campaign_id__in=ids).values_list("task_id", flat=True)
+    )
     bases = _bases(set(task_pks))
     run = RegradeRun.objects.create(team_id=team_id, grader_version=GRADER_VERSION, created_by=user)
     run.campaigns.set(campaigns)
@@ -143,9 +145,7 @@ def regrade_preview(
     return run
 
 
-def _version(
-    run: RegradeRun, stored: Any, kind: str, new: Regraded, basis: TaskBasis
-) -> VerdictVersion:
+def _version(run: RegradeRun, stored: Any, kind: str, new: Regraded, basis: TaskBasis) -> VerdictVersion:
     return VerdictVersion(
         attempt_id=stored.id,
         run=run,
@@ -172,7 +172,9 @@ def _report(campaigns: list[Campaign], tally: _Tally) -> dict[str, Any]:
     impacts = {}
     for campaign in campaigns:
         impacts[str(campaign.pk)] = campaign_impact(
-            by_campaign.get(campaign.pk, {}), n_attempts=campaign.n_attempts, agent_cost=costs.get(campaign.pk)
+            by_campaign.get(campaign.pk, {}),
+            n_attempts=campaign.n_attempts,
+            agent_cost=costs.get(campaign.pk),
         )
     ranks = rank_changes(impacts)
     return {
@@ -202,7 +204,9 @@ def regrade_apply(*, run: RegradeRun, user: Any = None) -> RegradeRun:
     if run.status != RegradeRun.Status.PREVIEW:
         raise RegradeError(f"re-grade #{run.pk} is {run.status}, not a preview")
     previews = list(run.versions.filter(kind=VerdictVersion.Kind.PREVIEW))
-    skipped = list(run.versions.filter(kind=VerdictVersion.Kind.NOT_REGRADABLE).values_list("attempt_id", flat=True))
+    skipped = list(
+        run.versions.filter(kind=VerdictVersion.Kind.NOT_REGRADABLE).values_list("attempt_id", flat=True)
+    )
     current = attempt_gradings(attempt_ids=[v.attempt_id for v in previews])
     stale = [v.attempt_id for v in previews if current[v.attempt_id]["verdict"] != v.previous_verdict]
     if stale:
@@ -235,9 +239,9 @@ def regrade_apply(*, run: RegradeRun, user: Any = None) -> RegradeRun:
             if v.attempt_id not in has_original
         ]
         VerdictVersion.objects.bulk_create(originals, batch_size=VERSION_BATCH)
-        VerdictVersion.objects.filter(
-            attempt_id__in=list(current), kind=VerdictVersion.Kind.APPLIED
-        ).update(kind=VerdictVersion.Kind.SUPERSEDED)
+        VerdictVersion.objects.filter(attempt_id__in=list(current), kind=VerdictVersion.Kind.APPLIED).update(
+            kind=VerdictVersion.Kind.SUPERSEDED
+        )
         run.versions.filter(kind=VerdictVersion.Kind.PREVIEW).update(kind=VerdictVersion.Kind.APPLIED)
         attempts_services.gradings_apply(
             changes=[
@@ -261,4 +265,3 @@ def regrade_apply(*, run: RegradeRun, user: Any = None) -> RegradeRun:
         run.save(update_fields=["status", "applied_by", "applied_at"])
     figures_refresh(campaign_ids=campaign_ids)
     return run
-

@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-from tests.figures.conftest import _fresh_cache, run_campaign  # noqa: F401 (fixtures)
 from tests.campaigns.conftest import drain, make_campaign, starter_suite  # noqa: F401 (fixtures)
+from tests.figures.conftest import _fresh_cache, run_campaign  # noqa: F401 (fixtures)

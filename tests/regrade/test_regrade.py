@@ -9,14 +9,13 @@ import pytest
 
 from apps.attempts.models import Attempt
 from apps.figures import selectors as figures
-from apps.regrade.models import RegradeRun, VerdictVersion
+from apps.regrade.models import RegradeRun
 from apps.regrade.selectors import figure_versions, impact_report, verdict_history
 from apps.regrade.services import RegradeError, regrade_apply, regrade_preview
 from apps.suites.models import Task
 from apps.worker.execution import agent_config, attempt_seed
 from apps.worker.selectors import task_domain, task_spec_of
 from tb_engine.attempt_setup import AttemptSetup
-from tb_engine.spec_json import task_to_dict
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +83,11 @@ def test_a_changed_golden_end_state_flips_exactly_what_a_full_rerun_flips_and_ap
 
     # Nothing changed yet: a re-grade reproduces every verdict, diff and check, and flips nothing.
     unchanged = regrade_preview(campaign_ids=[c.pk for c in campaigns], team_id=team_a.pk)
-    assert (unchanged.report["changed"], unchanged.not_regradable, unchanged.regraded) == (0, 0, len(original))
+    assert (unchanged.report["changed"], unchanged.not_regradable, unchanged.regraded) == (
+        0,
+        0,
+        len(original),
+    )
 
     _change_golden_end_state(task)
     rerun = {}
