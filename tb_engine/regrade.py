@@ -106,7 +106,7 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
         stored_diff = [DiffItem.from_dict(item) for item in stored.get("diff") or ()]
         stored_rubrics = [RubricResult.from_dict(item) for item in stored.get("rubrics") or ()]
         stored_transcript = stored.get("transcript") or {}
-        tool_calls = [ToolCall.from_dict(call) for call in stored_transcript.get("tool_calls") or ()]
+        tool_calls = _verdict_tool_calls(stored_transcript.get("tool_calls") or ())
     except ResultFormatError as exc:
         return Regraded(reason=f"the stored record is unreadable: {exc}")
     try:
@@ -133,6 +133,25 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
         checks=checks,
         rubrics=rubrics,
     )
+
+
+def _verdict_tool_calls(stored: Any) -> list[ToolCall]:
+    """The stored tool calls as far as the verdict reads them (position, name, read-only, error).
+
+    The clean-looking flag reads no more (grading.is_clean_looking); arguments and results, most of
+    a transcript's bytes, are left unread.
+    """
+    if not isinstance(stored, list):
+        raise ResultFormatError("must be a list", path="transcript.tool_calls")
+    calls = []
+    for index, call in enumerate(stored):
+        if not isinstance(call, Mapping):
+            raise ResultFormatError("must be an object", path=f"transcript.tool_calls[{index}]")
+        error, read_only = call.get("error"), call.get("read_only", False)
+        if not (error is None or isinstance(error, str)) or not isinstance(read_only, bool):
+            raise ResultFormatError("error or read_only of the wrong type", path=f"transcript.tool_calls[{index}]")
+        calls.append(ToolCall(index, "", str(call.get("name") or ""), None, error=error, read_only=read_only))
+    return calls
 
 
 def rubric_answers(

@@ -10,13 +10,14 @@ the stored figures.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from apps.attempts import services as attempts_services
@@ -65,6 +66,29 @@ class _Tally:
     changed: int = 0
     not_regradable: int = 0
     reasons: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    task_versions: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def plain(self) -> _Tally:
+        """Without the defaultdicts' factories (lambdas do not pickle): to send from a child process."""
+        self.pairs, self.reasons = dict(self.pairs), dict(self.reasons)
+        return self
+
+    @classmethod
+    def merged(cls, parts: list[_Tally]) -> _Tally:
+        """The tallies of disjoint sets of tasks added up."""
+        total = cls()
+        for part in parts:
+            total.pairs.update(part.pairs)
+            for kind, count in part.flips.items():
+                total.flips[kind] += count
+            for reason, count in part.reasons.items():
+                total.reasons[reason] += count
+            total.regraded += part.regraded
+            total.changed += part.changed
+            total.not_regradable += part.not_regradable
+            total.task_versions.update(part.task_versions)
+        total.task_versions = dict(sorted(total.task_versions.items(), key=lambda item: int(item[0])))
+        return total
 
 
 def _grading_changed(stored: dict[str, Any], new: Regraded) -> bool:
@@ -87,28 +111,69 @@ def _bases(task_pks: Iterable[int]) -> dict[int, TaskBasis]:
 
 
 def regrade_preview(
-    *, campaign_ids: list[int], team_id: int, user: Any = None, judge: Judge | None = None
+    *,
+    campaign_ids: list[int],
+    team_id: int,
+    user: Any = None,
+    judge: Judge | None = None,
+    workers: int = 1,
 ) -> RegradeRun:
     """Re-grade the campaigns' done attempts as a preview; returns the run with its impact report.
 
-    Side effects: one RegradeRun (status preview) with its impact report, and a VerdictVersion
-    (kind preview, or not_regradable with the reason) per attempt whose grading would change or
-    that cannot be re-graded. The attempt record and the figures are untouched.
+    ``workers`` > 1 splits the tasks among that many forked processes (PostgreSQL, outside a
+    transaction, without a judge; otherwise one process). Side effects: one RegradeRun (status
+    preview) with its impact report, and a VerdictVersion (kind preview, or not_regradable with the
+    reason) per attempt whose grading would change or that cannot be re-graded. The attempt record
+    and the figures are untouched.
     """
     started = time.perf_counter()
     campaigns = list(Campaign.objects.filter(pk__in=campaign_ids, team_id=team_id).order_by("pk"))
     if len(campaigns) != len(set(campaign_ids)) or not campaigns:
         raise RegradeError("every campaign must exist and belong to the team")
     ids = [c.pk for c in campaigns]
-    task_pks = list(
-        Campaign.tasks.through.objects.filter(campaign_id__in=ids).values_list("task_id", flat=True)
+    task_pks = sorted(
+        set(Campaign.tasks.through.objects.filter(campaign_id__in=ids).values_list("task_id", flat=True))
     )
-    bases = _bases(set(task_pks))
     run = RegradeRun.objects.create(team_id=team_id, grader_version=GRADER_VERSION, created_by=user)
     run.campaigns.set(campaigns)
+    parallel = (
+        workers > 1 and judge is None and connection.vendor == "postgresql" and not connection.in_atomic_block
+    )
+    if parallel:
+        parts = [task_pks[i::workers] for i in range(workers)]
+        connections.close_all()  # each forked process opens its own connection
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            tallies = pool.starmap(_regrade_part_in_child, [(run.pk, ids, part) for part in parts])
+        tally = _Tally.merged(tallies)
+    else:
+        tally = _regrade_part(run, ids, task_pks, judge=judge, only_listed=False)
+    run.task_versions = tally.task_versions
+    run.report = _report(campaigns, tally)
+    run.regraded, run.not_regradable = tally.regraded, tally.not_regradable
+    run.duration_s = time.perf_counter() - started
+    run.save(update_fields=["task_versions", "report", "regraded", "not_regradable", "duration_s"])
+    return run
+
+
+def _regrade_part_in_child(run_id: int, campaign_ids: list[int], task_pks: list[int]) -> _Tally:
+    try:
+        run = RegradeRun.objects.get(pk=run_id)
+        return _regrade_part(run, campaign_ids, task_pks, judge=None, only_listed=True).plain()
+    finally:
+        connections.close_all()
+
+
+def _regrade_part(
+    run: RegradeRun, campaign_ids: list[int], task_pks: list[int], *, judge: Judge | None, only_listed: bool
+) -> _Tally:
+    """Re-grade the campaigns' attempts of ``task_pks`` (every task's unless ``only_listed``)."""
+    bases = _bases(task_pks)
     tally = _Tally()
     versions: list[VerdictVersion] = []
-    for stored in attempts_to_regrade(campaign_ids=ids):
+    stream = attempts_to_regrade(
+        campaign_ids=campaign_ids, task_ids=task_pks if only_listed else None, with_messages=judge is not None
+    )
+    for stored in stream:
         pair = tally.pairs[(stored.campaign_id, stored.task_id)]
         if stored.status != "done":
             continue
@@ -135,14 +200,10 @@ def regrade_preview(
             VerdictVersion.objects.bulk_create(versions)
             versions.clear()
     VerdictVersion.objects.bulk_create(versions)
-    run.task_versions = {
+    tally.task_versions = {
         str(pk): {"task_id": basis.task.id, "hash": basis.task_hash} for pk, basis in sorted(bases.items())
     }
-    run.report = _report(campaigns, tally)
-    run.regraded, run.not_regradable = tally.regraded, tally.not_regradable
-    run.duration_s = time.perf_counter() - started
-    run.save(update_fields=["task_versions", "report", "regraded", "not_regradable", "duration_s"])
-    return run
+    return tally
 
 
 def _version(run: RegradeRun, stored: Any, kind: str, new: Regraded, basis: TaskBasis) -> VerdictVersion:
