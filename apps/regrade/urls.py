@@ -10,4 +10,5 @@ urlpatterns = [
     path("regrades/<int:pk>/", views.regrade_detail, name="detail"),
     path("regrades/<int:pk>/apply/", views.regrade_apply_view, name="apply"),
     path("regrades/<int:pk>/report.xlsx", views.regrade_xlsx, name="xlsx"),
+    path("regrades/campaigns/<int:pk>/versions/", views.campaign_versions, name="versions"),
 ]

@@ -14,7 +14,7 @@ from apps.campaigns.models import Campaign
 from apps.core.access import get_visible_or_404, require_role, teams_for, user_has_role
 from apps.core.roles import Role
 from apps.regrade.models import RegradeRun
-from apps.regrade.selectors import campaign_rows, impact_report, impact_workbook, runs_of
+from apps.regrade.selectors import campaign_rows, figure_versions, impact_report, impact_workbook, runs_of
 from apps.regrade.services import RegradeError, regrade_apply, regrade_preview
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -86,3 +86,12 @@ def regrade_xlsx(request, pk: int):
     response = HttpResponse(impact_workbook(impact_report(run)), content_type=XLSX)
     response["Content-Disposition"] = f'attachment; filename="regrade-{run.pk}.xlsx"'
     return response
+
+
+@require_GET
+@require_role(Role.VIEWER)
+def campaign_versions(request, pk: int):
+    """The campaign page's "figures from" line (htmx): its task and grader versions, re-grades included."""
+    campaign = get_visible_or_404(Campaign.objects.all(), request.user, team_path="team", pk=pk)
+    versions = figure_versions([campaign])[campaign.pk]
+    return render(request, "regrade/_versions.html", {"versions": versions, "campaign": campaign})

@@ -248,6 +248,7 @@ def sample_paths(data) -> dict[str, list[tuple[str, str]]]:
         "regrade:detail": [("page", f"/regrades/{data.regrade.pk}/")],
         "regrade:apply": [("action", f"/regrades/{data.regrade.pk}/apply/")],
         "regrade:xlsx": [("file", f"/regrades/{data.regrade.pk}/report.xlsx")],
+        "regrade:versions": [("page", f"/regrades/campaigns/{careless}/versions/")],
         "api:watches": [("page", "/api/watches/")],
         "api:watch": [("page", f"/api/watches/{data.watch.pk}/")],
         "api:watch_runs": [("page", f"/api/watches/{data.watch.pk}/runs/")],

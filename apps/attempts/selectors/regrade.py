@@ -49,10 +49,8 @@ def attempts_to_regrade(
     attempts = Attempt.objects.filter(campaign_id__in=campaign_ids)
     if task_ids is not None:
         attempts = attempts.filter(task_id__in=task_ids)
-    rows = (
-        attempts
-        .order_by("task_id", "campaign_id", "index")
-        .values_list("pk", "campaign_id", "task_id", "status", "verdict", "result")
+    rows = attempts.order_by("task_id", "campaign_id", "index").values_list(
+        "pk", "campaign_id", "task_id", "status", "verdict", "result"
     )
     for pk, campaign_id, task_id, status, verdict, result in rows.iterator(chunk_size=chunk_size):
         yield StoredAttempt(pk, campaign_id, task_id, status, verdict, result or {})
