@@ -149,7 +149,9 @@ def _verdict_tool_calls(stored: Any) -> list[ToolCall]:
             raise ResultFormatError("must be an object", path=f"transcript.tool_calls[{index}]")
         error, read_only = call.get("error"), call.get("read_only", False)
         if not (error is None or isinstance(error, str)) or not isinstance(read_only, bool):
-            raise ResultFormatError("error or read_only of the wrong type", path=f"transcript.tool_calls[{index}]")
+            raise ResultFormatError(
+                "error or read_only of the wrong type", path=f"transcript.tool_calls[{index}]"
+            )
         calls.append(ToolCall(index, "", str(call.get("name") or ""), None, error=error, read_only=read_only))
     return calls
 

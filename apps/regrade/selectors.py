@@ -227,8 +227,12 @@ def impact_workbook(report: dict[str, Any]) -> bytes:
     return out.getvalue()
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value: Any) -> Any:
-    """openpyxl reads text starting with '=' as a formula: such text stays text."""
-    if isinstance(value, str) and value.startswith("="):
+    """Names come from operators and imported files: text a spreadsheet would run as a formula gets
+    a leading apostrophe (the exports' rule, docs/exports.md)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
