@@ -8,6 +8,7 @@ selectors.regrade.attempt_gradings before this runs.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from django.db import transaction
 from apps.attempts.models import Attempt, AttemptSignature
 from apps.attempts.signatures import backfill_signatures
 from apps.attempts.summaries import summary_refresh
+from apps.core.batches import in_slices
 
 
 @dataclass(frozen=True)
@@ -74,15 +76,23 @@ def gradings_apply(
                 rows, ["result", "verdict", "categories", "clean_looking", "diff_items", "task_hash"]
             )
             AttemptSignature.objects.filter(attempt_id__in=list(batch)).delete()
+        # Attempts that were not re-gradable keep the task version they were graded against:
+        # read before the per-task stamp, put back after it (no IN list of every such attempt).
+        kept_hashes: dict[str, list[int]] = defaultdict(list)
+        for ids in in_slices(sorted(kept)):
+            for pk, task_hash in Attempt.objects.filter(pk__in=ids).values_list("pk", "task_hash"):
+                kept_hashes[task_hash].append(pk)
         for task_id, task_hash in task_hashes.items():
             (
                 Attempt.objects.filter(
                     campaign_id__in=campaign_ids, task_id=task_id, status=Attempt.Status.DONE
                 )
-                .exclude(pk__in=kept)
                 .exclude(task_hash=task_hash)
                 .update(task_hash=task_hash)
             )
+        for task_hash, pks in kept_hashes.items():
+            for ids in in_slices(pks):
+                Attempt.objects.filter(pk__in=ids).update(task_hash=task_hash)
         backfill_signatures(campaign_ids=campaign_ids)
         for campaign_id in campaign_ids:
             summary_refresh(campaign_id=campaign_id)

@@ -23,6 +23,7 @@ from django.utils import timezone
 from apps.attempts import services as attempts_services
 from apps.attempts.selectors.regrade import attempt_gradings, attempts_to_regrade, campaign_agent_costs
 from apps.campaigns.models import Campaign
+from apps.core.batches import in_slices
 from apps.figures.services import figures_refresh
 from apps.regrade.models import RegradeRun, VerdictVersion
 from apps.suites.models import Task
@@ -269,6 +270,7 @@ def regrade_apply(*, run: RegradeRun, user: Any = None) -> RegradeRun:
         run.versions.filter(kind=VerdictVersion.Kind.NOT_REGRADABLE).values_list("attempt_id", flat=True)
     )
     current = attempt_gradings(attempt_ids=[v.attempt_id for v in previews])
+    previews = [v for v in previews if v.attempt_id in current]  # an attempt deleted since: nothing to write
     stale = [v.attempt_id for v in previews if current[v.attempt_id]["verdict"] != v.previous_verdict]
     if stale:
         raise RegradeError(
@@ -277,11 +279,13 @@ def regrade_apply(*, run: RegradeRun, user: Any = None) -> RegradeRun:
     campaign_ids = list(run.campaigns.values_list("pk", flat=True))
     harness = dict(Campaign.objects.filter(pk__in=campaign_ids).values_list("pk", "harness_version"))
     with transaction.atomic():
-        has_original = set(
-            VerdictVersion.objects.filter(
-                attempt_id__in=list(current), kind=VerdictVersion.Kind.ORIGINAL
-            ).values_list("attempt_id", flat=True)
-        )
+        has_original: set[int] = set()
+        for ids in in_slices(list(current)):
+            has_original.update(
+                VerdictVersion.objects.filter(
+                    attempt_id__in=ids, kind=VerdictVersion.Kind.ORIGINAL
+                ).values_list("attempt_id", flat=True)
+            )
         originals = [
             VerdictVersion(
                 attempt_id=v.attempt_id,
@@ -300,9 +304,10 @@ def regrade_apply(*, run: RegradeRun, user: Any = None) -> RegradeRun:
             if v.attempt_id not in has_original
         ]
         VerdictVersion.objects.bulk_create(originals, batch_size=VERSION_BATCH)
-        VerdictVersion.objects.filter(attempt_id__in=list(current), kind=VerdictVersion.Kind.APPLIED).update(
-            kind=VerdictVersion.Kind.SUPERSEDED
-        )
+        for ids in in_slices(list(current)):
+            VerdictVersion.objects.filter(attempt_id__in=ids, kind=VerdictVersion.Kind.APPLIED).update(
+                kind=VerdictVersion.Kind.SUPERSEDED
+            )
         run.versions.filter(kind=VerdictVersion.Kind.PREVIEW).update(kind=VerdictVersion.Kind.APPLIED)
         attempts_services.gradings_apply(
             changes=[
