@@ -9,7 +9,7 @@ from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from apps.api.base import ApiView, api_schema
+from apps.api.base import ApiView, api_schema, id_field
 from apps.api.errors import Conflict
 from apps.campaigns.models import Campaign
 from apps.core.access import teams_for
@@ -23,7 +23,7 @@ TAGS = ["re-grading"]
 
 class RegradeInput(serializers.Serializer):
     campaigns = serializers.ListField(
-        child=serializers.IntegerField(), min_length=1, help_text="Campaign ids, all of one team."
+        child=id_field(), min_length=1, max_length=1000, help_text="Campaign ids, all of one team."
     )
 
 
