@@ -222,7 +222,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=CAMPAIGNS)
     parser.add_argument("--pool", type=int, default=12, help="engine runs per task (default 12)")
-    parser.add_argument("--workers", type=int, default=2, help="re-grading processes (default 2: two cores)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help="re-grading processes (default 4: each waits on its PostgreSQL backend about half the time, "
+        "so four keep two cores busy; 2 gave 1,845/s at load 5, 4 gave 5,025/s)",
+    )
     parser.add_argument("--profile", action="store_true", help="print the re-grade's cProfile top functions")
     args = parser.parse_args()
     url, cluster = start_database()

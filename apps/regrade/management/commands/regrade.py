@@ -29,6 +29,9 @@ class Command(BaseCommand):
         preview.add_argument("--campaign", type=int, action="append", help="campaign id (repeatable)")
         preview.add_argument("--team", help="every campaign of this team (slug)")
         preview.add_argument("--xlsx", type=Path, help="also write the report as an XLSX file")
+        preview.add_argument(
+            "--workers", type=int, default=1, help="re-grading processes (PostgreSQL only; default 1)"
+        )
         report = actions.add_parser("report", help="print a re-grade's impact report")
         report.add_argument("run", type=int)
         report.add_argument("--xlsx", type=Path, help="also write the report as an XLSX file")
@@ -68,4 +71,4 @@ class Command(BaseCommand):
             team = Team.objects.get(pk=teams.pop())
         else:
             raise CommandError("name the campaigns (--campaign ID …) or a team (--team SLUG)")
-        return regrade_preview(campaign_ids=ids, team_id=team.pk)
+        return regrade_preview(campaign_ids=ids, team_id=team.pk, workers=options["workers"])
