@@ -318,21 +318,50 @@ def grade_attempt(
     ``state_of_record`` is the backend's own state verdict when it has one (a ThinkingBox
     server's hash equality); where it disagrees with our diff it decides the state part.
     """
+    rubrics, usage = judge_rubrics(task.rubrics, dialogue.transcript.final_reply(), judge)
+    dialogue.transcript.judge_usage = dialogue.transcript.judge_usage + usage
+    checks, outcome = grade_states(
+        task,
+        initial=initial,
+        result=result,
+        diff=diff,
+        rubrics=rubrics,
+        termination=dialogue.termination,
+        tool_calls=dialogue.transcript.tool_calls,
+        state_of_record=state_of_record,
+    )
+    return Graded(diff, effect_list, checks, rubrics, outcome)
+
+
+def grade_states(
+    task: TaskSpec,
+    *,
+    initial: Snapshot,
+    result: Snapshot,
+    diff: list[DiffItem],
+    rubrics: list[RubricResult],
+    termination: str | None,
+    tool_calls: list[ToolCall],
+    state_of_record: bool | None = None,
+) -> tuple[list[CheckResult], Grade]:
+    """The task's checks on SR and the verdict from the diff, checks and answered rubrics.
+
+    The one grading rule shared by a run (``grade_attempt``) and a re-grade from stored effects
+    (``tb_engine.regrade``), so a re-grade decides exactly as a run would.
+    """
     checks = evaluate_checks(task.checks, initial, result)
     record_check = state_of_record_check(diff, state_of_record)
     if record_check is not None:
         checks.append(record_check)
     graded_diff = [] if record_check is not None and record_check.passed else diff
-    rubrics, usage = judge_rubrics(task.rubrics, dialogue.transcript.final_reply(), judge)
-    dialogue.transcript.judge_usage = dialogue.transcript.judge_usage + usage
     outcome = grade(
         diff=graded_diff,
         checks=checks,
         rubrics=rubrics,
-        termination=dialogue.termination,
-        tool_calls=dialogue.transcript.tool_calls,
+        termination=termination,
+        tool_calls=tool_calls,
     )
-    return Graded(diff, effect_list, checks, rubrics, outcome)
+    return checks, outcome
 
 
 def record(

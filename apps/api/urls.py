@@ -13,6 +13,7 @@ from apps.api import (
     views_meta,
     views_metrics,
     views_noise,
+    views_regrade,
     views_training,
     views_triage,
 )
@@ -68,6 +69,9 @@ urlpatterns = [
     path("api/training/pool/", views_training.TrainingPoolView.as_view(), name="training_pool"),
     path("api/planner/", views_noise.PlannerView.as_view(), name="planner"),
     path("api/gates/", views_noise.GateView.as_view(), name="gates"),
+    path("api/regrades/", views_regrade.RegradeListView.as_view(), name="regrades"),
+    path("api/regrades/<int:pk>/", views_regrade.RegradeDetailView.as_view(), name="regrade"),
+    path("api/regrades/<int:pk>/apply/", views_regrade.RegradeApplyView.as_view(), name="regrade_apply"),
     path("api/watches/", views_drift.WatchListView.as_view(), name="watches"),
     path("api/watches/<int:pk>/", views_drift.WatchDetailView.as_view(), name="watch"),
     path("api/watches/<int:pk>/runs/", views_drift.WatchRunsView.as_view(), name="watch_runs"),

@@ -36,6 +36,7 @@ from apps.attempts.recording import (
     attempt_record,
     attempts_heartbeat,
 )
+from apps.attempts.regrading import GradingChange, gradings_apply
 from apps.attempts.signature_rows import SignatureRow, signatures_store
 from apps.attempts.signatures import BackfillReport, backfill_signatures
 from apps.attempts.summaries import summaries_create, summary_refresh
@@ -44,6 +45,8 @@ from tb_engine.process import ProcessReport
 from tb_engine.results import AttemptResult
 
 __all__ = [
+    "GradingChange",
+    "gradings_apply",
     "RUN_ATTEMPT_TASK",
     "AttemptOutcome",
     "BackfillReport",

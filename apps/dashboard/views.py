@@ -27,6 +27,7 @@ from apps.dashboard.fragments import shared_fragment
 from apps.dashboard.selectors import common_ground, compare_verdict, external_scores, ranked_order
 from apps.drift.selectors import open_alert_count
 from apps.figures import selectors as figures
+from apps.regrade.selectors import figure_versions
 from apps.suites.models import Task
 from apps.triage.selectors import judge_note_rows, task_health_scope
 from tb_engine.metrics import spearman
@@ -92,6 +93,11 @@ PRESETS = {
     ),
     "all": ("All columns", LEADERBOARD_COLUMNS),
 }
+
+
+def _figure_version_rows(campaigns: list) -> list[tuple[object, object]]:
+    versions = figure_versions(campaigns)
+    return [(campaign, versions[campaign.pk]) for campaign in campaigns]
 
 
 @require_GET
@@ -178,6 +184,8 @@ def leaderboard(request):
         "score_form": ExternalScoreForm(campaigns=visible),
         "can_edit": user_has_role(request.user, Role.OPERATOR),
         "judge_note_rows": judge_note_rows(campaigns=[row.campaign for row in rows]),
+        # Which task and grader versions each campaign's figures come from (as run, or re-graded).
+        "figure_versions": _figure_version_rows([row.campaign for row in [*harness_rows, *rows]]),
         "can_launch": user_has_role(request.user, Role.OPERATOR),
         "teams": list(teams_for(request.user)),
     }

@@ -21,6 +21,7 @@ from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import diff_headline
 from apps.core.access import get_visible_or_404, require_role
 from apps.core.roles import Role
+from apps.regrade.selectors import verdict_history
 from tb_engine.faults import faults_of
 from tb_engine.results import AttemptResult, DiffItem
 from tb_engine.transcript import Transcript
@@ -270,6 +271,8 @@ def attempt_detail(request, pk: int):
         "result_error": result_error,
         # Process findings never change the verdict: shown beside it (docs/process_risk.md).
         "process": process_findings_of(attempt),
+        # Verdicts this attempt had before a re-grade, and previews not applied yet (issue 29).
+        "verdict_versions": verdict_history(attempt_id=attempt.pk),
     }
     return render(request, "dashboard/attempt.html", context)
 

@@ -41,6 +41,7 @@ class DemoData:
     watch: object = None
     watch_run: object = None
     calibration: object = None
+    regrade: object = None
 
 
 def _two_tasks_per_domain(suite) -> list[str]:
@@ -159,6 +160,11 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     _add_noise_drift_and_adaptive(data, make_campaign=make_campaign, team_a=team_a, alice=alice)
     _add_validation(data, alice=alice)
     _add_judgements(data, trish=trish)
+    from apps.regrade.services import regrade_preview
+
+    data.regrade = regrade_preview(
+        campaign_ids=[data.campaigns["sim:careless"].pk, data.campaigns["sim:steady"].pk], team_id=team_a.pk
+    )
     return data
 
 
