@@ -162,10 +162,24 @@ def build_demo_data(*, run_campaign, make_campaign, starter_suite, team_a, team_
     _add_judgements(data, trish=trish)
     from apps.regrade.services import regrade_preview
 
+    _change_one_golden_end_state(data.campaigns["sim:careless"])
     data.regrade = regrade_preview(
         campaign_ids=[data.campaigns["sim:careless"].pk, data.campaigns["sim:steady"].pk], team_id=team_a.pk
     )
     return data
+
+
+def _change_one_golden_end_state(campaign) -> None:
+    """Drop the last golden write of one task the campaign ran, so a re-grade preview has verdicts to
+    flip (its page, report and VerdictVersion rows have data)."""
+    from tb_engine.spec_json import task_from_dict
+
+    task = campaign.tasks.order_by("pk").first()
+    spec = task.spec
+    spec["golden"] = spec["golden"][:-1]
+    task.spec = spec
+    task.content_hash = task_from_dict(spec).content_hash()
+    task.save(update_fields=["spec", "content_hash"])
 
 
 def _add_judgements(data, *, trish) -> None:
