@@ -325,12 +325,15 @@ class FaultyBackend:
             call = self._not_executed(request, index=index, turn=turn, message=MESSAGES[kind])
             self._record(call, ordinal, kind, committed=False)
             return call
-        call = self.inner.call_tool(request, index=index, turn=turn)
+        # A backend that learns a call's effect only by reading the state (a ThinkingBox MCP session
+        # attributing writes on failure) observes this call's: its record must say if it committed.
+        execute = getattr(self.inner, "call_tool_observed", None) or self.inner.call_tool
+        call = execute(request, index=index, turn=turn)
         detail = ""
         if kind == DUPLICATE_DELIVERY:
             # At-least-once delivery: the backend runs the request again under the same call index
             # (its effects are the same call's); the agent sees the first delivery's reply.
-            again = self.inner.call_tool(request, index=index, turn=turn)
+            again = execute(request, index=index, turn=turn)
             detail = "second delivery: " + (f"error: {again.error}" if again.error else "ok")
             call = dataclasses.replace(
                 call,
