@@ -115,6 +115,10 @@ class FaultPlan:
         # a measurable share of a built-in attempt (bench/fault_injection.py).
         object.__setattr__(self, "_read_kinds", tuple(k for k in self.kinds if k not in _WRITES_ONLY))
         object.__setattr__(self, "_write_kinds", tuple(k for k in self.kinds if k not in _READS_ONLY))
+        # (tool, read_only) -> the kinds that can happen to its calls: shared by every attempt of the
+        # plan, as classifying each tool again per attempt was the larger part of a 0%-rate plan's
+        # cost on the built-in suite. Not a field: plans still compare and hash by their settings.
+        object.__setattr__(self, "_tool_kinds", {})
 
     def to_dict(self) -> dict[str, Any]:
         # Built once per plan and copied: every attempt stores it, and dataclasses.asdict costs tens
@@ -161,6 +165,15 @@ class FaultPlan:
     def kinds_for(self, read_only: bool) -> tuple[str, ...]:
         """The plan's kinds that can happen to a call of this side (see the class docstring)."""
         kinds: tuple[str, ...] = getattr(self, "_read_kinds" if read_only else "_write_kinds")
+        return kinds
+
+    def kinds_for_tool(self, tool: str, read_only: bool) -> tuple[str, ...]:
+        """The kinds that can happen to a call of ``tool``; () when the plan does not apply to it."""
+        cache: dict[tuple[str, bool], tuple[str, ...]] = getattr(self, "_tool_kinds")
+        kinds = cache.get((tool, read_only))
+        if kinds is None:
+            kinds = self.kinds_for(read_only) if self.applies_to(tool, read_only) else ()
+            cache[(tool, read_only)] = kinds
         return kinds
 
 
@@ -258,7 +271,6 @@ class FaultyBackend:
         # and reading every schema up front cost a measurable share of a built-in attempt.
         self._read_only: dict[str, bool] = {}
         self._specs = tool_specs or {}
-        self._kinds: dict[str, tuple[str, ...]] = {}
 
     def __getattr__(self, name: str) -> Any:
         # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…)
@@ -275,12 +287,7 @@ class FaultyBackend:
     # ---- the fault decision ------------------------------------------------------------
     def _kinds_of(self, tool: str) -> tuple[str, ...]:
         """The plan's kinds that can happen to a call of ``tool``; () when the plan does not apply."""
-        kinds = self._kinds.get(tool)
-        if kinds is None:
-            read_only = self.read_only(tool)
-            kinds = self.plan.kinds_for(read_only) if self.plan.applies_to(tool, read_only) else ()
-            self._kinds[tool] = kinds
-        return kinds
+        return self.plan.kinds_for_tool(tool, self.read_only(tool))
 
     def planned_fault(self, index: int, tool: str) -> tuple[int, str] | None:
         """(ordinal, kind) when call #``index`` of ``tool`` is to be faulted; counts eligible calls."""
