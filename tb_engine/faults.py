@@ -169,7 +169,7 @@ class FaultPlan:
 
     def kinds_for_tool(self, tool: str, read_only: bool) -> tuple[str, ...]:
         """The kinds that can happen to a call of ``tool``; () when the plan does not apply to it."""
-        cache: dict[tuple[str, bool], tuple[str, ...]] = getattr(self, "_tool_kinds")
+        cache: dict[tuple[str, bool], tuple[str, ...]] = self.__dict__["_tool_kinds"]  # set in __post_init__
         kinds = cache.get((tool, read_only))
         if kinds is None:
             kinds = self.kinds_for(read_only) if self.applies_to(tool, read_only) else ()

@@ -44,7 +44,9 @@ def _plan_on_first_create(domain, task) -> tuple[FaultPlan, int]:
     first = creates[0]
     tool = task.golden[first].tool
     ordinal = sum(1 for call in task.golden[:first] if call.tool == tool)
-    plan = FaultPlan(kinds=(ERROR_AFTER_COMMIT,), at_calls=(ordinal,), tools="named", tool_names=(tool,), seed=7)
+    plan = FaultPlan(
+        kinds=(ERROR_AFTER_COMMIT,), at_calls=(ordinal,), tools="named", tool_names=(tool,), seed=7
+    )
     return plan, first
 
 
