@@ -18,10 +18,14 @@ from tb_engine.thinkingbox.dataset import parse_test_file
 from tb_engine.thinkingbox.mcp_pool import close_pools
 from tests.support.real_servers import real_domain, servers_python, task_files
 
-# One create task per shared domain keeps this to a few server sessions.
+# One create task per domain (the shared retail and booking tasks, and our own for the three
+# held-back domains) keeps this to a few server sessions.
 TASKS = {
     "sandbox_external_retail": "sandbox_external_retail_group1.py:test_case_ST002_001",
     "external_booking_v1": "external_booking_v1_group1.py:test_bmd_001",
+    "sandbox_auto_insurance": "sandbox_auto_insurance_tbw.py:test_tbw_ai_add_vehicle_backdated_tx",
+    "sandbox_consulting": "sandbox_consulting_tbw.py:test_tbw_cs_software_license_standard_pool",
+    "sandbox_neobank_support_v1": "sandbox_neobank_support_v1_tbw.py:test_tbw_nb_slack_access_standard",
 }
 
 
@@ -50,11 +54,10 @@ def _plan_on_first_create(domain, task) -> tuple[FaultPlan, int]:
     return plan, first
 
 
-def _server_agrees(result, name: str) -> bool:
+def _state_verdicts(result, name: str) -> tuple[bool | None, bool | None]:
+    """(our state verdict, the server's hash verdict) of an attempt."""
     evidence = ((result.extra.get("thinkingbox") or {}).get("effects") or {}).get(name) or {}
-    return evidence.get("their_hash_pass") is not None and evidence.get("our_state_pass") == evidence.get(
-        "their_hash_pass"
-    )
+    return evidence.get("our_state_pass"), evidence.get("their_hash_pass")
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -73,9 +76,11 @@ def test_error_after_commit_on_a_create_naive_retry_duplicates_golden_passes(nam
         assert [(f["call"], f["kind"], f["committed"]) for f in record["fired"]] == [
             (faulted, ERROR_AFTER_COMMIT, True)
         ]
-        assert _server_agrees(result, name)
-    # The golden agent replays its trajectory without looking at errors: the effect was kept, it passes.
-    assert golden.verdict == "pass"
+    assert _state_verdicts(golden, name) == (True, True)
+    assert _state_verdicts(naive, name) == (False, False)
+    # The golden agent replays its trajectory without looking at errors: the effect was kept, it passes
+    # (a task with a reply rubric stays unjudged here: no judge is run).
+    assert golden.verdict in ("pass", "unjudged") and golden.diff == []
     assert faults_of(golden.extra)["duplicate_effects"] == []
     # The naive persona re-sends the failed create: a second row, attributed to the call and its retry.
     assert naive.verdict == "fail"
