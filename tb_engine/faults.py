@@ -111,6 +111,14 @@ class FaultPlan:
             raise FaultPlanError("tool_names: name the tools when tools is 'named'")
         if self.slow_ms < 0 or self.timeout_s <= 0:
             raise FaultPlanError("slow_ms and timeout_s: must be positive")
+        # Derived once, not per call: hashing the frozen plan for a cache lookup on every call cost
+        # a measurable share of a built-in attempt (bench/fault_injection.py).
+        object.__setattr__(self, "_read_kinds", tuple(k for k in self.kinds if k not in _WRITES_ONLY))
+        object.__setattr__(self, "_write_kinds", tuple(k for k in self.kinds if k not in _READS_ONLY))
+        # (tool, read_only) -> the kinds that can happen to its calls: shared by every attempt of the
+        # plan, as classifying each tool again per attempt was the larger part of a 0%-rate plan's
+        # cost on the built-in suite. Not a field: plans still compare and hash by their settings.
+        object.__setattr__(self, "_tool_kinds", {})
 
     def to_dict(self) -> dict[str, Any]:
         # Built once per plan and copied: every attempt stores it, and dataclasses.asdict costs tens
@@ -156,13 +164,17 @@ class FaultPlan:
 
     def kinds_for(self, read_only: bool) -> tuple[str, ...]:
         """The plan's kinds that can happen to a call of this side (see the class docstring)."""
-        return _kinds_for(self, read_only)
+        kinds: tuple[str, ...] = getattr(self, "_read_kinds" if read_only else "_write_kinds")
+        return kinds
 
-
-@functools.lru_cache(maxsize=128)
-def _kinds_for(plan: FaultPlan, read_only: bool) -> tuple[str, ...]:
-    excluded = _WRITES_ONLY if read_only else _READS_ONLY
-    return tuple(kind for kind in plan.kinds if kind not in excluded)
+    def kinds_for_tool(self, tool: str, read_only: bool) -> tuple[str, ...]:
+        """The kinds that can happen to a call of ``tool``; () when the plan does not apply to it."""
+        cache: dict[tuple[str, bool], tuple[str, ...]] = self.__dict__["_tool_kinds"]  # set in __post_init__
+        kinds = cache.get((tool, read_only))
+        if kinds is None:
+            kinds = self.kinds_for(read_only) if self.applies_to(tool, read_only) else ()
+            cache[(tool, read_only)] = kinds
+        return kinds
 
 
 @functools.lru_cache(maxsize=64)
@@ -247,30 +259,44 @@ class FaultyBackend:
         self.plan = plan
         self.task_id = task_id
         self.attempt = attempt
-        self.log = FaultLog(plan)
+        self._log = FaultLog(plan)
+        # A plan that can fire nothing (rate 0, no ordinals: the overhead bench's plan, a paired
+        # campaign's "faults on, none drawn") needs no per-call decision: its calls go straight to
+        # the backend and only their tool names are kept, classified once when the record is read.
+        # Which faults fire for a seed does not change: such a plan never faults a call.
+        self.can_fire = bool(plan.at_calls) or plan.rate > 0.0
+        self._unclassified: list[str] = []
         self._sleep = sleep
         # Per tool called, decided on its first call: an attempt calls a few of the backend's tools,
         # and reading every schema up front cost a measurable share of a built-in attempt.
         self._read_only: dict[str, bool] = {}
         self._specs = tool_specs or {}
-        self._kinds: dict[str, tuple[str, ...]] = {}
 
     def __getattr__(self, name: str) -> Any:
         # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…)
         return getattr(self.inner, name)
 
+    @property
+    def log(self) -> FaultLog:
+        """The attempt's fault record so far (eligible calls counted up to the last call made)."""
+        if self._unclassified:
+            names, self._unclassified = self._unclassified, []
+            self._log.eligible_calls += sum(1 for name in names if self._kinds_of(name))
+        return self._log
+
     # ---- the fault decision ------------------------------------------------------------
+    def _kinds_of(self, tool: str) -> tuple[str, ...]:
+        """The plan's kinds that can happen to a call of ``tool``; () when the plan does not apply."""
+        return self.plan.kinds_for_tool(tool, self.read_only(tool))
+
     def planned_fault(self, index: int, tool: str) -> tuple[int, str] | None:
         """(ordinal, kind) when call #``index`` of ``tool`` is to be faulted; counts eligible calls."""
-        kinds = self._kinds.get(tool)
-        if kinds is None:
-            read_only = self.read_only(tool)
-            kinds = self.plan.kinds_for(read_only) if self.plan.applies_to(tool, read_only) else ()
-            self._kinds[tool] = kinds
+        kinds = self._kinds_of(tool)
         if not kinds:
             return None
-        ordinal = self.log.eligible_calls
-        self.log.eligible_calls += 1
+        log = self.log
+        ordinal = log.eligible_calls
+        log.eligible_calls += 1
         key = (self.plan.seed, self.task_id, self.attempt, index)
         if self.plan.at_calls:
             if ordinal not in self.plan.at_calls:
@@ -295,6 +321,9 @@ class FaultyBackend:
         return self.inner.tool_schemas()
 
     def call_tool(self, request: ToolCallRequest, *, index: int, turn: int) -> ToolCall:
+        if not self.can_fire:
+            self._unclassified.append(request.name)
+            return self.inner.call_tool(request, index=index, turn=turn)
         planned = self.planned_fault(index, request.name)
         if planned is None:
             return self.inner.call_tool(request, index=index, turn=turn)
@@ -303,12 +332,15 @@ class FaultyBackend:
             call = self._not_executed(request, index=index, turn=turn, message=MESSAGES[kind])
             self._record(call, ordinal, kind, committed=False)
             return call
-        call = self.inner.call_tool(request, index=index, turn=turn)
+        # A backend that learns a call's effect only by reading the state (a ThinkingBox MCP session
+        # attributing writes on failure) observes this call's: its record must say if it committed.
+        execute = getattr(self.inner, "call_tool_observed", None) or self.inner.call_tool
+        call = execute(request, index=index, turn=turn)
         detail = ""
         if kind == DUPLICATE_DELIVERY:
             # At-least-once delivery: the backend runs the request again under the same call index
             # (its effects are the same call's); the agent sees the first delivery's reply.
-            again = self.inner.call_tool(request, index=index, turn=turn)
+            again = execute(request, index=index, turn=turn)
             detail = "second delivery: " + (f"error: {again.error}" if again.error else "ok")
             call = dataclasses.replace(
                 call,
@@ -341,7 +373,7 @@ class FaultyBackend:
         )
 
     def _record(self, call: ToolCall, ordinal: int, kind: str, *, committed: bool, detail: str = "") -> None:
-        self.log.fired.append(FaultRecord(call.index, ordinal, kind, call.name, committed, detail))
+        self._log.fired.append(FaultRecord(call.index, ordinal, kind, call.name, committed, detail))
 
     def initial_snapshot(self) -> Snapshot:
         return self.inner.initial_snapshot()

@@ -222,6 +222,24 @@ class McpBackend:
             self._record_writes(index, call, self._effects)
         return call
 
+    def call_tool_observed(self, request: ToolCallRequest, *, index: int, turn: int) -> ToolCall:
+        """``call_tool``, with whether this one call changed the server's state observed, not assumed.
+
+        For a faulted call (tb_engine.faults): its fault record says whether the effect was committed,
+        and a call's ``changed_state`` is otherwise only known with per-call attribution. So the state
+        is read just before and just after the call (two state fetches, for the few calls a fault plan
+        hits) and the call is credited with what changed in between. Its writes are not added to
+        ``writes()``: the attribution mode (on failure: a replay of every call) still decides those.
+        """
+        if self.attribute_writes == "per_call":
+            return self.call_tool(request, index=index, turn=turn)
+        declarations = self._declarations()
+        before = effects_states(self.server, self.effects(), declarations).result
+        call = self.call_tool(request, index=index, turn=turn)
+        after = effects_states(self.server, self.effects(), declarations).result
+        call.changed_state = bool(state_writes(before, after, self.table_specs()))
+        return call
+
     def _geteffects(self, session: McpSession) -> dict[str, Any]:
         answer = _json_or_text(_text_of(session.call(f"{RESERVED_PREFIX}geteffects", {})))
         if not isinstance(answer, dict):
