@@ -125,18 +125,13 @@ def _one_test(
         membership = membership.exclude(task_id__in=list(exclude))
     if domain:
         membership = membership.filter(task__domain__name=domain)
-    if tag:
-        tasks = {
-            task_pk: str(task_id)
-            for task_pk, task_id, tags in membership.order_by()
-            .values_list("task_id", "task__task_id", "task__tags")
-            .distinct()
-            if tag in (tags or [])
-        }
-    else:
-        # No tag asked: the tags stay in the database (a JSON decode per task on every leaderboard).
-        tasks = dict(membership.order_by().values_list("task_id", "task__task_id").distinct())
-        tasks = {task_pk: str(task_id) for task_pk, task_id in tasks.items()}
+    # The tags are read only when a tag is asked: otherwise a JSON decode per task on every leaderboard.
+    tag_column = ("task__tags",) if tag else ()
+    tasks = {
+        row[0]: str(row[1])
+        for row in membership.order_by().values_list("task_id", "task__task_id", *tag_column).distinct()
+        if not tag or tag in (row[2] or [])
+    }
     counts = {
         row["campaign_id"]: row["count"]
         for row in (membership.filter(task_id__in=list(tasks)) if tag else membership)
