@@ -88,33 +88,34 @@ def common_ground(
     """The ranked campaigns' common ground over the slice; `comparable` when they ran one test already.
 
     Campaigns without any task in the slice are left out (they have nothing to rank). Whether they
-    ran one test is decided from their task memberships and N (two small queries), so the usual
-    leaderboard — one suite, one N — never loads a per-task table here; otherwise the ranking is
-    computed from the tables once per data version (their stamps, the campaigns' N and names) and
-    stored with the figures.
+    ran one test is decided from their task memberships and N (two queries over the memberships, once
+    per data version — their stamps, the campaigns' N and names — then stored with the figures), so
+    the usual leaderboard — one suite, one N — never loads a per-task table here; otherwise the
+    ranking is computed from the tables once per data version and stored the same way.
     """
     campaigns = list(campaigns)
-    same = _one_test(campaigns, domain=domain, tag=tag, exclude=exclude)
-    if same is not None:
-        return same
     tables = figures.per_task_tables(campaigns, exclude=exclude)
+    # The stamps name each campaign's counts and suite revision; its task memberships are fixed when
+    # it is created (a suite revision that drops a task changes the suite's stamp). N and names are
+    # in the kinds the notice lists.
     version = "|".join(f"{c.pk}:{tables.stamp(c)}:{c.n_attempts}:{c.name}" for c in campaigns)
+    parts = (tuple(c.pk for c in campaigns), domain, tag, tables.scope)
+    # In a 1-tuple: a stored None would read as "not stored" and cost the membership scan every time.
+    (same,) = figures.cached_figure(
+        "one-test", version, lambda: (_one_test(campaigns, domain=domain, tag=tag, exclude=exclude),), *parts
+    )
+    if same is not None:
+        return _bound(same, campaigns)
     stored = figures.cached_figure(
-        "ground",
-        version,
-        lambda: _computed(campaigns, tables, domain=domain, tag=tag),
-        tuple(c.pk for c in campaigns),
-        domain,
-        tag,
-        tables.scope,
+        "ground", version, lambda: _computed(campaigns, tables, domain=domain, tag=tag), *parts
     )
     return _bound(stored, campaigns)
 
 
 def _one_test(
     campaigns: list[Campaign], *, domain: str, tag: str, exclude: frozenset[int]
-) -> CommonGround | None:
-    """The comparable CommonGround when every campaign with a task in the slice ran the same tasks at the
+) -> _StoredGround | None:
+    """The comparable common ground (stored form) when every campaign with a task in the slice ran the same tasks at the
     same N, else None (then only the tables tell). Two queries, no table.
 
     Exact without comparing sets: when each campaign's count of tasks in the slice equals the number
@@ -141,11 +142,11 @@ def _one_test(
     }
     present = [c for c in campaigns if counts.get(c.pk)]
     if not present:
-        return CommonGround(True, (), 0, (), {})
+        return _StoredGround(True, (), 0, (), ())
     if len({c.n_attempts for c in present}) > 1 or any(counts[c.pk] != len(tasks) for c in present):
         return None
     kind = (present[0].n_attempts, len(tasks), tuple(c.name for c in present))
-    return CommonGround(True, tuple(sorted(tasks.values())), 0, (kind,), {})
+    return _StoredGround(True, tuple(sorted(tasks.values())), 0, (kind,), ())
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,8 @@ def computed_from_tables(campaigns, **slice_) -> object:
 def test_one_test_is_recognised_without_loading_a_table(
     summaries_campaign, monkeypatch, django_assert_max_num_queries
 ):
-    from apps.dashboard import common_ground as module
+    from apps.figures import tables
+    from apps.figures.tables import forget_process_figures
 
     always = summaries_campaign({R1: (4, 4), R2: (4, 0)}, name="Always", n=4)
     often = summaries_campaign({R1: (4, 3), R2: (4, 3)}, name="Often", n=4)
@@ -171,9 +172,14 @@ def test_one_test_is_recognised_without_loading_a_table(
     def no_tables(*args, **kwargs):
         raise AssertionError("one test: the tables are not needed")
 
-    monkeypatch.setattr(module.figures, "per_task_tables", no_tables)
-    with django_assert_max_num_queries(2):
+    forget_process_figures()
+    monkeypatch.setattr(tables, "_stored_frames", no_tables)
+    # Cold: the stamps, the stored slot, the two membership queries, the store (three statements).
+    with django_assert_max_num_queries(7):
         same = common_ground([always, often])
+    # Warm (this process already decided at these stamps): the stamps only, no membership scan.
+    with django_assert_max_num_queries(1):
+        assert common_ground([always, often]) == same
     assert same == expected[()]
     assert same.comparable is True and same.tasks == tuple(sorted((R1, R2)))
     assert same.kinds == ((4, 2, ("Always", "Often")),)

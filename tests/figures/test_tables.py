@@ -38,7 +38,7 @@ def test_a_task_that_never_ran_is_in_the_table_with_zero_counts(make_campaign):
     assert list(frame["c"]) == [0, 0]
     assert list(frame["task_id"]) == sorted(campaign.tasks.values_list("task_id", flat=True))
     assert campaign_summary_stamps([campaign.pk]) == {
-        campaign.pk: f"empty|suite:{campaign.suite.updated_at.timestamp():.6f}"
+        campaign.pk: f"v0|suite:{campaign.suite.updated_at.timestamp():.6f}"
     }
 
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, OuterRef, Subquery, Sum
 
-from apps.attempts.models import TaskSummary, campaign_model
-from apps.attempts.selectors.task_summaries import STAMPED_COLUMNS
+from apps.attempts.models import SummaryVersion, TaskSummary, campaign_model
 
 
 @dataclass(frozen=True)
@@ -39,32 +37,26 @@ def summary_stamp(*, campaign_ids: Sequence[int]) -> SummaryStamp:
 
 
 def campaign_summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
-    """Per campaign a token that changes whenever one of its summaries, or its suite, changes (one query).
+    """Per campaign a token that changes whenever a count of one of its summaries, or its suite, changes
+    (one query over the campaigns' rows, whatever the number of attempts).
 
-    Besides max(updated_at) and the row count it folds in the sums of the counted columns:
-    summary_refresh updates rows with bulk_update, which does not touch auto_now fields, so
-    updated_at alone would miss a re-graded attempt. The suite's updated_at is in it because a
-    table carries each task's domain and tags, which a suite revision (suites.services.suite_store,
-    which saves the suite) rewrites in place — tags are not part of the suite's content hash.
+    The summary part is the campaign's SummaryVersion, which database triggers bump on every write
+    that changes a counted column (models.SummaryVersion); a campaign whose counts never changed since
+    the triggers exist reads version 0. The suite's updated_at is in it because a table carries each
+    task's domain and tags, which a suite revision (suites.services.suite_store, which saves the
+    suite) rewrites in place — tags are not part of the suite's content hash.
     """
     ids = list(campaign_ids)
-    sums = {f"sum_{name}": Sum(f"summaries__{name}") for name in STAMPED_COLUMNS}
+    version = SummaryVersion.objects.filter(campaign_id=OuterRef("pk")).values("version")[:1]
     rows = (
         campaign_model()
         .objects.filter(pk__in=ids)
         .order_by()
-        .values("pk", "suite__updated_at")
-        .annotate(latest=Max("summaries__updated_at"), rows=Count("summaries__id"), **sums)
+        .annotate(summary_version=Subquery(version))
+        .values_list("pk", "summary_version", "suite__updated_at")
     )
-    stamps = {}
-    for typed_row in rows:
-        row: dict[str, Any] = dict(
-            typed_row
-        )  # a plain dict: the plugin types the row without the **sums keys
-        counts = "empty"
-        if row["rows"]:
-            parts = [f"{row['latest'].timestamp():.6f}", str(row["rows"])]
-            parts += [str(row[f"sum_{name}"]) for name in STAMPED_COLUMNS]
-            counts = "-".join(parts)
-        stamps[row["pk"]] = f"{counts}|suite:{row['suite__updated_at'].timestamp():.6f}"
+    stamps = {
+        pk: f"v{summary_version or 0}|suite:{suite_updated_at.timestamp():.6f}"
+        for pk, summary_version, suite_updated_at in rows
+    }
     return {pk: stamps.get(pk, "empty") for pk in ids}

@@ -1,0 +1,122 @@
+"""A per-campaign summary version kept by database triggers on campaigns_tasksummary.
+
+PostgreSQL: statement-level triggers with transition tables, one upsert per campaign and statement
+(a whole-campaign recount of 10,000 rows bumps once). SQLite (no statement-level triggers): one
+row-level trigger per operation, guarded by WHEN so an update that changes no count is no bump.
+"""
+
+from django.db import migrations, models
+
+# The columns figures are computed from: a change in any of them changes a campaign's figures.
+COUNTED = (
+    "campaign_id",
+    "task_id",
+    "n_done",
+    "n_pass",
+    "n_infra_error",
+    "n_unjudged",
+    "n_cancelled",
+    "n_clean_looking",
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "eval_tokens",
+    "agent_cost",
+    "eval_cost",
+    "unpriced_attempts",
+)
+VERSIONS = "campaigns_summaryversion"
+SUMMARIES = "campaigns_tasksummary"
+_UPSERT_TAIL = f"ON CONFLICT (campaign_id) DO UPDATE SET version = {VERSIONS}.version + 1"
+
+
+def _changed(new: str, old: str) -> str:
+    return " OR ".join(f"{new}.{column} IS DISTINCT FROM {old}.{column}" for column in COUNTED)
+
+
+def _postgresql() -> tuple[list[str], list[str]]:
+    bump = (
+        "CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"INSERT INTO {VERSIONS} (campaign_id, version) "
+        "SELECT DISTINCT {source} {_UPSERT_TAIL}; RETURN NULL; END $$"
+    )
+    sources = {
+        "insert": "n.campaign_id, 1 FROM new_rows n",
+        "delete": "o.campaign_id, 1 FROM old_rows o",
+        # An update that moved a row to another campaign bumps both (the UNION of old and new ids).
+        "update": (
+            "campaign_id, 1 FROM (SELECT n.campaign_id FROM new_rows n JOIN old_rows o ON o.id = n.id "
+            f"WHERE {_changed('n', 'o')} UNION SELECT o.campaign_id FROM new_rows n JOIN old_rows o "
+            f"ON o.id = n.id WHERE n.campaign_id <> o.campaign_id) moved"
+        ),
+    }
+    referencing = {
+        "insert": "REFERENCING NEW TABLE AS new_rows",
+        "delete": "REFERENCING OLD TABLE AS old_rows",
+        "update": "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+    }
+    forward, backward = [], []
+    for operation, source in sources.items():
+        name = f"{VERSIONS}_on_{operation}"
+        forward.append(
+            bump.replace("{name}", name).replace("{source}", source).replace("{_UPSERT_TAIL}", _UPSERT_TAIL)
+        )
+        forward.append(
+            f"CREATE TRIGGER {name} AFTER {operation.upper()} ON {SUMMARIES} {referencing[operation]} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {name}()"
+        )
+        backward += [f"DROP TRIGGER IF EXISTS {name} ON {SUMMARIES}", f"DROP FUNCTION IF EXISTS {name}()"]
+    return forward, backward
+
+
+def _sqlite() -> tuple[list[str], list[str]]:
+    def trigger(operation: str, row: str, when: str = "") -> str:
+        guard = f" WHEN {when}" if when else ""
+        return (
+            f"CREATE TRIGGER {VERSIONS}_on_{operation} AFTER {operation.upper()} ON {SUMMARIES} "
+            f"FOR EACH ROW{guard} BEGIN INSERT INTO {VERSIONS} (campaign_id, version) "
+            f"VALUES ({row}.campaign_id, 1) {_UPSERT_TAIL}; END"
+        )
+
+    forward = [
+        trigger("insert", "NEW"),
+        trigger("delete", "OLD"),
+        trigger("update", "NEW", when=_changed("NEW", "OLD")),
+        # A row moved to another campaign changes the old campaign's figures too.
+        (
+            f"CREATE TRIGGER {VERSIONS}_on_move AFTER UPDATE ON {SUMMARIES} FOR EACH ROW "
+            f"WHEN NEW.campaign_id <> OLD.campaign_id BEGIN INSERT INTO {VERSIONS} (campaign_id, version) "
+            f"VALUES (OLD.campaign_id, 1) {_UPSERT_TAIL}; END"
+        ),
+    ]
+    backward = [f"DROP TRIGGER IF EXISTS {VERSIONS}_on_{name}" for name in ("insert", "delete", "update", "move")]
+    return forward, backward
+
+
+def create_triggers(apps, schema_editor):
+    forward, _ = _postgresql() if schema_editor.connection.vendor == "postgresql" else _sqlite()
+    for statement in forward:
+        schema_editor.execute(statement)
+
+
+def drop_triggers(apps, schema_editor):
+    _, backward = _postgresql() if schema_editor.connection.vendor == "postgresql" else _sqlite()
+    for statement in backward:
+        schema_editor.execute(statement)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("attempts", "0004_process_findings")]
+
+    operations = [
+        migrations.CreateModel(
+            name="SummaryVersion",
+            fields=[
+                ("campaign_id", models.BigIntegerField(primary_key=True, serialize=False)),
+                ("version", models.BigIntegerField(default=0)),
+            ],
+            options={"db_table": "campaigns_summaryversion"},
+        ),
+        migrations.RunPython(create_triggers, drop_triggers),
+    ]
