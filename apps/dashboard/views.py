@@ -107,7 +107,7 @@ def leaderboard(request):
 
     Harness self-checks (golden replays) are pinned above the ranking, never ranked among models.
     """
-    visible = figures.figure_campaigns(request.user, with_price_sheets=False)
+    visible = figures.figure_campaigns(request.user, with_price_sheets=False, with_people=False)
     harness = [c for c in visible if c.is_harness_check]
     campaigns = [c for c in visible if not c.is_harness_check]
     domain, tag = request.GET.get("domain", ""), request.GET.get("tag", "")

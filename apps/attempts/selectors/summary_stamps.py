@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
-from django.db.models import Count, Max, OuterRef, Subquery, Sum
+from django.db import connection
+from django.db.models import Count, Max, Sum
 
 from apps.attempts.models import SummaryVersion, TaskSummary, campaign_model
 
@@ -45,18 +46,34 @@ def campaign_summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
     the triggers exist reads version 0. The suite's updated_at is in it because a table carries each
     task's domain and tags, which a suite revision (suites.services.suite_store, which saves the
     suite) rewrites in place — tags are not part of the suite's content hash.
+
+    Written as SQL: every figure page reads it (the leaderboard twice), and building the ORM's
+    subquery was 11% of a warm leaderboard request's Python (cProfile, 20 campaigns) for a
+    three-table join.
     """
-    ids = list(campaign_ids)
-    version = SummaryVersion.objects.filter(campaign_id=OuterRef("pk")).values("version")[:1]
-    rows = (
-        campaign_model()
-        .objects.filter(pk__in=ids)
-        .order_by()
-        .annotate(summary_version=Subquery(version))
-        .values_list("pk", "summary_version", "suite__updated_at")
+    ids = [int(pk) for pk in campaign_ids]
+    if not ids:
+        return {}
+    campaign = campaign_model()
+    suite = campaign._meta.get_field("suite").related_model
+    sql = (
+        f"SELECT c.id, v.version, s.updated_at FROM {campaign._meta.db_table} c "
+        f"JOIN {suite._meta.db_table} s ON s.id = c.suite_id "
+        f"LEFT JOIN {SummaryVersion._meta.db_table} v ON v.campaign_id = c.id "
+        f"WHERE c.id IN ({', '.join(['%s'] * len(ids))})"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ids)
+        rows = cursor.fetchall()
     stamps = {
-        pk: f"v{summary_version or 0}|suite:{suite_updated_at.timestamp():.6f}"
+        pk: f"v{summary_version or 0}|suite:{_timestamp(suite_updated_at):.6f}"
         for pk, summary_version, suite_updated_at in rows
     }
     return {pk: stamps.get(pk, "empty") for pk in ids}
+
+
+def _timestamp(value: datetime | str) -> float:
+    """A raw cursor's datetime: aware from psycopg, ISO text from SQLite (stored in UTC)."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value).replace(tzinfo=UTC).timestamp()
+    return value.timestamp()
