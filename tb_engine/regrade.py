@@ -16,9 +16,9 @@ transcript. So:
 Rubrics the new definition keeps (same question) keep their stored answers; a new question is put
 to the judge given, or stays unanswered (the attempt becomes unjudged, SPEC §2).
 
-ThinkingBox (MCP server) domains are not re-graded here: their new golden end state comes from the
-server's golden replay in a fresh process, which this module does not start. Such attempts are
-reported not re-gradable with that reason.
+ThinkingBox (MCP server) domains: S0 and the new SG come from the server's golden replay in a fresh
+server process, and SR from the attempt's raw state record (``tb_engine.thinkingbox.regrade_mcp``);
+an attempt stored before that record was kept is not re-gradable, with that reason.
 """
 
 from __future__ import annotations
@@ -43,10 +43,6 @@ from tb_engine.version import HARNESS_VERSION
 # The grader a re-grade applies: the harness label campaigns store (tb_engine.version).
 GRADER_VERSION = HARNESS_VERSION
 
-MCP_NOT_REGRADABLE = (
-    "ThinkingBox (MCP server) task: its golden end state needs the server's golden replay in a fresh "
-    "process, which re-grading does not start yet"
-)
 
 
 class StateNotReproduced(Exception):
@@ -62,6 +58,8 @@ class TaskBasis:
     initial: Snapshot | None
     golden: Snapshot | None
     not_regradable: str = ""  # why no attempt of this task can be re-graded ("" when they can)
+    # A ThinkingBox task: the fresh server's raw S0 and SG and their hashing (regrade_mcp.ServerBasis).
+    server: Any = None
 
 
 @dataclass(frozen=True)
@@ -84,8 +82,12 @@ class Regraded:
 def task_basis(domain: DomainSpec, task: TaskSpec) -> TaskBasis:
     """S0 and SG of the task as now defined; compute once per task and re-grade all its attempts."""
     task_hash = task_hash_of(task)
+    if domain.backend == "mcp":
+        from tb_engine.thinkingbox.regrade_mcp import mcp_task_basis  # noqa: PLC0415 — heavy (pandas, scipy); only MCP domains need it
+
+        return mcp_task_basis(domain, task)
     if domain.backend != "sqlite":
-        return TaskBasis(task, task_hash, None, None, MCP_NOT_REGRADABLE)
+        return TaskBasis(task, task_hash, None, None, f"backend {domain.backend!r} cannot be re-graded")
     initial = domain_runtime(domain).task_template(task).initial
     try:
         golden = golden_snapshot(domain, task)
@@ -104,26 +106,60 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
     try:
         stored_effects = [Effect.from_dict(item) for item in stored.get("effects") or ()]
         stored_diff = [DiffItem.from_dict(item) for item in stored.get("diff") or ()]
+    except ResultFormatError as exc:
+        return Regraded(reason=f"the stored record is unreadable: {exc}")
+    if basis.server is not None:
+        from tb_engine.thinkingbox.regrade_mcp import server_states  # noqa: PLC0415 — see task_basis
+
+        states = server_states(basis.server, stored)
+        if isinstance(states, str):
+            return Regraded(reason=states)
+        initial, result, golden, state_of_record = states
+    else:
+        try:
+            result = result_state(basis.initial, stored_effects, stored_diff)
+        except StateNotReproduced as exc:
+            return Regraded(reason=f"SR cannot be rebuilt from the stored effects: {exc}")
+        initial, golden, state_of_record = basis.initial, basis.golden, None
+    return graded_again(
+        basis.task, stored, initial=initial, result=result, golden=golden,
+        stored_effects=stored_effects, state_of_record=state_of_record, judge=judge,
+    )
+
+
+def graded_again(
+    task: TaskSpec,
+    stored: Mapping[str, Any],
+    *,
+    initial: Snapshot,
+    result: Snapshot,
+    golden: Snapshot,
+    stored_effects: list[Effect],
+    state_of_record: bool | None,
+    judge: Judge | None,
+) -> Regraded:
+    """The diff, checks and verdict of a rebuilt SR against SG, exactly as a run grades them.
+
+    ``state_of_record``: the server's hash verdict on the rebuilt SR (ThinkingBox tasks), else None.
+    """
+    try:
         stored_rubrics = [RubricResult.from_dict(item) for item in stored.get("rubrics") or ()]
         stored_transcript = stored.get("transcript") or {}
         tool_calls = _verdict_tool_calls(stored_transcript.get("tool_calls") or ())
     except ResultFormatError as exc:
         return Regraded(reason=f"the stored record is unreadable: {exc}")
-    try:
-        result = result_state(basis.initial, stored_effects, stored_diff)
-    except StateNotReproduced as exc:
-        return Regraded(reason=f"SR cannot be rebuilt from the stored effects: {exc}")
     writes = writes_of(stored_effects)
-    diff = diff_states(basis.initial, result, basis.golden, writes)
-    rubrics = rubric_answers(basis.task.rubrics, stored_rubrics, stored_transcript, judge)
+    diff = diff_states(initial, result, golden, writes)
+    rubrics = rubric_answers(task.rubrics, stored_rubrics, stored_transcript, judge)
     checks, outcome = grade_states(
-        basis.task,
-        initial=basis.initial,
+        task,
+        initial=initial,
         result=result,
         diff=diff,
         rubrics=rubrics,
         termination=stored.get("termination"),
         tool_calls=tool_calls,
+        state_of_record=state_of_record,
     )
     return Regraded(
         verdict=outcome.verdict,

@@ -32,6 +32,7 @@ from tb_engine.thinkingbox.effects import (
     state_writes,
 )
 from tb_engine.thinkingbox.mcp_session import RESERVED_PREFIX, McpSession, merged_evidence
+from tb_engine.thinkingbox.state_record import state_record
 from tb_engine.thinkingbox.task_states import TaskStates, build_task_states, table_texts
 from tb_engine.transcript import ToolCall, ToolCallRequest
 
@@ -190,6 +191,11 @@ class McpBackend:
             extra = (self.domain.mcp or {}).get("unstable")
             self._resolved = base.with_extra(extra, "the domain's mcp.unstable")
         return self._resolved
+
+    def hash_declarations(self) -> ServerDeclarations:
+        """The declarations the current effects answer is hashed under (the server's, the domain's and
+        any the answer itself carries)."""
+        return resolve_declarations(self.effects(), self._declarations())
 
     @property
     def server(self) -> str:
@@ -453,8 +459,22 @@ class McpBackend:
                 "disagree": not comparison.agree,
                 # SPEC §2: for ThinkingBox suites the server's hash decides the state part.
                 "verdict_of_record": verdict_of_record,
+                "state_record": self.state_record(comparison),
             },
             "backend": backend,
+        }
+
+    def state_record(self, comparison: EffectsComparison) -> dict[str, Any] | None:
+        """What a re-grade needs to rebuild SR exactly (``state_record``), with the server's SR hash
+        and whether our hashing reproduced it (then a rebuilt SR is checked against it too)."""
+        answer = self.effects()
+        initial, result = answer.get("initial_db_state"), answer.get("result_db_state")
+        if not isinstance(initial, dict) or not isinstance(result, dict):
+            return None
+        return {
+            **state_record(initial, result),
+            "result_db_hash": comparison.result_hash,
+            "hash_reproduced": comparison.declarations_verified,
         }
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from apps.regrade.models import RegradeRun, VerdictVersion
 from apps.suites.models import Task
 from tb_engine.attempt_setup import run_task
 from tb_engine.loader import load_builtin_suite
-from tb_engine.regrade import MCP_NOT_REGRADABLE, TaskBasis, regrade_stored, task_basis
+from tb_engine.regrade import regrade_stored, task_basis
 from tb_engine.spec_json import task_from_dict
 
 pytestmark = pytest.mark.django_db
@@ -146,5 +146,3 @@ def test_an_attempt_whose_effects_do_not_rebuild_sr_is_not_regradable_and_mcp_ta
     assert regrade_stored(basis, inconsistent).reason.endswith(
         "the stored diff's SR value differs from the rebuilt SR's"
     )
-    mcp = TaskBasis(task, "h", None, None, MCP_NOT_REGRADABLE)
-    assert regrade_stored(mcp, stored).reason == MCP_NOT_REGRADABLE
