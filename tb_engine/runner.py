@@ -490,11 +490,13 @@ def process_evidence(
     """The attempt's process analysis (``process``) and value log (``write_log``) for its ``extra``.
 
     Never changes the verdict (tb_engine.process). The value log comes from the optional Backend
-    method ``value_log()``; without it the writes map stands in (reverts by net effect). Rules come
+    method ``value_log()`` (which may answer None for an attempt without one); without it the writes
+    map stands in (reverts by net effect). Rules come
     from the backend's domain (its ``domain`` attribute); a broken rules file is reported, not raised.
     """
     value_log_of = getattr(backend, "value_log", None)
-    entries = [WriteEntry(*row) for row in value_log_of()] if callable(value_log_of) else None
+    logged = value_log_of() if callable(value_log_of) else None  # None: this attempt has no value log
+    entries = [WriteEntry(*row) for row in logged] if logged is not None else None
     domain = getattr(backend, "domain", None)
     evidence: dict[str, Any] = {}
     try:

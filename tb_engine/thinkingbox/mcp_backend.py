@@ -29,6 +29,7 @@ from tb_engine.thinkingbox.effects import (
     infer_table_specs,
     resolve_declarations,
     snapshot_of,
+    state_value_log,
     state_writes,
 )
 from tb_engine.thinkingbox.mcp_session import RESERVED_PREFIX, McpSession, merged_evidence
@@ -116,6 +117,7 @@ class McpBackend:
     _resolved: ServerDeclarations | None = field(default=None, init=False)
     _schemas: list[ToolSchema] = field(default_factory=list, init=False)
     _writes: dict[tuple[str, str, str | None], list[int]] = field(default_factory=dict, init=False)
+    _value_log: list[tuple[int, str, str, str | None, str, Any, Any]] = field(default_factory=list, init=False)
     _last_state: dict[str, list[dict[str, Any]]] | None = field(default=None, init=False)
     _effects: dict[str, Any] | None = field(default=None, init=False)
     _specs: dict[str, TableSpec] | None = field(default=None, init=False)
@@ -266,7 +268,17 @@ class McpBackend:
         for place in written:
             self._writes.setdefault(place, []).append(index)
         call.changed_state = bool(written)
+        self._value_log.extend(state_value_log(index, before, states.result, self.table_specs()))
         self._last_state = states.result
+
+    def value_log(self) -> list[tuple[int, str, str, str | None, str, Any, Any]] | None:
+        """Each state-changing call's writes with old and new values (the runner's optional method,
+        read by the process analysis) — when the state was read after every such call: with per-call
+        attribution, or when an on-failure replay ran and ended in the attempt's own state. None
+        otherwise (a passing attempt under on-failure attribution: no per-call state was read)."""
+        if self.attribute_writes == "per_call" or self._attribution == "replayed":
+            return list(self._value_log)
+        return None
 
     def effects(self) -> dict[str, Any]:
         """The final ``__reserved__geteffects`` answer (fetched once, when first needed)."""
@@ -422,6 +434,7 @@ class McpBackend:
             replayed = self._geteffects(session)
             if replayed.get("result_db_hash") != self.effects().get("result_db_hash"):
                 self._writes.clear()
+                self._value_log.clear()
                 for call in self._calls:
                     call.changed_state = False
                 self._attribution = "replay diverged: no call credited"
@@ -429,6 +442,7 @@ class McpBackend:
                 self._attribution = "replayed"
         except InfraError as exc:
             self._writes.clear()
+            self._value_log.clear()
             self._attribution = f"replay failed: {exc}"
         finally:
             self.pool.release(session)
