@@ -30,8 +30,8 @@ from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
 from tb_engine.thinkingbox.state_record import StateRecordError, rebuilt_result
 
 NO_RECORD = (
-    "stored before ThinkingBox attempts kept a state record: SR cannot be rebuilt exactly from its "
-    "effects (they are over table specs inferred from the old SG)"
+    "no state record stored (recorded before ThinkingBox attempts kept one, or with evidence 'verdict'): "
+    "SR cannot be rebuilt exactly from its effects (they are over table specs inferred from the old SG)"
 )
 
 Rows = dict[str, list[dict[str, Any]]]

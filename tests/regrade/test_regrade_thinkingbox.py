@@ -91,6 +91,18 @@ def _drop_last_golden_write(task: Task) -> None:
 
 
 def test_a_changed_thinkingbox_golden_flips_exactly_what_a_full_rerun_flips(shared_suite, alice, team_a):
+    _changed_golden_flips_exactly_what_a_full_rerun_flips(shared_suite, alice, team_a)
+
+
+@pytest.mark.integration
+def test_on_postgresql_a_changed_thinkingbox_golden_flips_exactly_what_a_full_rerun_flips(
+    shared_suite, alice, team_a
+):
+    """The same on PostgreSQL, where the re-grade reads the state record through its jsonb projection."""
+    _changed_golden_flips_exactly_what_a_full_rerun_flips(shared_suite, alice, team_a)
+
+
+def _changed_golden_flips_exactly_what_a_full_rerun_flips(shared_suite, alice, team_a):
     campaigns = [_campaign(shared_suite, persona, alice, team_a) for persona in PERSONAS]
     original = _verdicts(campaigns)
     assert set(Attempt.objects.filter(campaign__in=campaigns).values_list("status", flat=True)) == {"done"}
