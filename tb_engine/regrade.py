@@ -44,7 +44,6 @@ from tb_engine.version import HARNESS_VERSION
 GRADER_VERSION = HARNESS_VERSION
 
 
-
 class StateNotReproduced(Exception):
     """The stored effects do not rebuild an SR that agrees with the attempt's own record."""
 
@@ -83,9 +82,12 @@ def task_basis(domain: DomainSpec, task: TaskSpec) -> TaskBasis:
     """S0 and SG of the task as now defined; compute once per task and re-grade all its attempts."""
     task_hash = task_hash_of(task)
     if domain.backend == "mcp":
-        from tb_engine.thinkingbox.regrade_mcp import mcp_task_basis  # noqa: PLC0415 — heavy (pandas, scipy); only MCP domains need it
+        from tb_engine.thinkingbox.regrade_mcp import server_basis  # noqa: PLC0415 — heavy (pandas, scipy); only MCP domains need it
 
-        return mcp_task_basis(domain, task)
+        server = server_basis(domain, task)
+        if isinstance(server, str):
+            return TaskBasis(task, task_hash, None, None, server)
+        return TaskBasis(task, task_hash, server.initial, server.golden, server=server)
     if domain.backend != "sqlite":
         return TaskBasis(task, task_hash, None, None, f"backend {domain.backend!r} cannot be re-graded")
     initial = domain_runtime(domain).task_template(task).initial
@@ -122,8 +124,14 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
             return Regraded(reason=f"SR cannot be rebuilt from the stored effects: {exc}")
         initial, golden, state_of_record = basis.initial, basis.golden, None
     return graded_again(
-        basis.task, stored, initial=initial, result=result, golden=golden,
-        stored_effects=stored_effects, state_of_record=state_of_record, judge=judge,
+        basis.task,
+        stored,
+        initial=initial,
+        result=result,
+        golden=golden,
+        stored_effects=stored_effects,
+        state_of_record=state_of_record,
+        judge=judge,
     )
 
 

@@ -98,7 +98,9 @@ def _with_value(arguments: Any, column: str, new: Any, old: Any) -> tuple[Any, b
     return arguments, False
 
 
-def revert_call_from_log(call: GoldenCall, index: int, value_log: tuple[tuple[Any, ...], ...]) -> GoldenCall | None:
+def revert_call_from_log(
+    call: GoldenCall, index: int, value_log: tuple[tuple[Any, ...], ...]
+) -> GoldenCall | None:
     """``call`` (golden call ``index``) with one argument set back to the value the cell it changed held
     before, read from the golden replay's value log (a server's S0 is the server's, not the domain's)."""
     for logged, _table, _key, column, op, old, new in value_log:
@@ -178,5 +180,9 @@ def make_process_persona_agent(
         raise KeyError(
             f"process persona {persona!r} is unknown; known: {', '.join(sorted(PROCESS_PERSONAS))}"
         )
-    plan = write_revert_plan(domain, task, golden) if persona == "write-revert" else skip_read_plan(domain, task, golden)
+    plan = (
+        write_revert_plan(domain, task, golden)
+        if persona == "write-revert"
+        else skip_read_plan(domain, task, golden)
+    )
     return PlanAgent(PROCESS_PERSONAS[persona], plan, task.extra.get("golden_reply") or DEFAULT_REPLY)

@@ -306,5 +306,7 @@ def state_value_log(
             else:
                 for column in sorted(set(old[key]) | set(new[key])):
                     if old[key].get(column) != new[key].get(column):
-                        entries.append((call, table, key, column, "update", old[key].get(column), new[key].get(column)))
+                        entries.append(
+                            (call, table, key, column, "update", old[key].get(column), new[key].get(column))
+                        )
     return entries

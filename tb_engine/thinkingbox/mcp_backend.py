@@ -117,7 +117,9 @@ class McpBackend:
     _resolved: ServerDeclarations | None = field(default=None, init=False)
     _schemas: list[ToolSchema] = field(default_factory=list, init=False)
     _writes: dict[tuple[str, str, str | None], list[int]] = field(default_factory=dict, init=False)
-    _value_log: list[tuple[int, str, str, str | None, str, Any, Any]] = field(default_factory=list, init=False)
+    _value_log: list[tuple[int, str, str, str | None, str, Any, Any]] = field(
+        default_factory=list, init=False
+    )
     _last_state: dict[str, list[dict[str, Any]]] | None = field(default=None, init=False)
     _effects: dict[str, Any] | None = field(default=None, init=False)
     _specs: dict[str, TableSpec] | None = field(default=None, init=False)

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tb_engine.interfaces import InfraError
-from tb_engine.regrade import TaskBasis
-from tb_engine.sandbox import task_hash_of
 from tb_engine.snapshot import Snapshot
 from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.thinkingbox.declarations import ServerDeclarations
@@ -51,11 +49,11 @@ class ServerBasis:
     golden: Snapshot
 
 
-def mcp_task_basis(domain: DomainSpec, task: TaskSpec) -> TaskBasis:
-    """S0 and SG of the task as now defined, from the server's golden replay in a fresh process."""
+def server_basis(domain: DomainSpec, task: TaskSpec) -> ServerBasis | str:
+    """S0 and SG of the task as now defined, from the server's golden replay in a fresh process; or
+    why no attempt of the task can be re-graded."""
     from tb_engine.thinkingbox.mcp_pool import backend_for_domain  # noqa: PLC0415 — the pool imports the runner's modules
 
-    task_hash = task_hash_of(task)
     try:
         backend = backend_for_domain(domain, task)
         try:
@@ -65,30 +63,29 @@ def mcp_task_basis(domain: DomainSpec, task: TaskSpec) -> TaskBasis:
         finally:
             backend.close()
     except InfraError as exc:
-        return TaskBasis(task, task_hash, None, None, f"the server's golden replay failed: {exc}")
+        return f"the server's golden replay failed: {exc}"
     if answer.get("status") == "error":
-        reason = f"the new definition is invalid: the server's golden replay failed: {answer.get('message', '')}"
-        return TaskBasis(task, task_hash, None, None, reason)
+        return (
+            f"the new definition is invalid: the server's golden replay failed: {answer.get('message', '')}"
+        )
     try:
         states = effects_states(server, answer, declarations)
     except ThinkingBoxFormatError as exc:
-        return TaskBasis(task, task_hash, None, None, f"the server's effects answer is malformed: {exc}")
+        return f"the server's effects answer is malformed: {exc}"
     golden_hash = answer.get("golden_db_hash")
     if golden_hash is not None and (
         declarations.state_hash(states.golden) != golden_hash
         or declarations.state_hash(states.result) != answer.get("result_db_hash")
     ):
-        reason = (
+        return (
             "our hashing under the server's declarations does not reproduce its S0 and SG hashes, so its "
             "verdict on a rebuilt SR cannot be computed"
         )
-        return TaskBasis(task, task_hash, None, None, reason)
     specs = infer_table_specs(server, [states.initial, states.golden], declarations)
     initial, golden = snapshot_of(states.initial, specs), snapshot_of(states.golden, specs)
-    basis = ServerBasis(
+    return ServerBasis(
         server, states.initial, states.golden, golden_hash, declarations, specs, initial, golden
     )
-    return TaskBasis(task, task_hash, initial, golden, server=basis)
 
 
 def server_states(

@@ -111,7 +111,11 @@ def _changed_golden_flips_exactly_what_a_full_rerun_flips(shared_suite, alice, t
     pass_before = {c.pk: figures.campaign_figures(tables, c).pass_at_1.value for c in campaigns}
 
     unchanged = regrade_preview(campaign_ids=[c.pk for c in campaigns], team_id=team_a.pk)
-    assert (unchanged.report["changed"], unchanged.not_regradable, unchanged.regraded) == (0, 0, len(original))
+    assert (unchanged.report["changed"], unchanged.not_regradable, unchanged.regraded) == (
+        0,
+        0,
+        len(original),
+    )
 
     task = Task.objects.get(task_id=CHANGED_TASK, suite=shared_suite)
     old_spec = task_spec_of(task)

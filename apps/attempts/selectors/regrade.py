@@ -87,7 +87,9 @@ def _projected_postgres(
             for row in stream:
                 pk, campaign_id, task_id, status, verdict, *values, state_record, tool_calls = row
                 result = {key: _json(value) for key, value in zip(_PROJECTED_KEYS, values, strict=True)}
-                if state_record is not None:  # a ThinkingBox attempt's raw SR record (tb_engine.thinkingbox.state_record)
+                if (
+                    state_record is not None
+                ):  # a ThinkingBox attempt's raw SR record (tb_engine.thinkingbox.state_record)
                     result["extra"] = {"thinkingbox": {"state_record": _json(state_record)}}
                 tool_calls = _json(tool_calls)
                 result["status"] = status

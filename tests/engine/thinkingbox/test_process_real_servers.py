@@ -29,13 +29,18 @@ def _domain(name: str, attribution: str):
 
 
 def _run(name: str, agent: str, attribution: str = "per_call", seed: int = 1):
-    result = AttemptSetup.from_config(_domain(name, attribution), _task(name), agent=agent, seed=seed, judge=None).run()
+    result = AttemptSetup.from_config(
+        _domain(name, attribution), _task(name), agent=agent, seed=seed, judge=None
+    ).run()
     assert result.status == "done", result.error
     return result
 
 
 def _findings(result) -> list[tuple]:
-    return [(f["kind"], tuple(f["calls"]), f["table"], f["key"], f["field"]) for f in result.extra["process"]["findings"]]
+    return [
+        (f["kind"], tuple(f["calls"]), f["table"], f["key"], f["field"])
+        for f in result.extra["process"]["findings"]
+    ]
 
 
 @pytest.mark.parametrize(

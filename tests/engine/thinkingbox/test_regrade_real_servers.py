@@ -28,9 +28,12 @@ TASKS = {
     "sandbox_external_retail": "sandbox_external_retail_group1.py:test_case_ST002_001",
     "external_booking_v1": "external_booking_v1_group1.py:test_bmd_001",
 }
-AGENTS = [("golden", 0)] + [("sim:careless", seed) for seed in range(1, 9)] + [
-    ("sim:explorer", seed) for seed in range(9, 12)
-] + [("sim:write-revert", 0)]
+AGENTS = (
+    [("golden", 0)]
+    + [("sim:careless", seed) for seed in range(1, 9)]
+    + [("sim:explorer", seed) for seed in range(9, 12)]
+    + [("sim:write-revert", 0)]
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -72,8 +75,12 @@ def _regraded(outcome) -> tuple:
 def test_regrade_of_a_changed_golden_flips_exactly_what_a_full_rerun_flips(name):
     domain = real_domain(name, servers_python())
     task = _task(name)
+
     def setups():  # the seeded agents, built from the task they saw (an agent is used up by its run)
-        return [AttemptSetup.from_config(domain, task, agent=agent, seed=seed, judge=None) for agent, seed in AGENTS]
+        return [
+            AttemptSetup.from_config(domain, task, agent=agent, seed=seed, judge=None)
+            for agent, seed in AGENTS
+        ]
 
     stored = [_stored(setup.run()) for setup in setups()]
 
@@ -90,13 +97,16 @@ def test_regrade_of_a_changed_golden_flips_exactly_what_a_full_rerun_flips(name)
     rerun = [dataclasses.replace(setup, task=changed).run() for setup in setups()]
     assert all(r.status == "done" for r in rerun)
     assert [r.verdict for r in regraded] == [r.verdict for r in rerun]
+
     # Our diff too: the same items the re-run finds (call attribution aside, which a re-grade keeps
     # from the stored effects).
     def items(diff):
         return [(d.kind, d.table, d.key, d.field, d.result, d.golden) for d in diff]
 
     assert [items(r.diff) for r in regraded] == [items(r.diff) for r in rerun]
-    flips = [(s["verdict"], r.verdict) for s, r in zip(stored, rerun, strict=True) if s["verdict"] != r.verdict]
+    flips = [
+        (s["verdict"], r.verdict) for s, r in zip(stored, rerun, strict=True) if s["verdict"] != r.verdict
+    ]
     assert ("pass", "fail") in flips, "the change must flip an attempt, or the comparison proves nothing"
 
 
