@@ -5,7 +5,8 @@ grader may change after attempts ran. The attempt's own behaviour is in its stor
 S0 -> SR effects (every changed cell and every inserted or deleted row, all columns) and the
 transcript. So:
 
-* S0 comes from the task (its template, cached per task hash);
+* S0 comes from the task (its template, cached per task hash), and must be the S0 the attempt ran
+  against (``extra["initial_digest"]``, where the attempt stored one);
 * SR = S0 + the stored effects, verified: every effect's ``before`` must be what S0 holds, the
   effects recomputed from the rebuilt SR must equal the stored ones exactly, and every stored diff
   item's SR value must be what the rebuilt SR holds. Anything else is *not re-gradable* (with the
@@ -35,13 +36,19 @@ from tb_engine.result_format import ResultFormatError
 from tb_engine.results import CheckResult, DiffItem, Effect, RubricResult
 from tb_engine.runner import grade_states
 from tb_engine.sandbox import domain_runtime, task_hash_of
-from tb_engine.snapshot import Snapshot, TableState, normalise_value, stable_columns
+from tb_engine.snapshot import Snapshot, TableState, normalise_value, snapshot_digest, stable_columns
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.transcript import ToolCall, Transcript
 from tb_engine.version import HARNESS_VERSION
 
 # The grader a re-grade applies: the harness label campaigns store (tb_engine.version).
 GRADER_VERSION = HARNESS_VERSION
+
+
+S0_CHANGED = (
+    "S0 of the task as now defined differs from the S0 the attempt ran against (its initial data changed): "
+    "the stored effects would apply to another state"
+)
 
 
 class StateNotReproduced(Exception):
@@ -57,6 +64,7 @@ class TaskBasis:
     initial: Snapshot | None
     golden: Snapshot | None
     not_regradable: str = ""  # why no attempt of this task can be re-graded ("" when they can)
+    initial_digest: str = ""  # snapshot_digest(initial): an attempt that ran on another S0 is not re-gradable
     # A ThinkingBox task: the fresh server's raw S0 and SG and their hashing (regrade_mcp.ServerBasis).
     server: Any = None
 
@@ -95,7 +103,7 @@ def task_basis(domain: DomainSpec, task: TaskSpec) -> TaskBasis:
         golden = golden_snapshot(domain, task)
     except GoldenReplayError as exc:
         return TaskBasis(task, task_hash, initial, None, f"the new definition is invalid: {exc}")
-    return TaskBasis(task, task_hash, initial, golden)
+    return TaskBasis(task, task_hash, initial, golden, initial_digest=snapshot_digest(initial))
 
 
 def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge | None = None) -> Regraded:
@@ -118,6 +126,9 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
             return Regraded(reason=states)
         initial, result, golden, state_of_record = states
     else:
+        ran_on = (stored.get("extra") or {}).get("initial_digest")
+        if ran_on is not None and ran_on != basis.initial_digest:
+            return Regraded(reason=S0_CHANGED)
         try:
             result = result_state(basis.initial, stored_effects, stored_diff)
         except StateNotReproduced as exc:
