@@ -25,7 +25,7 @@ from tb_engine.spec import DomainSpec, TableSpec, TaskSpec
 from tb_engine.thinkingbox.declarations import ServerDeclarations
 from tb_engine.thinkingbox.effects import effects_states, infer_table_specs, snapshot_of
 from tb_engine.thinkingbox.errors import ThinkingBoxFormatError
-from tb_engine.thinkingbox.state_record import StateRecordError, rebuilt_result
+from tb_engine.thinkingbox.state_record import StateRecordError, rebuilt_result, state_digest
 
 NO_RECORD = (
     "no state record stored (recorded before ThinkingBox attempts kept one, or with evidence 'verdict'): "
@@ -47,6 +47,7 @@ class ServerBasis:
     specs: dict[str, TableSpec]
     initial: Snapshot
     golden: Snapshot
+    initial_digest: str  # state_digest(initial_rows): the S0 each attempt's record must name
 
 
 def server_basis(domain: DomainSpec, task: TaskSpec) -> ServerBasis | str:
@@ -84,7 +85,15 @@ def server_basis(domain: DomainSpec, task: TaskSpec) -> ServerBasis | str:
     specs = infer_table_specs(server, [states.initial, states.golden], declarations)
     initial, golden = snapshot_of(states.initial, specs), snapshot_of(states.golden, specs)
     return ServerBasis(
-        server, states.initial, states.golden, golden_hash, declarations, specs, initial, golden
+        server,
+        states.initial,
+        states.golden,
+        golden_hash,
+        declarations,
+        specs,
+        initial,
+        golden,
+        state_digest(states.initial),
     )
 
 
@@ -97,7 +106,7 @@ def server_states(
     if not isinstance(record, Mapping):
         return NO_RECORD
     try:
-        result_rows = rebuilt_result(basis.initial_rows, record)
+        result_rows = rebuilt_result(basis.initial_rows, record, initial_digest=basis.initial_digest)
     except StateRecordError as exc:
         return f"SR cannot be rebuilt from the stored state record: {exc}"
     state_of_record = None

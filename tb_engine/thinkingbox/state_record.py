@@ -49,7 +49,7 @@ def state_record(initial: State, result: State) -> dict[str, Any]:
     for name, rows in result.items():
         before = list(initial.get(name) or [])
         after = list(rows or [])
-        if name in initial and _canonical(before) == _canonical(after):
+        if name in initial and before == after:  # (1 == 1.0 here: the result digest catches that)
             continue
         index_of: dict[str, int] = {}
         for index, row in enumerate(before):
@@ -67,11 +67,16 @@ def state_record(initial: State, result: State) -> dict[str, Any]:
     }
 
 
-def rebuilt_result(initial: State, record: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """SR = S0 + the record's effects, checked against both stored digests; raises StateRecordError."""
+def rebuilt_result(
+    initial: State, record: Mapping[str, Any], *, initial_digest: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """SR = S0 + the record's effects, checked against both stored digests; raises StateRecordError.
+
+    ``initial_digest``: ``state_digest(initial)`` when the caller has it (once per task, not per attempt).
+    """
     if record.get("format") != RECORD_FORMAT:
         raise StateRecordError(f"state record format {record.get('format')!r} is not {RECORD_FORMAT}")
-    if state_digest(initial) != record.get("initial_digest"):
+    if (initial_digest or state_digest(initial)) != record.get("initial_digest"):
         raise StateRecordError(
             "S0 from the server now differs from the S0 the attempt ran against (another task or server version)"
         )
