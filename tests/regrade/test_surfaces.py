@@ -4,7 +4,6 @@ the engine's not-re-gradable cases, and pages and exports naming the versions th
 from __future__ import annotations
 
 import dataclasses
-
 import io
 import json
 
