@@ -4,8 +4,9 @@ With per-call attribution the backend reads the server's state after every state
 each call's writes come with their old and new values: the write-then-revert persona (its revert
 found from the golden replay's own value log, the server's S0 not being the domain's) gets exactly
 one ``write_reverted`` finding on the cell it set back, the golden agent none, and neither verdict
-moves; an extra row the golden trajectory never writes is ``outside_footprint``. Under the default
-on-failure attribution a passing attempt has no per-call state, and its analysis says so
+moves; an extra row the golden trajectory never writes is ``outside_footprint`` (under on-failure
+attribution too: a failing attempt's calls are replayed with a state read after each). Under the
+default on-failure attribution a passing attempt has no per-call state, and its analysis says so
 (coverage ``net_effects``), never a guessed revert.
 """
 
@@ -66,9 +67,13 @@ def test_write_then_revert_on_a_real_server_is_exactly_one_reverted_write(name, 
     ]
 
 
-def test_an_extra_row_on_a_real_server_is_outside_the_golden_footprint():
-    careless = _run(RETAIL, "sim:careless", seed=1)  # creates the ticket twice: row 7 is extra
+@pytest.mark.parametrize("attribution", ["per_call", "on_failure"])
+def test_an_extra_row_on_a_real_server_is_outside_the_golden_footprint(attribution):
+    # Creates the ticket twice: row 7 is extra. Under on_failure the failing attempt's calls are
+    # replayed on a fresh server, which gives the same value log.
+    careless = _run(RETAIL, "sim:careless", attribution=attribution, seed=1)
     assert careless.verdict == "fail"
+    assert careless.extra["process"]["coverage"] == "value_log"
     assert _findings(careless) == [("outside_footprint", (1,), "zendesk_tickets", "7", None)]
 
 
