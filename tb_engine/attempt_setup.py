@@ -233,6 +233,8 @@ def golden_writes(domain: DomainSpec, task: TaskSpec) -> GoldenWrites:
                 changed.append(index)
         backend.result_snapshot()  # the final state: MCP backends attribute the last call's writes here
         places = backend.writes()
+        value_log_of = getattr(backend, "value_log", None)
+        logged = value_log_of() if callable(value_log_of) else None
         specs = backend.table_specs()
         schemas = {tool.name: tool.parameters for tool in backend.tool_schemas()}
     finally:
@@ -252,6 +254,7 @@ def golden_writes(domain: DomainSpec, task: TaskSpec) -> GoldenWrites:
         unstable={name: frozenset(spec.unstable) for name, spec in specs.items()},
         errors=tuple(errors),
         schemas=schemas,
+        value_log=tuple(tuple(row) for row in logged or ()),
     )
     with _writes_lock:
         _writes_cache[key] = result
@@ -306,7 +309,9 @@ def make_agent(spec: str, *, task: TaskSpec, domain: DomainSpec | None = None, s
         if spec[len("sim:") :] in RETRY_PERSONAS:
             return make_retry_agent(spec[len("sim:") :], task=task, domain=domain)
         if spec[len("sim:") :] in PROCESS_PERSONAS:
-            return make_process_persona_agent(spec[len("sim:") :], task=task, domain=domain)
+            # An MCP server's S0 is the server's: its golden replay's value log says what a write changed.
+            replay = golden_writes(domain, task) if domain.backend == "mcp" else None
+            return make_process_persona_agent(spec[len("sim:") :], task=task, domain=domain, golden=replay)
         return make_simulated_agent(spec[len("sim:") :], task=task, domain=domain, seed=seed)
     raise ValueError(f"unknown agent spec {spec!r} (use 'golden', 'sim:<persona>' or 'check:<kind>')")
 

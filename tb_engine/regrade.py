@@ -5,7 +5,8 @@ grader may change after attempts ran. The attempt's own behaviour is in its stor
 S0 -> SR effects (every changed cell and every inserted or deleted row, all columns) and the
 transcript. So:
 
-* S0 comes from the task (its template, cached per task hash);
+* S0 comes from the task (its template, cached per task hash), and must be the S0 the attempt ran
+  against (``extra["initial_digest"]``, where the attempt stored one);
 * SR = S0 + the stored effects, verified: every effect's ``before`` must be what S0 holds, the
   effects recomputed from the rebuilt SR must equal the stored ones exactly, and every stored diff
   item's SR value must be what the rebuilt SR holds. Anything else is *not re-gradable* (with the
@@ -16,9 +17,9 @@ transcript. So:
 Rubrics the new definition keeps (same question) keep their stored answers; a new question is put
 to the judge given, or stays unanswered (the attempt becomes unjudged, SPEC §2).
 
-ThinkingBox (MCP server) domains are not re-graded here: their new golden end state comes from the
-server's golden replay in a fresh process, which this module does not start. Such attempts are
-reported not re-gradable with that reason.
+ThinkingBox (MCP server) domains: S0 and the new SG come from the server's golden replay in a fresh
+server process, and SR from the attempt's raw state record (``tb_engine.thinkingbox.regrade_mcp``);
+an attempt stored before that record was kept is not re-gradable, with that reason.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from tb_engine.result_format import ResultFormatError
 from tb_engine.results import CheckResult, DiffItem, Effect, RubricResult
 from tb_engine.runner import grade_states
 from tb_engine.sandbox import domain_runtime, task_hash_of
-from tb_engine.snapshot import Snapshot, TableState, normalise_value, stable_columns
+from tb_engine.snapshot import Snapshot, TableState, normalise_value, snapshot_digest, stable_columns
 from tb_engine.spec import DomainSpec, TaskSpec
 from tb_engine.transcript import ToolCall, Transcript
 from tb_engine.version import HARNESS_VERSION
@@ -43,9 +44,10 @@ from tb_engine.version import HARNESS_VERSION
 # The grader a re-grade applies: the harness label campaigns store (tb_engine.version).
 GRADER_VERSION = HARNESS_VERSION
 
-MCP_NOT_REGRADABLE = (
-    "ThinkingBox (MCP server) task: its golden end state needs the server's golden replay in a fresh "
-    "process, which re-grading does not start yet"
+
+S0_CHANGED = (
+    "S0 of the task as now defined differs from the S0 the attempt ran against (its initial data changed): "
+    "the stored effects would apply to another state"
 )
 
 
@@ -62,6 +64,9 @@ class TaskBasis:
     initial: Snapshot | None
     golden: Snapshot | None
     not_regradable: str = ""  # why no attempt of this task can be re-graded ("" when they can)
+    initial_digest: str = ""  # snapshot_digest(initial): an attempt that ran on another S0 is not re-gradable
+    # A ThinkingBox task: the fresh server's raw S0 and SG and their hashing (regrade_mcp.ServerBasis).
+    server: Any = None
 
 
 @dataclass(frozen=True)
@@ -84,14 +89,21 @@ class Regraded:
 def task_basis(domain: DomainSpec, task: TaskSpec) -> TaskBasis:
     """S0 and SG of the task as now defined; compute once per task and re-grade all its attempts."""
     task_hash = task_hash_of(task)
+    if domain.backend == "mcp":
+        from tb_engine.thinkingbox.regrade_mcp import server_basis  # noqa: PLC0415 — heavy (pandas, scipy); only MCP domains need it
+
+        server = server_basis(domain, task)
+        if isinstance(server, str):
+            return TaskBasis(task, task_hash, None, None, server)
+        return TaskBasis(task, task_hash, server.initial, server.golden, server=server)
     if domain.backend != "sqlite":
-        return TaskBasis(task, task_hash, None, None, MCP_NOT_REGRADABLE)
+        return TaskBasis(task, task_hash, None, None, f"backend {domain.backend!r} cannot be re-graded")
     initial = domain_runtime(domain).task_template(task).initial
     try:
         golden = golden_snapshot(domain, task)
     except GoldenReplayError as exc:
         return TaskBasis(task, task_hash, initial, None, f"the new definition is invalid: {exc}")
-    return TaskBasis(task, task_hash, initial, golden)
+    return TaskBasis(task, task_hash, initial, golden, initial_digest=snapshot_digest(initial))
 
 
 def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge | None = None) -> Regraded:
@@ -104,26 +116,69 @@ def regrade_stored(basis: TaskBasis, stored: Mapping[str, Any], *, judge: Judge 
     try:
         stored_effects = [Effect.from_dict(item) for item in stored.get("effects") or ()]
         stored_diff = [DiffItem.from_dict(item) for item in stored.get("diff") or ()]
+    except ResultFormatError as exc:
+        return Regraded(reason=f"the stored record is unreadable: {exc}")
+    if basis.server is not None:
+        from tb_engine.thinkingbox.regrade_mcp import server_states  # noqa: PLC0415 — see task_basis
+
+        states = server_states(basis.server, stored)
+        if isinstance(states, str):
+            return Regraded(reason=states)
+        initial, result, golden, state_of_record = states
+    else:
+        ran_on = (stored.get("extra") or {}).get("initial_digest")
+        if ran_on is not None and ran_on != basis.initial_digest:
+            return Regraded(reason=S0_CHANGED)
+        try:
+            result = result_state(basis.initial, stored_effects, stored_diff)
+        except StateNotReproduced as exc:
+            return Regraded(reason=f"SR cannot be rebuilt from the stored effects: {exc}")
+        initial, golden, state_of_record = basis.initial, basis.golden, None
+    return graded_again(
+        basis.task,
+        stored,
+        initial=initial,
+        result=result,
+        golden=golden,
+        stored_effects=stored_effects,
+        state_of_record=state_of_record,
+        judge=judge,
+    )
+
+
+def graded_again(
+    task: TaskSpec,
+    stored: Mapping[str, Any],
+    *,
+    initial: Snapshot,
+    result: Snapshot,
+    golden: Snapshot,
+    stored_effects: list[Effect],
+    state_of_record: bool | None,
+    judge: Judge | None,
+) -> Regraded:
+    """The diff, checks and verdict of a rebuilt SR against SG, exactly as a run grades them.
+
+    ``state_of_record``: the server's hash verdict on the rebuilt SR (ThinkingBox tasks), else None.
+    """
+    try:
         stored_rubrics = [RubricResult.from_dict(item) for item in stored.get("rubrics") or ()]
         stored_transcript = stored.get("transcript") or {}
         tool_calls = _verdict_tool_calls(stored_transcript.get("tool_calls") or ())
     except ResultFormatError as exc:
         return Regraded(reason=f"the stored record is unreadable: {exc}")
-    try:
-        result = result_state(basis.initial, stored_effects, stored_diff)
-    except StateNotReproduced as exc:
-        return Regraded(reason=f"SR cannot be rebuilt from the stored effects: {exc}")
     writes = writes_of(stored_effects)
-    diff = diff_states(basis.initial, result, basis.golden, writes)
-    rubrics = rubric_answers(basis.task.rubrics, stored_rubrics, stored_transcript, judge)
+    diff = diff_states(initial, result, golden, writes)
+    rubrics = rubric_answers(task.rubrics, stored_rubrics, stored_transcript, judge)
     checks, outcome = grade_states(
-        basis.task,
-        initial=basis.initial,
+        task,
+        initial=initial,
         result=result,
         diff=diff,
         rubrics=rubrics,
         termination=stored.get("termination"),
         tool_calls=tool_calls,
+        state_of_record=state_of_record,
     )
     return Regraded(
         verdict=outcome.verdict,

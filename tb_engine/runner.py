@@ -49,7 +49,7 @@ from tb_engine.process import (
 )
 from tb_engine.results import AttemptResult, CheckResult, DiffItem, Effect, RubricResult, Termination
 from tb_engine.sandbox import task_hash_of
-from tb_engine.snapshot import Snapshot
+from tb_engine.snapshot import Snapshot, snapshot_digest
 from tb_engine.spec import TaskSpec
 from tb_engine.transcript import Message, ToolCall, Transcript, Usage
 
@@ -462,6 +462,7 @@ def attempt_steps(
         attempt.extra.update(_backend_evidence(backend))
         annotate_duplicates(attempt.extra, attempt.transcript, attempt.diff)
         attempt.extra.update(_process_evidence_or_error(backend, attempt, initial, golden, writes))
+        attempt.extra["initial_digest"] = _initial_digest(initial)
         timed("record", started)
         return attempt
     except GoldenReplayError as exc:
@@ -490,11 +491,13 @@ def process_evidence(
     """The attempt's process analysis (``process``) and value log (``write_log``) for its ``extra``.
 
     Never changes the verdict (tb_engine.process). The value log comes from the optional Backend
-    method ``value_log()``; without it the writes map stands in (reverts by net effect). Rules come
+    method ``value_log()`` (which may answer None for an attempt without one); without it the writes
+    map stands in (reverts by net effect). Rules come
     from the backend's domain (its ``domain`` attribute); a broken rules file is reported, not raised.
     """
     value_log_of = getattr(backend, "value_log", None)
-    entries = [WriteEntry(*row) for row in value_log_of()] if callable(value_log_of) else None
+    logged = value_log_of() if callable(value_log_of) else None  # None: this attempt has no value log
+    entries = [WriteEntry(*row) for row in logged] if logged is not None else None
     domain = getattr(backend, "domain", None)
     evidence: dict[str, Any] = {}
     try:
@@ -537,6 +540,27 @@ def _footprint(initial: Snapshot, golden: Snapshot) -> Footprint:
         while len(_footprints) > _FOOTPRINTS_KEPT:
             _footprints.popitem(last=False)
     return footprint
+
+
+# id(S0) -> (S0, its digest): S0 is cached per task version by the backend, so it is digested once
+# per task, not per attempt; the snapshot is held so its id stays its own.
+_digests: OrderedDict[int, tuple[Snapshot, str]] = OrderedDict()
+
+
+def _initial_digest(initial: Snapshot) -> str:
+    """``snapshot_digest(initial)``, once per S0 object (the re-grade's check that S0 is unchanged)."""
+    key = id(initial)
+    with _footprints_lock:
+        found = _digests.get(key)
+        if found is not None and found[0] is initial:
+            _digests.move_to_end(key)
+            return found[1]
+    digest = snapshot_digest(initial)
+    with _footprints_lock:
+        _digests[key] = (initial, digest)
+        while len(_digests) > _FOOTPRINTS_KEPT:
+            _digests.popitem(last=False)
+    return digest
 
 
 def _process_evidence_or_error(

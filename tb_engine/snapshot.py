@@ -7,6 +7,7 @@ construction, so the diff can compare with plain ``==``: numbers (1 == 1.0), boo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
@@ -18,6 +19,12 @@ from tb_engine.spec import TableSpec
 
 def _canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def snapshot_digest(snapshot: Snapshot) -> str:
+    """SHA-256 of a snapshot's rows (normalised values, every column, rows in key order): which S0 an
+    attempt ran against, so a re-grade can tell when the task's initial state has changed since."""
+    return hashlib.sha256(_canonical_json(snapshot.to_rows()).encode("utf-8")).hexdigest()
 
 
 def _normalise_number(value: Any) -> Any:

@@ -55,6 +55,8 @@ class GoldenWrites:
     schemas: dict[str, dict[str, Any]] = field(
         default_factory=dict
     )  # tool -> JSON schema, as the agent sees it
+    # The replay's value log, (call, table, key, column, op, old, new) per write, when the backend keeps one.
+    value_log: tuple[tuple[Any, ...], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ the golden state, so a state grader passes them; the process analysis must not:
   payout). A plan without such a read is followed as is.
 
 Like the golden agent the plan is fixed at construction from the task and the domain (S0 values come
-from the domain's base data with the task's patch), never read from the view.
+from the domain's base data with the task's patch; on an MCP server, whose S0 is the server's, from
+the value log of the golden trajectory replayed on a fresh server), never read from the view.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tb_engine.agents.golden import DEFAULT_REPLY
+from tb_engine.agents.harness_checks import GoldenWrites
 from tb_engine.interfaces import AgentStep, AgentView
 from tb_engine.spec import DomainSpec, GoldenCall, TaskSpec
 from tb_engine.transcript import ToolCallRequest
@@ -82,23 +84,66 @@ def revert_call(domain: DomainSpec, task: TaskSpec, call: GoldenCall) -> GoldenC
     return None
 
 
-def write_revert_plan(domain: DomainSpec, task: TaskSpec) -> tuple[GoldenCall, ...]:
+def _with_value(arguments: Any, column: str, new: Any, old: Any) -> tuple[Any, bool]:
+    """``arguments`` with the first argument named ``column`` that holds ``new`` (at any depth of
+    nested objects, e.g. an ``item`` mapping) set to ``old``; and whether one was found."""
+    if not isinstance(arguments, dict):
+        return arguments, False
+    if column in arguments and arguments[column] == new:
+        return {**arguments, column: old}, True
+    for name, value in arguments.items():
+        replaced, found = _with_value(value, column, new, old)
+        if found:
+            return {**arguments, name: replaced}, True
+    return arguments, False
+
+
+def revert_call_from_log(
+    call: GoldenCall, index: int, value_log: tuple[tuple[Any, ...], ...]
+) -> GoldenCall | None:
+    """``call`` (golden call ``index``) with one argument set back to the value the cell it changed held
+    before, read from the golden replay's value log (a server's S0 is the server's, not the domain's)."""
+    for logged, _table, _key, column, op, old, new in value_log:
+        if logged != index or op != "update" or column is None or old is None:
+            continue
+        arguments, found = _with_value(dict(call.arguments), column, new, old)
+        if found:
+            return GoldenCall(call.tool, arguments)
+    return None
+
+
+def write_revert_plan(
+    domain: DomainSpec, task: TaskSpec, golden: GoldenWrites | None = None
+) -> tuple[GoldenCall, ...]:
+    """The golden plan with its first revertible write made, set back and made again. ``golden``: the
+    golden replay's record (MCP domains: S0 values come from its value log, not domain tables)."""
     plan = list(task.golden)
     for index, call in enumerate(plan):
-        if not _is_write(domain, call.tool):
+        if golden is not None:
+            if index not in golden.writes:
+                continue
+            back = revert_call_from_log(call, index, golden.value_log)
+        elif not _is_write(domain, call.tool):
             continue
-        back = revert_call(domain, task, call)
+        else:
+            back = revert_call(domain, task, call)
         if back is not None:
             return tuple(plan[: index + 1] + [back, call] + plan[index + 1 :])
     return tuple(plan)
 
 
-def skip_read_plan(domain: DomainSpec, task: TaskSpec) -> tuple[GoldenCall, ...]:
+def skip_read_plan(
+    domain: DomainSpec, task: TaskSpec, golden: GoldenWrites | None = None
+) -> tuple[GoldenCall, ...]:
     plan = list(task.golden)
-    first_write = next((i for i, c in enumerate(plan) if _is_write(domain, c.tool)), None)
+
+    def is_write(index: int) -> bool:  # an MCP golden replay says which calls changed state
+        return index in golden.writes if golden is not None else _is_write(domain, plan[index].tool)
+
+    first_write = next((i for i in range(len(plan)) if is_write(i)), None)
     if first_write is None:
         return tuple(plan)
-    reads = [i for i in range(first_write) if not _is_write(domain, plan[i].tool)]
+    reads = [i for i in range(first_write) if not is_write(i)]
     if not reads:
         return tuple(plan)
     return tuple(c for i, c in enumerate(plan) if i != reads[-1])
@@ -124,11 +169,20 @@ class PlanAgent:
         )
 
 
-def make_process_persona_agent(persona: str, *, task: TaskSpec, domain: DomainSpec) -> PlanAgent:
-    """A process persona for one attempt of ``task``; raises KeyError naming unknown personas."""
+def make_process_persona_agent(
+    persona: str, *, task: TaskSpec, domain: DomainSpec, golden: GoldenWrites | None = None
+) -> PlanAgent:
+    """A process persona for one attempt of ``task``; raises KeyError naming unknown personas.
+
+    ``golden``: the golden replay's record on the task's server (MCP domains, whose tables and S0
+    the domain does not declare): which calls write, and the values they change."""
     if persona not in PROCESS_PERSONAS:
         raise KeyError(
             f"process persona {persona!r} is unknown; known: {', '.join(sorted(PROCESS_PERSONAS))}"
         )
-    plan = write_revert_plan(domain, task) if persona == "write-revert" else skip_read_plan(domain, task)
+    plan = (
+        write_revert_plan(domain, task, golden)
+        if persona == "write-revert"
+        else skip_read_plan(domain, task, golden)
+    )
     return PlanAgent(PROCESS_PERSONAS[persona], plan, task.extra.get("golden_reply") or DEFAULT_REPLY)

@@ -280,3 +280,33 @@ def state_writes(
                 if old[key].get(column) != new[key].get(column):
                     written.add((table, key, column))
     return written
+
+
+def state_value_log(
+    call: int,
+    before: dict[str, list[dict[str, Any]]],
+    after: dict[str, list[dict[str, Any]]],
+    specs: dict[str, TableSpec],
+) -> list[tuple[int, str, str, str | None, str, Any, Any]]:
+    """What one call changed between two states, as value-log rows (tb_engine.process.WriteEntry):
+    (call, table, row key, column, op, old, new) — insert/delete for whole rows (column None), update
+    with the old and new value per cell; in table, key and column order (a server reports no order
+    of its own within one call)."""
+    entries: list[tuple[int, str, str, str | None, str, Any, Any]] = []
+    for table in sorted(set(before) | set(after)):
+        spec = specs.get(table)
+        key_columns = spec.primary_key if spec else ("id",)
+        old = {row_key(r, key_columns): r for r in before.get(table) or []}
+        new = {row_key(r, key_columns): r for r in after.get(table) or []}
+        for key in sorted(old.keys() | new.keys()):
+            if key not in new:
+                entries.append((call, table, key, None, "delete", None, None))
+            elif key not in old:
+                entries.append((call, table, key, None, "insert", None, None))
+            else:
+                for column in sorted(set(old[key]) | set(new[key])):
+                    if old[key].get(column) != new[key].get(column):
+                        entries.append(
+                            (call, table, key, column, "update", old[key].get(column), new[key].get(column))
+                        )
+    return entries

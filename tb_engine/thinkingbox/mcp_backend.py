@@ -29,9 +29,11 @@ from tb_engine.thinkingbox.effects import (
     infer_table_specs,
     resolve_declarations,
     snapshot_of,
+    state_value_log,
     state_writes,
 )
 from tb_engine.thinkingbox.mcp_session import RESERVED_PREFIX, McpSession, merged_evidence
+from tb_engine.thinkingbox.state_record import state_record
 from tb_engine.thinkingbox.task_states import TaskStates, build_task_states, table_texts
 from tb_engine.transcript import ToolCall, ToolCallRequest
 
@@ -115,6 +117,9 @@ class McpBackend:
     _resolved: ServerDeclarations | None = field(default=None, init=False)
     _schemas: list[ToolSchema] = field(default_factory=list, init=False)
     _writes: dict[tuple[str, str, str | None], list[int]] = field(default_factory=dict, init=False)
+    _value_log: list[tuple[int, str, str, str | None, str, Any, Any]] = field(
+        default_factory=list, init=False
+    )
     _last_state: dict[str, list[dict[str, Any]]] | None = field(default=None, init=False)
     _effects: dict[str, Any] | None = field(default=None, init=False)
     _specs: dict[str, TableSpec] | None = field(default=None, init=False)
@@ -191,6 +196,11 @@ class McpBackend:
             self._resolved = base.with_extra(extra, "the domain's mcp.unstable")
         return self._resolved
 
+    def hash_declarations(self) -> ServerDeclarations:
+        """The declarations the current effects answer is hashed under (the server's, the domain's and
+        any the answer itself carries)."""
+        return resolve_declarations(self.effects(), self._declarations())
+
     @property
     def server(self) -> str:
         """The scenario's server (its world_state key), which need not be the domain name."""
@@ -260,7 +270,17 @@ class McpBackend:
         for place in written:
             self._writes.setdefault(place, []).append(index)
         call.changed_state = bool(written)
+        self._value_log.extend(state_value_log(index, before, states.result, self.table_specs()))
         self._last_state = states.result
+
+    def value_log(self) -> list[tuple[int, str, str, str | None, str, Any, Any]] | None:
+        """Each state-changing call's writes with old and new values (the runner's optional method,
+        read by the process analysis) — when the state was read after every such call: with per-call
+        attribution, or when an on-failure replay ran and ended in the attempt's own state. None
+        otherwise (a passing attempt under on-failure attribution: no per-call state was read)."""
+        if self.attribute_writes == "per_call" or self._attribution == "replayed":
+            return list(self._value_log)
+        return None
 
     def effects(self) -> dict[str, Any]:
         """The final ``__reserved__geteffects`` answer (fetched once, when first needed)."""
@@ -416,6 +436,7 @@ class McpBackend:
             replayed = self._geteffects(session)
             if replayed.get("result_db_hash") != self.effects().get("result_db_hash"):
                 self._writes.clear()
+                self._value_log.clear()
                 for call in self._calls:
                     call.changed_state = False
                 self._attribution = "replay diverged: no call credited"
@@ -423,6 +444,7 @@ class McpBackend:
                 self._attribution = "replayed"
         except InfraError as exc:
             self._writes.clear()
+            self._value_log.clear()
             self._attribution = f"replay failed: {exc}"
         finally:
             self.pool.release(session)
@@ -453,8 +475,22 @@ class McpBackend:
                 "disagree": not comparison.agree,
                 # SPEC §2: for ThinkingBox suites the server's hash decides the state part.
                 "verdict_of_record": verdict_of_record,
+                "state_record": self.state_record(comparison),
             },
             "backend": backend,
+        }
+
+    def state_record(self, comparison: EffectsComparison) -> dict[str, Any] | None:
+        """What a re-grade needs to rebuild SR exactly (``state_record``), with the server's SR hash
+        and whether our hashing reproduced it (then a rebuilt SR is checked against it too)."""
+        answer = self.effects()
+        initial, result = answer.get("initial_db_state"), answer.get("result_db_state")
+        if not isinstance(initial, dict) or not isinstance(result, dict):
+            return None
+        return {
+            **state_record(initial, result),
+            "result_db_hash": comparison.result_hash,
+            "hash_reproduced": comparison.declarations_verified,
         }
 
     def close(self) -> None:

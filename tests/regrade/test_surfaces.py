@@ -3,6 +3,7 @@ the engine's not-re-gradable cases, and pages and exports naming the versions th
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -15,7 +16,7 @@ from apps.regrade.models import RegradeRun, VerdictVersion
 from apps.suites.models import Task
 from tb_engine.attempt_setup import run_task
 from tb_engine.loader import load_builtin_suite
-from tb_engine.regrade import MCP_NOT_REGRADABLE, TaskBasis, regrade_stored, task_basis
+from tb_engine.regrade import S0_CHANGED, regrade_stored, task_basis
 from tb_engine.spec_json import task_from_dict
 
 pytestmark = pytest.mark.django_db
@@ -124,7 +125,7 @@ def test_pages_and_exports_name_the_task_and_grader_versions_of_their_figures(re
     assert 'id="verdict-versions"' in attempt_page and "As run" in attempt_page
 
 
-def test_an_attempt_whose_effects_do_not_rebuild_sr_is_not_regradable_and_mcp_tasks_say_why():
+def test_an_attempt_whose_effects_do_not_rebuild_sr_is_not_regradable():
     suite = load_builtin_suite("starter")
     task = suite.tasks[TASK]
     domain = suite.domains[task.domain]
@@ -146,5 +147,33 @@ def test_an_attempt_whose_effects_do_not_rebuild_sr_is_not_regradable_and_mcp_ta
     assert regrade_stored(basis, inconsistent).reason.endswith(
         "the stored diff's SR value differs from the rebuilt SR's"
     )
-    mcp = TaskBasis(task, "h", None, None, MCP_NOT_REGRADABLE)
-    assert regrade_stored(mcp, stored).reason == MCP_NOT_REGRADABLE
+
+
+def test_an_attempt_that_ran_on_another_s0_is_not_regradable():
+    """Item 3 of issue 29: the attempt stores which S0 it ran against; a task whose initial data has
+    changed since (here: one more row in its data patch, a row the attempt never touches) is not
+    re-graded from effects that would apply to another state. An attempt stored without the digest
+    is re-graded as before."""
+    suite = load_builtin_suite("starter")
+    task = suite.tasks[TASK]
+    domain = suite.domains[task.domain]
+    stored = run_task(domain, task, agent="golden").to_dict()
+    basis = task_basis(domain, task)
+    assert stored["extra"]["initial_digest"] == basis.initial_digest != ""
+    assert regrade_stored(basis, stored).verdict == "pass"
+
+    table = next(iter(task.data_patch)) if task.data_patch else None
+    assert table is not None, "the task must patch its data for this check"
+    rows = [dict(row) for row in task.data_patch[table]]
+    spec = domain.tables[table]
+    extra_row = dict(rows[0])
+    key = spec.primary_key[0]
+    extra_row[key] = f"{extra_row[key]}-added" if isinstance(extra_row[key], str) else extra_row[key] + 100000
+    changed = dataclasses.replace(task, data_patch={**task.data_patch, table: [*rows, extra_row]})
+    moved = task_basis(domain, changed)
+    assert moved.initial_digest != basis.initial_digest
+    assert regrade_stored(moved, stored).reason == S0_CHANGED
+
+    older = json.loads(json.dumps(stored))
+    del older["extra"]["initial_digest"]
+    assert regrade_stored(basis, older).verdict == "pass"

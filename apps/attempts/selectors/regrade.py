@@ -37,8 +37,9 @@ def attempts_to_regrade(
 ) -> Iterator[StoredAttempt]:
     """Every attempt of the campaigns with what a re-grade reads of its result, task by task.
 
-    ``result`` holds the grading keys, ``termination``, ``effects`` and the transcript's tool calls
-    (name, read_only, error: all the verdict reads of them); the messages only ``with_messages``
+    ``result`` holds the grading keys, ``termination``, ``effects``, the S0 digest
+    (``extra.initial_digest``), a ThinkingBox attempt's state record (``extra.thinkingbox.state_record``) and the transcript's tool calls (name, read_only,
+    error: all the verdict reads of them); the messages only ``with_messages``
     (a judge answering a new rubric reads the final reply). On PostgreSQL the projection is made by
     the database, so the rest of each stored result (tool results, messages) never leaves it.
     ``task_ids``: only the attempts of these tasks.
@@ -60,6 +61,7 @@ _PROJECTED_KEYS = ("termination", "effects", *GRADING_KEYS)
 _PROJECTION_SQL = (
     "SELECT a.id, a.campaign_id, a.task_id, a.status, a.verdict, "
     + ", ".join(f"a.result -> '{key}'" for key in _PROJECTED_KEYS)
+    + ", a.result -> 'extra' -> 'initial_digest', a.result -> 'extra' -> 'thinkingbox' -> 'state_record'"
     + ", (SELECT jsonb_agg(jsonb_build_object('name', c -> 'name', 'read_only', c -> 'read_only',"
     " 'error', c -> 'error')) FROM jsonb_array_elements("
     " CASE jsonb_typeof(a.result -> 'transcript' -> 'tool_calls') WHEN 'array'"
@@ -83,8 +85,27 @@ def _projected_postgres(
             stream.itersize = chunk_size
             stream.execute(_PROJECTION_SQL, [list(campaign_ids), task_ids, task_ids])
             for row in stream:
-                pk, campaign_id, task_id, status, verdict, *values, tool_calls = row
+                (
+                    pk,
+                    campaign_id,
+                    task_id,
+                    status,
+                    verdict,
+                    *values,
+                    initial_digest,
+                    state_record,
+                    tool_calls,
+                ) = row
                 result = {key: _json(value) for key, value in zip(_PROJECTED_KEYS, values, strict=True)}
+                extra: dict[str, Any] = {}
+                if initial_digest is not None:  # which S0 the attempt ran against
+                    extra["initial_digest"] = _json(initial_digest)
+                if (
+                    state_record is not None
+                ):  # a ThinkingBox attempt's raw SR record (thinkingbox.state_record)
+                    extra["thinkingbox"] = {"state_record": _json(state_record)}
+                if extra:
+                    result["extra"] = extra
                 tool_calls = _json(tool_calls)
                 result["status"] = status
                 result["transcript"] = {"tool_calls": tool_calls or []}
