@@ -251,9 +251,10 @@ def test_figures_separate_naive_from_careful(suite):
     for figures in (naive, careful):
         assert (figures["graded"], figures["tasks"], figures["none_fired"]) == (n_tasks, n_tasks, 0)
         assert figures["kinds"]["error_after_commit"]["fired"] == n_tasks
-    # careful fails exactly the two tasks whose write it cannot see (tests/engine/agents/test_fault_personas.py)
-    assert careful["kinds"]["error_after_commit"]["recovered"]["count"] == n_tasks - 2
-    assert careful["duplicate_effect"]["count"] == 2
+    # careful recovers every task: it confirms the write through a read or, when none can show it,
+    # reports instead of re-sending (tests/engine/agents/test_fault_personas.py)
+    assert careful["kinds"]["error_after_commit"]["recovered"]["count"] == n_tasks
+    assert careful["duplicate_effect"]["count"] == 0
     assert (
         naive["duplicate_effect"]["count"]
         == n_tasks - naive["kinds"]["error_after_commit"]["recovered"]["count"]
