@@ -120,6 +120,12 @@ class FaultPlan:
         # cost on the built-in suite. Not a field: plans still compare and hash by their settings.
         object.__setattr__(self, "_tool_kinds", {})
 
+    @property
+    def can_fire(self) -> bool:
+        """Whether the plan can fault any call: not a 0% rate without ordinals (the overhead bench's
+        plan, a paired campaign's "faults on, none drawn")."""
+        return bool(self.at_calls) or self.rate > 0.0
+
     def to_dict(self) -> dict[str, Any]:
         # Built once per plan and copied: every attempt stores it, and dataclasses.asdict costs tens
         # of microseconds, a measurable share of a built-in attempt (bench/fault_injection.py).
@@ -260,12 +266,6 @@ class FaultyBackend:
         self.task_id = task_id
         self.attempt = attempt
         self._log = FaultLog(plan)
-        # A plan that can fire nothing (rate 0, no ordinals: the overhead bench's plan, a paired
-        # campaign's "faults on, none drawn") needs no per-call decision: its calls go straight to
-        # the backend and only their tool names are kept, classified once when the record is read.
-        # Which faults fire for a seed does not change: such a plan never faults a call.
-        self.can_fire = bool(plan.at_calls) or plan.rate > 0.0
-        self._unclassified: list[str] = []
         self._sleep = sleep
         # Per tool called, decided on its first call: an attempt calls a few of the backend's tools,
         # and reading every schema up front cost a measurable share of a built-in attempt.
@@ -279,9 +279,6 @@ class FaultyBackend:
     @property
     def log(self) -> FaultLog:
         """The attempt's fault record so far (eligible calls counted up to the last call made)."""
-        if self._unclassified:
-            names, self._unclassified = self._unclassified, []
-            self._log.eligible_calls += sum(1 for name in names if self._kinds_of(name))
         return self._log
 
     # ---- the fault decision ------------------------------------------------------------
@@ -321,9 +318,6 @@ class FaultyBackend:
         return self.inner.tool_schemas()
 
     def call_tool(self, request: ToolCallRequest, *, index: int, turn: int) -> ToolCall:
-        if not self.can_fire:
-            self._unclassified.append(request.name)
-            return self.inner.call_tool(request, index=index, turn=turn)
         planned = self.planned_fault(index, request.name)
         if planned is None:
             return self.inner.call_tool(request, index=index, turn=turn)
@@ -399,6 +393,22 @@ class FaultyBackend:
         extra = dict(inner_extra() or {}) if callable(inner_extra) else {}
         extra["faults"] = self.log.to_dict()
         return extra
+
+
+def unfireable_record(plan: FaultPlan, transcript: Transcript) -> dict[str, Any]:
+    """The fault record of an attempt run under a plan that can fire nothing (``not plan.can_fire``).
+
+    Such a plan changes no call, so the attempt runs on its own backend, with no FaultyBackend in the
+    way (measured: the wrapper's delegation cost a 0%-rate plan ~3% of a built-in attempt's time,
+    bench/fault_injection.py), and its record — the same as FaultyBackend would have written: no
+    fault, the calls the plan applies to — is made from the transcript afterwards. Each call's
+    ``read_only`` is the backend's own answer, as FaultyBackend.read_only reads it.
+    """
+    log = FaultLog(plan)
+    log.eligible_calls = sum(1 for call in transcript.tool_calls if plan.kinds_for_tool(call.name, call.read_only))
+    record = log.to_dict()
+    record["duplicate_effects"] = []
+    return record
 
 
 def faults_of(extra: Mapping[str, Any]) -> dict[str, Any] | None:
