@@ -273,8 +273,11 @@ class FaultyBackend:
         self._specs = tool_specs or {}
 
     def __getattr__(self, name: str) -> Any:
-        # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…)
-        return getattr(self.inner, name)
+        # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…),
+        # kept once found: the runner asks for several on every attempt.
+        value = getattr(self.inner, name)
+        self.__dict__[name] = value
+        return value
 
     @property
     def log(self) -> FaultLog:
@@ -291,14 +294,15 @@ class FaultyBackend:
         kinds = self._kinds_of(tool)
         if not kinds:
             return None
-        log = self.log
+        log = self._log
         ordinal = log.eligible_calls
         log.eligible_calls += 1
-        key = (self.plan.seed, self.task_id, self.attempt, index)
-        if self.plan.at_calls:
-            if ordinal not in self.plan.at_calls:
+        plan = self.plan
+        if plan.at_calls:
+            if ordinal not in plan.at_calls:
                 return None
-        elif unit_draw("fault-fire", *key) >= self.plan.rate:
+        key = (plan.seed, self.task_id, self.attempt, index)
+        if not plan.at_calls and unit_draw("fault-fire", *key) >= plan.rate:
             return None
         kind = kinds[int(unit_draw("fault-kind", *key) * len(kinds))]
         return ordinal, kind
