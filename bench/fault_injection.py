@@ -59,7 +59,8 @@ MCP_DOMAINS = ("sandbox_external_retail", "external_booking_v1")
 
 
 def load() -> str:
-    return "%.2f, %.2f, %.2f" % os.getloadavg()
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def one_attempt(domain, task, plan: FaultPlan | None) -> tuple[float, float, str]:
@@ -93,14 +94,14 @@ def compare(label: str, work: list[tuple], rounds: int, *, armed: bool) -> float
     # collection landing in one arm's attempt would be charged to that arm alone.
     gc.collect()
     gc.freeze()
-    wall = {arm: 0.0 for arm in arms}
-    cpu = {arm: 0.0 for arm in arms}
+    wall = dict.fromkeys(arms, 0.0)
+    cpu = dict.fromkeys(arms, 0.0)
     verdicts: dict[str, dict[str, int]] = {arm: {} for arm in arms}
     round_ratios: dict[str, list[float]] = {arm: [] for arm in arms}  # per round: arm time / plan-off time
     pair_ratios: dict[str, list[float]] = {arm: [] for arm in arms}  # per attempt: the same
     turn = 0
     for _ in range(rounds):
-        round_wall = {arm: 0.0 for arm in arms}
+        round_wall = dict.fromkeys(arms, 0.0)
         for domain, task in work:
             turn += 1
             order = arms[turn % len(arms) :] + arms[: turn % len(arms)]
@@ -139,7 +140,7 @@ def compare(label: str, work: list[tuple], rounds: int, *, armed: bool) -> float
     print(f"  control (plan off vs plan off): {figures('control')}", flush=True)
     if armed:
         print(f"  armed plan, nothing fires (FaultyBackend on every call, not in RESULT): {figures('armed')}")
-    print(f"  verdicts: " + "; ".join(f"{arm} {verdicts[arm]}" for arm in arms), flush=True)
+    print("  verdicts: " + "; ".join(f"{arm} {verdicts[arm]}" for arm in arms), flush=True)
     return _pct(statistics.median(round_ratios["on"]))
 
 
@@ -190,11 +191,15 @@ def main() -> None:
     parser.add_argument("--mcp-rounds", type=int, default=10, help="rounds per arm on the real servers")
     parser.add_argument("--mcp-tasks", type=int, default=40, help="shared retail + booking tasks")
     parser.add_argument(
-        "--armed", action="store_true", help="also an armed plan that fires nothing (FaultyBackend's own cost)"
+        "--armed",
+        action="store_true",
+        help="also an armed plan that fires nothing (FaultyBackend's own cost)",
     )
     args = parser.parse_args()
     print(f"machine shared with other sessions; uptime load average at start {load()}", flush=True)
-    builtin = compare("built-in suite (SQLite sandboxes)", builtin_work(args.repeat), args.rounds, armed=args.armed)
+    builtin = compare(
+        "built-in suite (SQLite sandboxes)", builtin_work(args.repeat), args.rounds, armed=args.armed
+    )
     work = mcp_work(args.mcp_tasks)
     if isinstance(work, str):
         print(f"real servers: not run ({work})", flush=True)

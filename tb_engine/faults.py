@@ -409,7 +409,9 @@ def unfireable_record(plan: FaultPlan, transcript: Transcript) -> dict[str, Any]
     ``read_only`` is the backend's own answer, as FaultyBackend.read_only reads it.
     """
     log = FaultLog(plan)
-    log.eligible_calls = sum(1 for call in transcript.tool_calls if plan.kinds_for_tool(call.name, call.read_only))
+    log.eligible_calls = sum(
+        1 for call in transcript.tool_calls if plan.kinds_for_tool(call.name, call.read_only)
+    )
     record = log.to_dict()
     record["duplicate_effects"] = []
     return record

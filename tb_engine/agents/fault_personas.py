@@ -77,6 +77,7 @@ RETRY_PERSONAS: dict[str, RetryPersona] = {
 # What the script yields (the calls of one step: several reads go out together, as a real agent
 # sends independent reads in one turn) and is sent back (the tool messages answering them, in order).
 Script = Generator[list[ToolCallRequest], list[Message], None]
+Read = tuple[str, dict[str, Any]]  # a read call: tool name, arguments
 
 
 class RetryAgent:
@@ -112,12 +113,12 @@ class RetryAgent:
         self._issued += 1
         return ToolCallRequest(f"{self.persona.name}-{self._issued}", tool, dict(arguments))
 
-    def witness_reads(self, call: GoldenCall) -> list[tuple[str, dict[str, Any]]]:
+    def witness_reads(self, call: GoldenCall) -> list[Read]:
         """The read calls that can show ``call``'s effect: every read tool whose parameters the
         write's arguments supply — its required ones (``account_id`` also from ``from_account_id``),
         or, for a read requiring none, those of its optional ones the write names. [] when no read
         can show the effect."""
-        found: list[tuple[str, dict[str, Any]]] = []
+        found: list[Read] = []
         for name, schema in sorted(self._tools.items()):
             if self._is_write(name):
                 continue
@@ -125,14 +126,13 @@ class RetryAgent:
             if required:
                 found.extend((name, arguments) for arguments in _supplied(required, call.arguments))
                 continue
-            optional = {p: call.arguments[p] for p in schema.parameters.get("properties") or {} if p in call.arguments}
+            properties = schema.parameters.get("properties") or {}
+            optional = {p: call.arguments[p] for p in properties if p in call.arguments}
             if optional:
                 found.append((name, optional))
         return found
 
-    def _read_all(
-        self, reads: list[tuple[str, dict[str, Any]]]
-    ) -> Generator[list[ToolCallRequest], list[Message], list[Message]]:
+    def _read_all(self, reads: list[Read]) -> Generator[list[ToolCallRequest], list[Message], list[Message]]:
         """The replies to ``reads``, sent in one step; failed ones are sent again (reads are safe)."""
         replies = yield [self._request(tool, arguments) for tool, arguments in reads]
         for _ in range(MAX_RETRIES):
@@ -144,18 +144,20 @@ class RetryAgent:
                 replies[position] = reply
         return list(replies)
 
-    def context_reads(self) -> list[tuple[str, dict[str, Any]]]:
+    def context_reads(self) -> list[Read]:
         """The golden plan's own reads (how the task looks at the state), each once: they may show a
         write's effect (a card's status in its account) but, named by nothing the write says, their
         silence proves nothing."""
-        unique: list[tuple[str, dict[str, Any]]] = []
+        unique: list[Read] = []
         for planned in self.task.golden:
             read = (planned.tool, dict(planned.arguments))
             if not self._is_write(planned.tool) and read not in unique:
                 unique.append(read)
         return unique
 
-    def _looks(self, call: GoldenCall) -> Generator[list[ToolCallRequest], list[Message], tuple]:
+    def _looks(
+        self, call: GoldenCall
+    ) -> Generator[list[ToolCallRequest], list[Message], tuple[list[Read], list[Read], list[str] | None]]:
         """Before a careful write: (witness reads, the reads it will compare, their replies now).
         A read that fails even when sent again shows nothing (its arguments do not fit): dropped."""
         witnesses = self.witness_reads(call)
@@ -163,7 +165,11 @@ class RetryAgent:
             if not candidates:
                 continue
             replies = yield from self._read_all(candidates)
-            usable = [(read, reply.content) for read, reply in zip(candidates, replies, strict=True) if not reply.is_error]
+            usable = [
+                (read, reply.content)
+                for read, reply in zip(candidates, replies, strict=True)
+                if not reply.is_error
+            ]
             if usable:
                 reads = [read for read, _ in usable]
                 return (reads if candidates is witnesses else []), reads, [content for _, content in usable]

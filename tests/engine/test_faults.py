@@ -208,9 +208,13 @@ def test_a_plan_that_cannot_fire_runs_unwrapped_and_records_what_the_wrapper_wou
         stepped = drive(setup.steps(backend), make_agent("golden", task=task))  # the worker's path
     finally:
         backend.close()
-    wrapped = FaultyBackend(SqliteBackend(domain, task), plan, task_id=task.id, attempt=0, tool_specs=domain.tools)
+    wrapped = FaultyBackend(
+        SqliteBackend(domain, task), plan, task_id=task.id, attempt=0, tool_specs=domain.tools
+    )
     try:
-        by_wrapper = run_attempt(task, wrapped, agent=make_agent("golden", task=task), user=setup.user, judge=setup.judge)
+        by_wrapper = run_attempt(
+            task, wrapped, agent=make_agent("golden", task=task), user=setup.user, judge=setup.judge
+        )
     finally:
         wrapped.close()
     expected = {"writes": 2, "reads": 2, "all": 4}[tools]  # find, get_booking | issue_refund, update_case

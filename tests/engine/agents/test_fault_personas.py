@@ -57,7 +57,9 @@ def test_error_after_commit_on_the_first_write_across_the_suite(suite):
         golden = _run(suite, task.id, "golden")
         naive = _run(suite, task.id, "sim:naive-retry")
         careful_agent = make_agent("sim:careful-retry", task=task, domain=domain)
-        careful = AttemptSetup.from_config(domain, task, agent=careful_agent, faults=AFTER_COMMIT_FIRST_WRITE).run()
+        careful = AttemptSetup.from_config(
+            domain, task, agent=careful_agent, faults=AFTER_COMMIT_FIRST_WRITE
+        ).run()
         assert golden.verdict == "pass", task.id
         if naive.verdict == "fail":
             naive_failures.append(task.id)
@@ -69,7 +71,9 @@ def test_error_after_commit_on_the_first_write_across_the_suite(suite):
         assert faults_of(careful.extra)["duplicate_effects"] == [], task.id
         if careful_agent.unconfirmed:
             unconfirmed.append(task.id)
-            assert careful_agent.retries == [] and "could not check" in careful.transcript.final_reply(), task.id
+            assert careful_agent.retries == [] and "could not check" in careful.transcript.final_reply(), (
+                task.id
+            )
     assert len(naive_failures) >= 10  # every non-idempotent first write is repeated
     assert careful_failures == []
     assert unconfirmed == UNCONFIRMABLE_FIRST_WRITE_TASKS
@@ -93,26 +97,49 @@ def test_careful_does_not_resend_a_write_no_read_can_show(suite):
     agent = make_agent("sim:careful-retry", task=task, domain=suite.domains["neobank"])
     from tb_engine.attempt_setup import AttemptSetup
 
-    faulted = AttemptSetup.from_config(suite.domains["neobank"], task, agent=agent, faults=AFTER_COMMIT_FIRST_WRITE).run()
+    faulted = AttemptSetup.from_config(
+        suite.domains["neobank"], task, agent=agent, faults=AFTER_COMMIT_FIRST_WRITE
+    ).run()
     assert faulted.verdict == "pass"
     assert [c.name for c in faulted.transcript.tool_calls].count("open_dispute") == 1
     assert agent.retries == [] and agent.seen_committed == [] and len(agent.unconfirmed) == 1
-    assert "open_dispute" in faulted.transcript.final_reply() and "could not check" in faulted.transcript.final_reply()
+    assert (
+        "open_dispute" in faulted.transcript.final_reply()
+        and "could not check" in faulted.transcript.final_reply()
+    )
 
 
-def test_tools_are_told_apart_by_declaration_else_by_the_name_verb():
-    from tb_engine.agents.fault_personas import named_as_read
+def test_tools_are_told_apart_by_declaration_else_by_the_name_verb(suite):
+    from tb_engine.interfaces import AgentView, ToolSchema
 
-    assert [named_as_read(n) for n in ("zendesk_get_items", "crm_api_check_vip_status", "lookup_lookup_hotel_id")] == [
-        True,
-        True,
-        True,
+    task = suite.tasks[REFUND_TASK]
+
+    def writes_seen_by(schemas):
+        agent = make_agent("sim:careful-retry", task=task, domain=suite.domains["travel"])
+        agent.step(AgentView(system_prompt="", tools=schemas, messages=[]))
+        return sorted(schema.name for schema in schemas if agent._is_write(schema.name))
+
+    declared = [
+        ToolSchema(t.name, t.description, t.parameters, t.read_only)
+        for t in suite.domains["travel"].tools.values()
     ]
-    assert [named_as_read(n) for n in ("zendesk_create_item", "payment_api_process_refund", "workday_api")] == [
-        False,
-        False,
-        False,
+    # A backend that declares read-only tools is believed, whatever the names say.
+    assert "get_booking" not in writes_seen_by(declared) and "issue_refund" in writes_seen_by(declared)
+    renamed = [ToolSchema("get_refund_done", "", {}, False), ToolSchema("check_in", "", {}, True)]
+    assert writes_seen_by(renamed) == ["get_refund_done"]
+    # One that declares none (the real ThinkingBox servers): the name's first verb decides.
+    undeclared = [
+        ToolSchema(name, "", {}, False)
+        for name in (
+            "zendesk_get_items",
+            "crm_api_check_vip_status",
+            "lookup_lookup_hotel_id",
+            "zendesk_create_item",
+            "payment_api_process_refund",
+            "workday_api",
+        )
     ]
+    assert writes_seen_by(undeclared) == ["payment_api_process_refund", "workday_api", "zendesk_create_item"]
 
 
 def test_golden_is_not_misclassified_under_any_after_commit_fault(suite):
