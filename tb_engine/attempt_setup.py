@@ -43,7 +43,7 @@ from tb_engine.agents.openai_parameters import split_parameters
 from tb_engine.agents.process_personas import PROCESS_PERSONAS, make_process_persona_agent
 from tb_engine.agents.simulated import make_simulated_agent
 from tb_engine.backend import Backend, SqliteBackend
-from tb_engine.faults import FaultPlan, FaultyBackend
+from tb_engine.faults import FaultPlan, FaultyBackend, unfireable_record
 from tb_engine.interfaces import Agent, InfraError, Judge, UserSimulator
 from tb_engine.judges import KeywordJudge
 from tb_engine.llm.config import EndpointConfig
@@ -131,8 +131,9 @@ class AttemptSetup:
         return self.with_faults(open_backend(self.domain, self.task))
 
     def with_faults(self, backend: Backend) -> Backend:
-        """``backend`` behind the setup's fault plan; itself when there is none (or it already is)."""
-        if self.faults is None or isinstance(backend, FaultyBackend):
+        """``backend`` behind the setup's fault plan; itself when there is none (or it already is), or
+        when the plan can fire nothing (its record is then made from the transcript: ``recorded``)."""
+        if self.faults is None or not self.faults.can_fire or isinstance(backend, FaultyBackend):
             return backend
         # A sandbox's tools are the domain's own: their specs say which calls are read-only. An MCP
         # server declares that itself (its tool annotations), so the backend's schemas decide there.
@@ -163,9 +164,19 @@ class AttemptSetup:
             timings["close"] = round(closed_ms, 2)
         return result
 
+    def recorded(self, result: AttemptResult) -> AttemptResult:
+        """``result`` with the fault record of a plan that can fire nothing (FaultyBackend writes the
+        record of the others); ``result`` itself otherwise."""
+        if self.faults is not None and not self.faults.can_fire and "faults" not in result.extra:
+            result.extra["faults"] = unfireable_record(self.faults, result.transcript)
+        return result
+
+    def _recorded_steps(self, steps: Steps[AttemptResult]) -> Steps[AttemptResult]:
+        return self.recorded((yield from steps))
+
     def _run_on(self, backend: Backend, agent: Agent) -> AttemptResult:
-        result = run_attempt(
-            self.task, backend, agent=agent, user=self.user, judge=self.judge, limits=self.limits
+        result = self.recorded(
+            run_attempt(self.task, backend, agent=agent, user=self.user, judge=self.judge, limits=self.limits)
         )
         # Agents behind an endpoint say which model answered (response model, system_fingerprint,
         # chosen headers): kept with the attempt so a provider-side change shows between runs.
@@ -177,9 +188,12 @@ class AttemptSetup:
 
     def steps(self, backend: Backend) -> Steps[AttemptResult]:
         """The attempt on ``backend`` as the runner's step generator (the agent's steps are sent in)."""
-        return attempt_steps(
+        steps = attempt_steps(
             self.task, self.with_faults(backend), user=self.user, judge=self.judge, limits=self.limits
         )
+        if self.faults is None or self.faults.can_fire:
+            return steps
+        return self._recorded_steps(steps)
 
     def cost(self, result: AttemptResult) -> AttemptCost:
         """The attempt's cost per role under ``prices``; unpriced (None) where tokens were used without a price."""

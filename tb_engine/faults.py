@@ -120,6 +120,12 @@ class FaultPlan:
         # cost on the built-in suite. Not a field: plans still compare and hash by their settings.
         object.__setattr__(self, "_tool_kinds", {})
 
+    @property
+    def can_fire(self) -> bool:
+        """Whether the plan can fault any call: not a 0% rate without ordinals (the overhead bench's
+        plan, a paired campaign's "faults on, none drawn")."""
+        return bool(self.at_calls) or self.rate > 0.0
+
     def to_dict(self) -> dict[str, Any]:
         # Built once per plan and copied: every attempt stores it, and dataclasses.asdict costs tens
         # of microseconds, a measurable share of a built-in attempt (bench/fault_injection.py).
@@ -260,12 +266,6 @@ class FaultyBackend:
         self.task_id = task_id
         self.attempt = attempt
         self._log = FaultLog(plan)
-        # A plan that can fire nothing (rate 0, no ordinals: the overhead bench's plan, a paired
-        # campaign's "faults on, none drawn") needs no per-call decision: its calls go straight to
-        # the backend and only their tool names are kept, classified once when the record is read.
-        # Which faults fire for a seed does not change: such a plan never faults a call.
-        self.can_fire = bool(plan.at_calls) or plan.rate > 0.0
-        self._unclassified: list[str] = []
         self._sleep = sleep
         # Per tool called, decided on its first call: an attempt calls a few of the backend's tools,
         # and reading every schema up front cost a measurable share of a built-in attempt.
@@ -273,15 +273,15 @@ class FaultyBackend:
         self._specs = tool_specs or {}
 
     def __getattr__(self, name: str) -> Any:
-        # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…)
-        return getattr(self.inner, name)
+        # Optional Backend methods (system_prompt, state_verdict_of_record, initial_snapshot_deferred…),
+        # kept once found: the runner asks for several on every attempt.
+        value = getattr(self.inner, name)
+        self.__dict__[name] = value
+        return value
 
     @property
     def log(self) -> FaultLog:
         """The attempt's fault record so far (eligible calls counted up to the last call made)."""
-        if self._unclassified:
-            names, self._unclassified = self._unclassified, []
-            self._log.eligible_calls += sum(1 for name in names if self._kinds_of(name))
         return self._log
 
     # ---- the fault decision ------------------------------------------------------------
@@ -294,14 +294,15 @@ class FaultyBackend:
         kinds = self._kinds_of(tool)
         if not kinds:
             return None
-        log = self.log
+        log = self._log
         ordinal = log.eligible_calls
         log.eligible_calls += 1
-        key = (self.plan.seed, self.task_id, self.attempt, index)
-        if self.plan.at_calls:
-            if ordinal not in self.plan.at_calls:
+        plan = self.plan
+        if plan.at_calls:
+            if ordinal not in plan.at_calls:
                 return None
-        elif unit_draw("fault-fire", *key) >= self.plan.rate:
+        key = (plan.seed, self.task_id, self.attempt, index)
+        if not plan.at_calls and unit_draw("fault-fire", *key) >= plan.rate:
             return None
         kind = kinds[int(unit_draw("fault-kind", *key) * len(kinds))]
         return ordinal, kind
@@ -321,9 +322,6 @@ class FaultyBackend:
         return self.inner.tool_schemas()
 
     def call_tool(self, request: ToolCallRequest, *, index: int, turn: int) -> ToolCall:
-        if not self.can_fire:
-            self._unclassified.append(request.name)
-            return self.inner.call_tool(request, index=index, turn=turn)
         planned = self.planned_fault(index, request.name)
         if planned is None:
             return self.inner.call_tool(request, index=index, turn=turn)
@@ -399,6 +397,24 @@ class FaultyBackend:
         extra = dict(inner_extra() or {}) if callable(inner_extra) else {}
         extra["faults"] = self.log.to_dict()
         return extra
+
+
+def unfireable_record(plan: FaultPlan, transcript: Transcript) -> dict[str, Any]:
+    """The fault record of an attempt run under a plan that can fire nothing (``not plan.can_fire``).
+
+    Such a plan changes no call, so the attempt runs on its own backend, with no FaultyBackend in the
+    way (measured: the wrapper cost a 0%-rate plan ~5% of a built-in attempt's thread CPU time,
+    bench/fault_injection.py), and its record — the same as FaultyBackend would have written: no
+    fault, the calls the plan applies to — is made from the transcript afterwards. Each call's
+    ``read_only`` is the backend's own answer, as FaultyBackend.read_only reads it.
+    """
+    log = FaultLog(plan)
+    log.eligible_calls = sum(
+        1 for call in transcript.tool_calls if plan.kinds_for_tool(call.name, call.read_only)
+    )
+    record = log.to_dict()
+    record["duplicate_effects"] = []
+    return record
 
 
 def faults_of(extra: Mapping[str, Any]) -> dict[str, Any] | None:

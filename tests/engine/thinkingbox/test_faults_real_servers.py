@@ -3,15 +3,17 @@
 With *error after commit* on a task's first row-creating call, the server keeps the call's effect
 and the agent sees an error: the fault record must say the effect was committed (observed on the
 server, not assumed), the naive persona's blind retry must fail the attempt with the extra row laid
-at the door of the faulted call and its retry, the golden agent must still pass, and our verdict
-must agree with the server's hash on every faulted attempt.
+at the door of the faulted call and its retry, the careful persona — which reads the collection the
+row goes into (these servers mark no tool read-only: it tells reads by their names) — must see the
+row and pass without a second one, the golden agent must still pass, and our verdict must agree with
+the server's hash on every faulted attempt.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tb_engine.attempt_setup import AttemptSetup, golden_writes
+from tb_engine.attempt_setup import AttemptSetup, golden_writes, make_agent
 from tb_engine.faults import ERROR_AFTER_COMMIT, FaultPlan, faults_of
 from tb_engine.spec import TaskSpec
 from tb_engine.thinkingbox.dataset import parse_test_file
@@ -61,21 +63,23 @@ def _state_verdicts(result, name: str) -> tuple[bool | None, bool | None]:
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
-def test_error_after_commit_on_a_create_naive_retry_duplicates_golden_passes(name):
+def test_error_after_commit_on_a_create_naive_retry_duplicates_careful_and_golden_pass(name):
     domain = real_domain(name, servers_python())
     task = _task(name)
     plan, faulted = _plan_on_first_create(domain, task)
 
     golden = AttemptSetup.from_config(domain, task, agent="golden", judge=None, faults=plan).run()
     naive = AttemptSetup.from_config(domain, task, agent="sim:naive-retry", judge=None, faults=plan).run()
+    careful_agent = make_agent("sim:careful-retry", task=task, domain=domain)
+    careful = AttemptSetup.from_config(domain, task, agent=careful_agent, judge=None, faults=plan).run()
 
-    for result in (golden, naive):
+    for result in (golden, naive, careful):
         assert result.status == "done", result.error
         record = faults_of(result.extra)
         assert record is not None
-        assert [(f["call"], f["kind"], f["committed"]) for f in record["fired"]] == [
-            (faulted, ERROR_AFTER_COMMIT, True)
-        ]
+        assert [(f["kind"], f["committed"]) for f in record["fired"]] == [(ERROR_AFTER_COMMIT, True)]
+    # golden and naive make the golden calls in order; the careful persona reads before its writes
+    assert [faults_of(r.extra)["fired"][0]["call"] for r in (golden, naive)] == [faulted, faulted]
     assert _state_verdicts(golden, name) == (True, True)
     assert _state_verdicts(naive, name) == (False, False)
     # The golden agent replays its trajectory without looking at errors: the effect was kept, it passes
@@ -89,3 +93,11 @@ def test_error_after_commit_on_a_create_naive_retry_duplicates_golden_passes(nam
     retry = faulted + 1
     assert {(d["call"], tuple(d["repeats"])) for d in duplicates} == {(faulted, (retry,))}
     assert all(retry in d["written_by"] for d in duplicates)
+    # The careful persona reads the collection again, sees the created row and does not re-send it.
+    assert _state_verdicts(careful, name) == (True, True)
+    assert careful.verdict in ("pass", "unjudged") and careful.diff == []
+    assert faults_of(careful.extra)["duplicate_effects"] == []
+    create = task.golden[faulted]
+    calls = careful.transcript.tool_calls
+    assert [c.arguments for c in calls if c.name == create.tool].count(create.arguments) == 1
+    assert careful_agent.seen_committed == [faulted] and careful_agent.retries == []
