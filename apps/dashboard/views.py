@@ -414,7 +414,13 @@ def domains(request):
         )
     elif a and b:
         try:
-            floors = figures.domain_comparisons(tables, a, b)
+            # The pair's own tables: a comparison not stored yet reads two campaigns' tables, not every one's.
+            floors = figures.domain_comparisons(
+                figures.per_task_tables([a, b] if a.pk != b.pk else [a], exclude=health.exclude),
+                a,
+                b,
+                domains=sorted(set(by_domain[a.pk]) & set(by_domain[b.pk])),
+            )
         except ValueError as exc:  # different N: all-N and its floor are not comparable
             floors, pair_error = {}, str(exc)
         for name in sorted(set(by_domain[a.pk]) & set(by_domain[b.pk])):
@@ -447,11 +453,20 @@ def _domain_grid(
     """Campaigns (rows) x domains (columns, sorted) of one share; NaN where a campaign lacks the figure."""
     if not campaigns:
         return pd.DataFrame()
-    columns = {
-        c.name: pd.Series({name: d.share(metric) for name, d in by_domain[c.pk].items()}, dtype=float)
-        for c in campaigns
-    }
-    return pd.DataFrame(columns).T
+    domains = sorted({name for c in campaigns for name in by_domain[c.pk]})
+    # One row of plain floats per campaign name (a later campaign of the same name replaces the row,
+    # as a dict keyed by name does), one frame built at once: a pandas Series per campaign cost
+    # more than the rest of a warm page at 100 campaigns.
+    rows: dict[str, list[float]] = {}
+    for c in campaigns:
+        shares = by_domain[c.pk]
+        rows[c.name] = [
+            float("nan")
+            if name not in shares or shares[name].share(metric) is None
+            else shares[name].share(metric)
+            for name in domains
+        ]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=domains, dtype=float)
 
 
 def _delta_pp(a: float | None, b: float | None) -> float | None:

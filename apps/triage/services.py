@@ -22,7 +22,6 @@ from apps.core.batches import in_slices
 from apps.core.roles import Role
 from apps.suites.models import Suite, Task
 from apps.triage.clusters import store_scope
-from apps.triage.queue import QueueFilters
 from apps.triage.models import (
     AttemptReview,
     AuditEntry,
@@ -33,6 +32,7 @@ from apps.triage.models import (
     TaskHealthIssue,
     TaskValidation,
 )
+from apps.triage.queue import QueueFilters
 from tb_engine.judges import judge_identity
 from thinkingbox_web.celery import app as celery_app
 
@@ -659,7 +659,6 @@ def suite_validation_finish(*, run: SuiteValidation, error: str = "") -> SuiteVa
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at"])
     return run
-
 
 
 def cluster_indexes_store(*, campaign_ids: Iterable[int]) -> int:

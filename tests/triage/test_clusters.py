@@ -369,7 +369,9 @@ def test_a_stored_index_is_read_by_a_fresh_process_without_grouping_and_follows_
     assert grouping == []  # the index came from its stored row, not from grouping the count table
     # Nothing groups attempts: the only aggregates left are the review progress, driven by the reviews.
     aggregates = [sql for sql in queries if "GROUP BY" in sql]
-    assert aggregates and all(sql.split(" FROM ", 1)[1].startswith('"triage_attemptreview"') for sql in aggregates)
+    assert aggregates and all(
+        sql.split(" FROM ", 1)[1].startswith('"triage_attemptreview"') for sql in aggregates
+    )
     campaign_ids, filters = _scope(bob, QueueFilters())
     stamp = _stamp(campaign_ids, filters)
     built = _build_index_from_counts(_counts(campaign_ids, filters), filters, stamp)

@@ -40,7 +40,7 @@ class Command(BaseCommand):
             ids = options["campaign"] or list(campaign_model().objects.values_list("pk", flat=True))
             try:
                 celery_app.signature(CLUSTERS_STORE_TASK, args=(ids,)).apply_async()
-            except Exception as exc:  # noqa: BLE001  (a broker failure: the first viewer groups instead)
+            except Exception as exc:
                 self.stderr.write(f"grouped triage queues not queued for storing: {exc}")
         self.stdout.write(
             f"{report.scanned} failed attempts read, {report.changed} signatures written "
