@@ -457,15 +457,11 @@ def _domain_grid(
     # One row of plain floats per campaign name (a later campaign of the same name replaces the row,
     # as a dict keyed by name does), one frame built at once: a pandas Series per campaign cost
     # more than the rest of a warm page at 100 campaigns.
-    rows: dict[str, list[float]] = {}
+    rows: dict[str, list[float | None]] = {}
     for c in campaigns:
         shares = by_domain[c.pk]
-        rows[c.name] = [
-            float("nan")
-            if name not in shares or shares[name].share(metric) is None
-            else shares[name].share(metric)
-            for name in domains
-        ]
+        # None (no figure, or a domain the campaign did not run) becomes NaN in the float frame.
+        rows[c.name] = [shares[name].share(metric) if name in shares else None for name in domains]
     return pd.DataFrame.from_dict(rows, orient="index", columns=domains, dtype=float)
 
 
