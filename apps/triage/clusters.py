@@ -169,6 +169,12 @@ class ClusterIndex:
         position = self._positions.get(signature)
         return None if position is None else _cluster(self.rows[position])
 
+    def largest(self, signatures: Iterable[str], count: int) -> list[Cluster]:
+        """The ``count`` largest of these clusters (size, then signature), building only those: the rows
+        are already in that order, so their positions are."""
+        positions = sorted(p for p in (self._positions.get(s) for s in signatures) if p is not None)
+        return [_cluster(self.rows[position]) for position in positions[:count]]
+
     def share(self, cluster: Cluster) -> float | None:
         """The cluster's share of the scope's clean-looking failures."""
         return cluster.clean / self.clean if self.clean else None
@@ -441,8 +447,8 @@ def cluster_rows(
     rows = []
     for cluster in page:
         termination, share, tasks, models, variants = details.get(cluster.signature, ("", 0.0, (), (), None))
-        relatives = [r for r in (index.get(s) for s in cluster.related) if r is not None]
-        relatives.sort(key=lambda r: (-r.size, r.signature))
+        # A large cluster has dozens of relatives at 100 campaigns; the row shows the largest few.
+        relatives = index.largest(cluster.related, RELATED_SHOWN)
         rows.append(
             ClusterRow(
                 cluster=replace(cluster, variants=variants),
@@ -454,7 +460,7 @@ def cluster_rows(
                 queue=filters.with_signature(cluster.signature).querystring(),
                 reviewed=reviewed[cluster.signature],
                 labelled=labelled[cluster.signature],
-                related=tuple(relatives[:RELATED_SHOWN]),
+                related=tuple(relatives),
             )
         )
     return rows
