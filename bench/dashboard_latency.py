@@ -10,10 +10,12 @@ Options: --requests 30 (per page), --campaigns 20 (the goal run: 100 = 1,014,000
 --seed-only (seed and stop; a later run on the same DATABASE_URL reuses the seeded data).
 After seeding, every campaign's figures are stored (apps.figures.services.figures_refresh, as at
 the end of a campaign; timed). Per page: first = the first request with this process's caches
-emptied (what a fresh server process meets: only what PostgreSQL stores), p95 over --requests.
+emptied — the shared cache and the process's own figures — (what a fresh server process meets:
+only what PostgreSQL stores), p95 over --requests. Seeding is bench/seeding.py (shared with
+clusters.py and regrade.py).
 The last line is machine-readable:
 RESULT campaigns=… figures_store_s=… <page>_first_ms=… <page>_p95_ms=… for leaderboard, gap, cost,
-domains, tasks, compare, drilldown, campaigns
+domains, tasks, compare, drilldown, campaigns, then load1=… (the machine's load: it is shared)
 """
 
 from __future__ import annotations
