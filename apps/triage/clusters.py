@@ -39,7 +39,13 @@ from apps.core.memory import collector_paused
 from apps.figures.selectors import cached_figure
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
-from apps.triage.value_pairs import ValuePairs, value_pairs, value_pairs_of_rows
+from apps.triage.value_pairs import (
+    ValuePairs,
+    signature_form_counts,
+    value_pairs,
+    value_pairs_of_forms,
+    value_pairs_of_rows,
+)
 from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 
 PER_PAGE = 50
@@ -469,29 +475,38 @@ def cluster_rows(
 def stored_page_details(
     *, campaign_ids: list[int], filters: QueueFilters, stamp: str, signatures: list[str]
 ) -> dict[str, tuple]:
-    """A page's details (termination, spread, phrase variants) of a stored scope, from the count and
-    signature tables, stored with the index's stamp for every process."""
-
-    def compute() -> dict[str, tuple]:
-        counts = _counts(campaign_ids, filters)
-        rows = _signature_rows(campaign_ids, filters)
-        return _page_details(Attempt.objects.none(), signatures, counts, rows, filters)
-
-    return cached_figure(
-        "triage-rows", stamp, compute, *_stored_parts(campaign_ids, filters), tuple(signatures)
-    )
+    """A page's details (termination, spread, phrase variants) of a stored scope (see stored_page)."""
+    return stored_page(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=signatures)[0]
 
 
 def stored_value_pairs(
     *, campaign_ids: list[int], filters: QueueFilters, stamp: str, signatures: list[str]
 ) -> dict[str, ValuePairs]:
-    """A page's value-pair sub-groups of a stored scope, from the signature rows, stored like its details."""
+    """A page's value-pair sub-groups of a stored scope (see stored_page)."""
+    return stored_page(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=signatures)[1]
 
-    def compute() -> dict[str, ValuePairs]:
-        return value_pairs_of_rows(_signature_rows(campaign_ids, filters), signatures=signatures)
+
+def stored_page(
+    *, campaign_ids: list[int], filters: QueueFilters, stamp: str, signatures: list[str]
+) -> tuple[dict[str, tuple], dict[str, ValuePairs]]:
+    """A page of a stored scope: its details and its value pairs, stored with the index's stamp for
+    every process. The signature rows of the page's clusters are grouped once, by (signature, form):
+    that grouping is both the value pairs' input and each cluster's number of phrase variants."""
+
+    def compute() -> tuple[dict[str, tuple], dict[str, ValuePairs]]:
+        forms = signature_form_counts(_signature_rows(campaign_ids, filters), signatures=signatures)
+        details = cluster_reads.cluster_page_details(
+            attempts=Attempt.objects.none(),
+            signatures=signatures,
+            counts=_counts(campaign_ids, filters),
+            rows=None,
+            clean_only=_clean_only(filters),
+            variants={signature: len(found) for signature, found in forms.items()},
+        )
+        return details, value_pairs_of_forms(forms)
 
     return cached_figure(
-        "triage-pairs", stamp, compute, *_stored_parts(campaign_ids, filters), tuple(signatures)
+        "triage-page", stamp, compute, *_stored_parts(campaign_ids, filters), tuple(signatures)
     )
 
 
@@ -620,8 +635,7 @@ def store_scope(*, campaign_ids: list[int], filters: QueueFilters) -> ClusterInd
     stamp = _stamp(campaign_ids, filters)
     index = stored_cluster_index(campaign_ids=campaign_ids, filters=filters, stamp=stamp)
     first_page = [cluster.signature for cluster in index[:PER_PAGE]]
-    stored_page_details(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=first_page)
-    stored_value_pairs(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=first_page)
+    stored_page(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=first_page)
     stored_failures_by_campaign(campaign_ids=campaign_ids, filters=filters, stamp=stamp)
     return index
 

@@ -359,8 +359,7 @@ def test_a_stored_index_is_read_by_a_fresh_process_without_grouping_and_follows_
     stored = set(StoredFigure.objects.filter(slot__contains="triage-").values_list("slot", flat=True))
     assert {slot.split(":")[1] for slot in stored} == {
         "triage-index",
-        "triage-rows",
-        "triage-pairs",
+        "triage-page",
         "triage-campaigns",
     }
     client.force_login(bob)
