@@ -549,6 +549,7 @@ def compare(request):
     a, b = _pair(request, by_id)
     result, error, costs, verdict, task_links = None, "", None, "", {}
     per_task: tuple[figures.TaskComparison, ...] = ()
+    task_table_version: tuple = ()
     differences_only = request.GET.get("diff") == "1"
     health = task_health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:
@@ -575,7 +576,27 @@ def compare(request):
                     suite_id=a.suite_id, task_id__in=[t.task_id for t in per_task]
                 ).values_list("task_id", "pk")
             )
+            task_table_version = (a.pk, b.pk, tables.stamp(a), tables.stamp(b), differences_only)
+    # The per-task table (one row per shared task: 507 on ThinkingBox-Bench) rendered once per pair
+    # and data version, shared by every viewer: its rows are a pure function of the pair's stamps.
+    task_table_html = (
+        shared_fragment(
+            request,
+            "dashboard/compare.html",
+            "compare-tasks",
+            {
+                "per_task": per_task,
+                "task_links": task_links,
+                "differences_only": differences_only,
+                "version": task_table_version,
+            },
+            leave_out=("per_task", "task_links"),
+        )
+        if result is not None
+        else ""
+    )
     context = {
+        "task_table_html": task_table_html,
         "campaigns": campaigns,
         "a": a,
         "b": b,
