@@ -302,7 +302,10 @@ def gap(request):
             charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]), colours=colours)
         ),
         "per_domain": per_domain,
-        "all_campaigns": figures.figure_campaigns(request.user, with_price_sheets=False),
+        # Without a selection the shown campaigns are every visible one: not read a second time.
+        "all_campaigns": campaigns
+        if _selected_ids(request) is None
+        else figures.figure_campaigns(request.user, with_price_sheets=False),
         "selected": {c.pk for c in campaigns},
         "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
