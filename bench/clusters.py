@@ -6,44 +6,58 @@ dialogue, tool calls with results, and for failures a diff drawn from each task'
 and rubrics) — through COPY, with no signatures, as a database from before signatures existed. Then:
 
 1. ``backfill_signatures`` over every stored attempt (the management command's service), timed;
-2. the grouped triage page (every visible campaign's clean-looking failures, pages 1-3) through
-   Django's test client (middleware, session, templates included), the first load cold (empty cache);
-3. cluster pages of the largest clusters.
+2. the team's grouped queue stored as the ``triage.clusters_store`` task does once signatures settle
+   (``cluster_indexes_store``: index, first page, campaign distribution), timed as index_store_s;
+3. the grouped triage page (every visible campaign's clean-looking failures, pages 1-3) through
+   Django's test client (middleware, session, templates included), the first load cold;
+4. cluster pages of the largest clusters.
 
 What the page figures measure: every request is a real GET through Django's test client in this
 process. The process first serves the flat queue once (a running server's workers have served
 pages before: imports and template compilation are paid there, reported as process_first_ms).
-Then the cache is emptied, and the first grouped request (grouped_first_ms) builds the cluster
-index from the count and signature tables; the following ones are what a returning user sees: the app's own cache of the index and
-of each page's details (keyed by the scope's task-summary stamp, which is recomputed per request, so
-they are as fresh as in production), the stamp, review progress and everything else read anew.
-Pages 1-3 rotate; cluster pages are drawn at random from the 200 largest clusters.
+Then the shared cache and the process's own figures are emptied — what a fresh server process
+meets: only PostgreSQL's rows — and the first grouped request (grouped_first_ms) reads the stored
+index; pages 2 and 3 compute their details once (from the count and signature tables) and store
+them; the following requests are what a returning user sees: the stamp, review progress and
+everything else read anew. Pages 1-3 rotate; cluster pages are drawn at random from the 200
+largest clusters.
+
+Seeding is bench/seeding.py (shared with dashboard_latency.py and regrade.py). The machine is
+shared with other sessions: the load is printed beside every figure and ends the RESULT line.
 
 Run:  python3 bench/clusters.py            # starts a throwaway PostgreSQL cluster
       DATABASE_URL=postgres://... python3 bench/clusters.py   # an empty database you own
-Options: --requests 30 (per page), --campaigns 20 (the goal run: 100 = 1,014,000 attempts). backfill_per_s counts the failed attempts signed per second of
-the backfill (the passes it skips are not counted). The last line is machine-readable:
-RESULT campaigns=… backfill_per_s=… grouped_first_ms=… grouped_p95_ms=… cluster_first_ms=… cluster_p95_ms=…
-process_first_ms=… (cluster_first_ms: the first cluster page after the cache was emptied again)
+Options: --requests 30 (per page), --campaigns 20 (the goal run: 100 = 1,014,000 attempts).
+backfill_per_s counts the failed attempts signed per second of the backfill (the passes it skips
+are not counted). The last line is machine-readable:
+RESULT campaigns=… backfill_per_s=… index_store_s=… grouped_first_ms=… grouped_p95_ms=…
+cluster_first_ms=… cluster_p95_ms=… process_first_ms=… load1=… (cluster_first_ms: the first
+cluster page after the caches were emptied again)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import time
-from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from dashboard_latency import synthetic_transcript  # noqa: E402  (the same stored transcript shape)
+from bench.dashboard_latency import synthetic_transcript  # noqa: E402  (the same stored transcript shape)
+from bench.seeding import (  # noqa: E402
+    AttemptRow,
+    copy_attempts,
+    create_campaigns,
+    load,
+    percentile,
+    setup_django,
+    start_database,
+    stop_database,
+)
 
 CAMPAIGNS, TASKS, N = 20, 507, 20
 DOMAINS = {
@@ -71,19 +85,6 @@ DOMAINS = {
 }
 TOOLS = ("find_record", "get_details", "update_record", "create_record", "delete_record", "add_note")
 STATUSES = ("open", "hold", "solved", "pending", "resolved", "closed")
-
-
-def start_database() -> tuple[str, object | None]:
-    """DATABASE_URL if given (must be PostgreSQL), else a throwaway cluster like run.py's."""
-    url = os.environ.get("DATABASE_URL", "")
-    if url:
-        if not url.startswith(("postgres://", "postgresql://")):
-            sys.exit(f"DATABASE_URL must be PostgreSQL for this benchmark, got {url.split(':')[0]}")
-        return url, None
-    from run import ThrowawayPostgres
-
-    cluster = ThrowawayPostgres()
-    return cluster.start(), cluster
 
 
 def mistake_profile(domain: str, rng: random.Random) -> list[dict]:
@@ -218,11 +219,9 @@ def result_json(
 def seed(rng: random.Random):
     """Suite, tasks, 20 campaigns, 202,800 attempts (COPY, unsigned) and their summaries. Returns the triager."""
     from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
+    from django.db import transaction
 
     from apps.agents.models import AgentConfig
-    from apps.attempts.models import TaskSummary
-    from apps.campaigns.models import Campaign
     from apps.core.models import Team
     from apps.core.services import assign_role
     from apps.suites.models import Domain, Suite, Task
@@ -246,77 +245,53 @@ def seed(rng: random.Random):
         user = get_user_model().objects.create_user(username="bench", password="bench-pw")
         assign_role(user=user, role="triager")
         team.members.add(user)
-        campaigns = []
-        for c in range(CAMPAIGNS):
-            agent = AgentConfig.objects.create(name=f"bench-agent-{c}", kind="openai", model=f"model-{c % 7}")
-            campaign = Campaign.objects.create(
-                name=f"Campaign {c:02d}",
-                team=team,
-                owner=user,
-                agent=agent,
-                suite=suite,
-                n_attempts=N,
-                harness_version="bench",
-                suite_version="1.0",
-                suite_hash="b" * 64,
-                status="done",
-            )
-            Campaign.tasks.through.objects.bulk_create(
-                Campaign.tasks.through(campaign=campaign, task=t) for t in tasks
-            )
-            campaigns.append(campaign)
+        campaigns = create_campaigns(
+            count=CAMPAIGNS,
+            team=team,
+            owner=user,
+            suite=suite,
+            tasks=tasks,
+            n=N,
+            agent_for=lambda c: AgentConfig.objects.create(
+                name=f"bench-agent-{c}", kind="openai", model=f"model-{c % 7}"
+            ),
+            suite_hash="b" * 64,
+        )
     profiles = {task.pk: mistake_profile(task.task_id.split("/")[0], rng) for task in tasks}
-    now = datetime.now(UTC)
-    columns = (
-        "campaign_id", "task_id", "index", "status", "termination", "verdict", "categories", "clean_looking",
-        "task_hash", "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "eval_tokens",
-        "agent_cost", "eval_cost", "tool_calls", "diff_items", "duration_ms",
-        "result", "error_detail", "retries", "worker", "finished_at", "provider", "superseded_runs",
-    )  # fmt: skip
-    summaries, failed = [], 0
-    started = time.perf_counter()
-    for campaign in campaigns:
-        skill = rng.uniform(0.2, 0.9)
-        with transaction.atomic(), connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY campaigns_attempt ({', '.join(columns)}) FROM STDIN") as copy:
-                for task in tasks:
-                    p = min(max(rng.betavariate(2 * skill + 0.3, 2 * (1 - skill) + 0.3), 0), 1)
-                    passed = clean = 0
-                    for index in range(N):
-                        ok = rng.random() < p
-                        body, diff_items, categories, termination = result_json(
-                            task.task_id, ok, profiles[task.pk], rng
-                        )
-                        is_clean = not ok and termination == "agent_done"
-                        passed += ok
-                        clean += is_clean
-                        failed += not ok
-                        copy.write_row(
-                            (
-                                campaign.pk, task.pk, index, "done", termination, "pass" if ok else "fail",
-                                json.dumps(categories), is_clean, "0" * 64, 4200, 1800, 350, 120, 960,
-                                Decimal("0.0079"), Decimal("0.0029"), len(TOOLS), diff_items, 320.0,
-                                body, "", 0, "bench:1", now, "[]", "[]",
-                            )
-                        )  # fmt: skip
-                    summaries.append(
-                        TaskSummary(
-                            campaign=campaign, task=task, n_done=N, n_pass=passed, n_clean_looking=clean
-                        )
-                    )
-    TaskSummary.objects.bulk_create(summaries, batch_size=2000)
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")
+    skill: dict[int, float] = {}
+    failed = 0
+
+    def attempts_of(campaign, task) -> list[AttemptRow]:
+        nonlocal failed
+        if campaign.pk not in skill:
+            skill[campaign.pk] = rng.uniform(0.2, 0.9)
+        mean = skill[campaign.pk]
+        p = min(max(rng.betavariate(2 * mean + 0.3, 2 * (1 - mean) + 0.3), 0), 1)
+        rows = []
+        for _ in range(N):
+            ok = rng.random() < p
+            body, diff_items, categories, termination = result_json(task.task_id, ok, profiles[task.pk], rng)
+            failed += not ok
+            rows.append(
+                AttemptRow(
+                    status="done",
+                    verdict="pass" if ok else "fail",
+                    termination=termination,
+                    categories=json.dumps(categories),
+                    clean_looking=not ok and termination == "agent_done",
+                    result=body,
+                    diff_items=diff_items,
+                    tool_calls=len(TOOLS),
+                )
+            )
+        return rows
+
+    seconds = copy_attempts(campaigns, tasks, attempts_of)
     print(
         f"seeded {CAMPAIGNS} campaigns x {TASKS} tasks x N={N} = {CAMPAIGNS * TASKS * N} attempts "
-        f"({failed} failed) in {time.perf_counter() - started:.0f}s"
+        f"({failed} failed) in {seconds:.0f}s (load {load()}, shared machine)"
     )
     return user, failed
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def backfill(failed: int) -> float:
@@ -336,8 +311,32 @@ def backfill(failed: int) -> float:
     return rate
 
 
-def measure(user, requests: int, rng: random.Random) -> dict[str, float]:
+def store_indexes() -> float:
+    """What a worker does once signatures settle (apps.triage.tasks.clusters_store, sent after a
+    campaign's finish and a backfill): the team's default grouped queue stored for every process. Timed."""
+    from apps.campaigns.models import Campaign
+    from apps.triage.services import cluster_indexes_store
+
+    started = time.perf_counter()
+    cluster_indexes_store(campaign_ids=list(Campaign.objects.values_list("pk", flat=True)))
+    seconds = time.perf_counter() - started
+    print(
+        f"stored the team's grouped queue (index, first page, distribution) in {seconds:.1f}s (load {load()})"
+    )
+    return seconds
+
+
+def forget_process_state() -> None:
+    """What a fresh server process starts with: the shared cache emptied, no figures or indexes in memory."""
     from django.core.cache import cache
+
+    from apps.figures.tables import forget_process_figures
+
+    cache.clear()
+    forget_process_figures()
+
+
+def measure(user, requests: int, rng: random.Random) -> dict[str, float]:
     from django.test import Client
 
     from apps.triage.selectors import QueueFilters, cluster_index
@@ -348,20 +347,25 @@ def measure(user, requests: int, rng: random.Random) -> dict[str, float]:
     started = time.perf_counter()
     assert client.get("/triage/?view=list").status_code == 200
     process_first = (time.perf_counter() - started) * 1000
-    cache.clear()
+    forget_process_state()
     timings: dict[str, list[float]] = {"grouped": [], "cluster": []}
     for i in range(requests):
         started = time.perf_counter()
         response = client.get(f"/triage/?view=grouped&page={1 + i % 3}")
         timings["grouped"].append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200 and b"data-cluster=" in response.content
+    slowest = sorted(range(requests), key=lambda i: -timings["grouped"][i])[:4]
+    print(
+        "slowest grouped requests (request #, page, ms; a page's first request computes its details): "
+        + ", ".join(f"#{i} p{1 + i % 3} {timings['grouped'][i]:.0f}" for i in slowest)
+    )
     index = cluster_index(user=user, filters=QueueFilters())
     print(
         f"grouped view: {len(index.clusters)} clusters for {index.attempts} clean-looking failures "
         f"({index.ratio:.1f} attempts per row); largest {index.clusters[0].size}: {index.clusters[0].description}"
     )
     largest = [c.signature for c in index.clusters[:200]]
-    cache.clear()  # the cluster page's first request cold too
+    forget_process_state()  # the cluster page's first request cold too
     for _ in range(requests):
         started = time.perf_counter()
         response = client.get(f"/triage/clusters/{rng.choice(largest)}/")
@@ -370,7 +374,7 @@ def measure(user, requests: int, rng: random.Random) -> dict[str, float]:
     for name, values in timings.items():
         print(
             f"{name:8s} first {values[0]:7.1f} ms  p50 {percentile(values, 0.5):7.1f} ms  "
-            f"p95 {percentile(values, 0.95):7.1f} ms  (n={len(values)})"
+            f"p95 {percentile(values, 0.95):7.1f} ms  (n={len(values)})  load {load()}"
         )
     print(f"process's first request (the flat queue, before the cache was emptied): {process_first:.1f} ms")
     return {
@@ -396,32 +400,21 @@ def main() -> int:
     CAMPAIGNS = args.campaigns
     url, cluster = start_database()
     try:
-        os.environ["DATABASE_URL"] = url
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
-        import django
-
-        django.setup()
-        from django.conf import settings
-        from django.core.management import call_command
-
-        settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-        call_command("migrate", verbosity=0)
+        setup_django(url)
         rng = random.Random(20251015)
         user, failed = seed(rng)
         rate = backfill(failed)
+        store_seconds = store_indexes()
         figures = measure(user, args.requests, rng)
         print(
-            f"RESULT campaigns={CAMPAIGNS} backfill_per_s={rate:.0f} grouped_first_ms={figures['grouped_first_ms']:.1f} "
-            f"grouped_p95_ms={figures['grouped_p95_ms']:.1f} cluster_first_ms={figures['cluster_first_ms']:.1f} "
-            f"cluster_p95_ms={figures['cluster_p95_ms']:.1f} process_first_ms={figures['process_first_ms']:.1f}"
+            f"RESULT campaigns={CAMPAIGNS} backfill_per_s={rate:.0f} index_store_s={store_seconds:.1f} "
+            f"grouped_first_ms={figures['grouped_first_ms']:.1f} grouped_p95_ms={figures['grouped_p95_ms']:.1f} "
+            f"cluster_first_ms={figures['cluster_first_ms']:.1f} cluster_p95_ms={figures['cluster_p95_ms']:.1f} "
+            f"process_first_ms={figures['process_first_ms']:.1f} load1={load()}"
         )
         return 0
     finally:
-        if cluster is not None:
-            from django.db import connections
-
-            connections.close_all()
-            cluster.stop()
+        stop_database(cluster)
 
 
 if __name__ == "__main__":

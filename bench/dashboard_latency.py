@@ -10,26 +10,37 @@ Options: --requests 30 (per page), --campaigns 20 (the goal run: 100 = 1,014,000
 --seed-only (seed and stop; a later run on the same DATABASE_URL reuses the seeded data).
 After seeding, every campaign's figures are stored (apps.figures.services.figures_refresh, as at
 the end of a campaign; timed). Per page: first = the first request with this process's caches
-emptied (what a fresh server process meets: only what PostgreSQL stores), p95 over --requests.
+emptied — the shared cache and the process's own figures — (what a fresh server process meets:
+only what PostgreSQL stores), p95 over --requests. Seeding is bench/seeding.py (shared with
+clusters.py and regrade.py).
 The last line is machine-readable:
 RESULT campaigns=… figures_store_s=… <page>_first_ms=… <page>_p95_ms=… for leaderboard, gap, cost,
-domains, tasks, compare, drilldown, campaigns
+domains, tasks, compare, drilldown, campaigns, then load1=… (the machine's load: it is shared)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import time
-from datetime import UTC, date, datetime
-from decimal import Decimal
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.seeding import (  # noqa: E402  (after the path)
+    AttemptRow,
+    copy_attempts,
+    create_campaigns,
+    load,
+    percentile,
+    setup_django,
+    start_database,
+    stop_database,
+)
 
 CAMPAIGNS, TASKS, N = 20, 507, 20
 DOMAINS = ("retail", "neobank", "travel", "insurance", "servicedesk")
@@ -63,19 +74,6 @@ def synthetic_transcript(messages: list, calls: list) -> dict:
             "calls": 0,
         },
     }
-
-
-def start_database() -> tuple[str, object | None]:
-    """DATABASE_URL if given (must be PostgreSQL), else a throwaway cluster like run.py's."""
-    url = os.environ.get("DATABASE_URL", "")
-    if url:
-        if not url.startswith(("postgres://", "postgresql://")):
-            sys.exit(f"DATABASE_URL must be PostgreSQL for this benchmark, got {url.split(':')[0]}")
-        return url, None
-    from run import ThrowawayPostgres
-
-    cluster = ThrowawayPostgres()
-    return cluster.start(), cluster
 
 
 def result_json(task_id: str, passed: bool, rng: random.Random) -> tuple[str, int]:
@@ -158,10 +156,9 @@ def seed(rng: random.Random, campaigns_wanted: int = CAMPAIGNS):
     Returns the viewer and the campaigns. A database seeded before (`--reuse`) is read, not seeded again.
     """
     from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
+    from django.db import transaction
 
     from apps.agents.models import AgentConfig, PriceSheet
-    from apps.attempts.models import TaskSummary
     from apps.campaigns.models import Campaign
     from apps.core.models import Team
     from apps.core.services import assign_role
@@ -204,139 +201,56 @@ def seed(rng: random.Random, campaigns_wanted: int = CAMPAIGNS):
             effective_date=date(2025, 10, 15),
             prices={"gpt-4o": {"input": "2.5", "cached_input": "1.25", "output": "10"}},
         )
-        campaigns = []
-        for c in range(campaigns_wanted):
-            agent = AgentConfig.objects.create(name=f"bench-agent-{c}", kind="openai", model="gpt-4o")
-            campaign = Campaign.objects.create(
-                name=f"Campaign {c:02d}",
-                team=team,
-                owner=user,
-                agent=agent,
-                suite=suite,
-                n_attempts=N,
-                price_sheet=sheet,
-                harness_version="bench",
-                suite_version="1.0",
-                suite_hash="b" * 64,
-                status="done",
-            )
-            Campaign.tasks.through.objects.bulk_create(
-                Campaign.tasks.through(campaign=campaign, task=t) for t in tasks
-            )
-            campaigns.append(campaign)
+        campaigns = create_campaigns(
+            count=campaigns_wanted,
+            team=team,
+            owner=user,
+            suite=suite,
+            tasks=tasks,
+            n=N,
+            agent_for=lambda c: AgentConfig.objects.create(
+                name=f"bench-agent-{c}", kind="openai", model="gpt-4o"
+            ),
+            price_sheet=sheet,
+            suite_hash="b" * 64,
+        )
 
-    now = datetime.now(UTC)
-    columns = (
-        "campaign_id",
-        "task_id",
-        "index",
-        "status",
-        "termination",
-        "verdict",
-        "categories",
-        "clean_looking",
-        "task_hash",
-        "input_tokens",
-        "cached_input_tokens",
-        "output_tokens",
-        "reasoning_tokens",
-        "eval_tokens",
-        "agent_cost",
-        "eval_cost",
-        "tool_calls",
-        "diff_items",
-        "duration_ms",
-        "result",
-        "error_detail",
-        "retries",
-        "worker",
-        "finished_at",
-        # Columns with only a Django-side default, which COPY does not apply.
-        "provider",
-        "superseded_runs",
-    )
-    agent_cost = Decimal("0.0079")
-    summaries = []
-    started = time.perf_counter()
-    for campaign in campaigns:
-        skill = rng.uniform(0.2, 0.9)
-        with transaction.atomic(), connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY campaigns_attempt ({', '.join(columns)}) FROM STDIN") as copy:
-                for task in tasks:
-                    p = min(max(rng.betavariate(2 * skill + 0.3, 2 * (1 - skill) + 0.3), 0), 1)
-                    done = passed = infra = 0
-                    for index in range(N):
-                        if rng.random() < 0.004:
-                            status, verdict, ok = "infra_error", "", False
-                            infra += 1
-                        else:
-                            ok = rng.random() < p
-                            status, verdict = "done", ("pass" if ok else "fail")
-                            done += 1
-                            passed += ok
-                        body, diff_items = result_json(task.task_id, ok, rng)
-                        categories = (
-                            "[]" if ok or status != "done" else json.dumps(json.loads(body)["categories"])
-                        )
-                        copy.write_row(
-                            (
-                                campaign.pk,
-                                task.pk,
-                                index,
-                                status,
-                                "agent_done" if status == "done" else "",
-                                verdict,
-                                categories,
-                                status == "done" and not ok,
-                                "0" * 64,
-                                4200,
-                                1800,
-                                350,
-                                120,
-                                960,
-                                agent_cost,
-                                Decimal("0.0029"),
-                                3,
-                                diff_items,
-                                320.0,
-                                body,
-                                "",
-                                0,
-                                "bench:1",
-                                now,
-                                "[]",
-                                "[]",
-                            )
-                        )
-                    summaries.append(
-                        TaskSummary(
-                            campaign=campaign,
-                            task=task,
-                            n_done=done,
-                            n_pass=passed,
-                            n_infra_error=infra,
-                            n_clean_looking=done - passed,
-                            input_tokens=4200 * N,
-                            cached_input_tokens=1800 * N,
-                            output_tokens=350 * N,
-                            reasoning_tokens=120 * N,
-                            eval_tokens=960 * N,
-                            agent_cost=agent_cost * N,
-                            eval_cost=Decimal("0.0029") * N,
-                        )
-                    )
-    TaskSummary.objects.bulk_create(summaries, batch_size=2000)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    skill: dict[int, float] = {}
+
+    def attempts_of(campaign, task) -> list[AttemptRow]:
+        if campaign.pk not in skill:  # drawn when the campaign's first task is written
+            skill[campaign.pk] = rng.uniform(0.2, 0.9)
+        mean = skill[campaign.pk]
+        p = min(max(rng.betavariate(2 * mean + 0.3, 2 * (1 - mean) + 0.3), 0), 1)
+        rows = []
+        for _ in range(N):
+            if rng.random() < 0.004:
+                status, verdict, ok = "infra_error", "", False
+            else:
+                ok = rng.random() < p
+                status, verdict = "done", ("pass" if ok else "fail")
+            body, diff_items = result_json(task.task_id, ok, rng)
+            categories = "[]" if ok or status != "done" else json.dumps(json.loads(body)["categories"])
+            rows.append(
+                AttemptRow(
+                    status=status,
+                    verdict=verdict,
+                    termination="agent_done" if status == "done" else "",
+                    categories=categories,
+                    clean_looking=status == "done" and not ok,
+                    result=body,
+                    diff_items=diff_items,
+                    tool_calls=3,
+                )
+            )
+        return rows
+
+    seconds = copy_attempts(campaigns, tasks, attempts_of)
     print(
-        f"seeded {campaigns_wanted} campaigns x {TASKS} tasks x N={N} = {campaigns_wanted * TASKS * N} attempts in {time.perf_counter() - started:.0f}s"
+        f"seeded {campaigns_wanted} campaigns x {TASKS} tasks x N={N} = {campaigns_wanted * TASKS * N} attempts "
+        f"in {seconds:.0f}s (load {load()}, shared machine)"
     )
     return user, campaigns
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def store_figures(campaigns) -> float:
@@ -361,6 +275,7 @@ def measure(user, campaigns, requests: int, rng: random.Random) -> dict[str, tup
     from django.test import Client
 
     from apps.attempts.models import Attempt
+    from apps.figures.tables import forget_process_figures
 
     client = Client()
     client.force_login(user)
@@ -379,6 +294,7 @@ def measure(user, campaigns, requests: int, rng: random.Random) -> dict[str, tup
     figures = {}
     for name, url_for in pages.items():
         cache.clear()
+        forget_process_figures()  # and this process's own figures: only what PostgreSQL stores
         timings = []
         for i in range(requests):
             started = time.perf_counter()
@@ -408,16 +324,7 @@ def main() -> int:
     args = parser.parse_args()
     url, cluster = start_database()
     try:
-        os.environ["DATABASE_URL"] = url
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
-        import django
-
-        django.setup()
-        from django.conf import settings
-        from django.core.management import call_command
-
-        settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-        call_command("migrate", verbosity=0)
+        setup_django(url)
         rng = random.Random(20251015)
         user, campaigns = seed(rng, args.campaigns)
         if args.seed_only:
@@ -430,14 +337,11 @@ def main() -> int:
             + " ".join(
                 f"{name}_first_ms={first:.1f} {name}_p95_ms={p95:.1f}" for name, (first, p95) in pages.items()
             )
+            + f" load1={load()}"
         )
         return 0
     finally:
-        if cluster is not None:
-            from django.db import connections
-
-            connections.close_all()
-            cluster.stop()
+        stop_database(cluster)
 
 
 if __name__ == "__main__":

@@ -27,21 +27,23 @@ import os
 import random
 import sys
 import time
-from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.dashboard_latency import start_database  # noqa: E402
+from bench.seeding import (  # noqa: E402
+    AttemptRow,
+    copy_attempts,
+    create_campaigns,
+    load,
+    setup_django,
+    start_database,
+    stop_database,
+)
 
 CAMPAIGNS, TASKS, N = 20, 507, 20
 PERSONAS = ("sim:careless", "sim:explorer", "sim:cautious", "sim:steady")
-
-
-def load() -> str:
-    return Path("/proc/loadavg").read_text().split()[0]
 
 
 def own_cpu_s() -> float:
@@ -99,11 +101,9 @@ def result_pool(starter, tasks, pool: int) -> dict[str, list[dict]]:
 
 def seed(rng: random.Random, campaigns_wanted: int, pool: int):
     from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
+    from django.db import transaction
 
     from apps.agents.models import AgentConfig
-    from apps.attempts.models import TaskSummary
-    from apps.campaigns.models import Campaign
     from apps.core.models import Team
     from apps.suites.models import Domain, Suite, Task
     from tb_engine.spec_json import domain_to_dict, task_from_dict, task_to_dict
@@ -131,75 +131,49 @@ def seed(rng: random.Random, campaigns_wanted: int, pool: int):
         )
         team = Team.objects.create(name="Regrade bench", slug="regrade-bench")
         user = get_user_model().objects.create_user(username="regrade-bench", password="bench-pw")
-        campaigns = []
-        for c in range(campaigns_wanted):
-            agent = AgentConfig.objects.create(
+        campaigns = create_campaigns(
+            count=campaigns_wanted,
+            team=team,
+            owner=user,
+            suite=suite,
+            tasks=tasks,
+            n=N,
+            agent_for=lambda c: AgentConfig.objects.create(
                 name=f"regrade-agent-{c}", kind="simulated", persona="careless"
-            )
-            campaign = Campaign.objects.create(
-                name=f"Campaign {c:02d}",
-                team=team,
-                owner=user,
-                agent=agent,
-                suite=suite,
-                n_attempts=N,
-                harness_version="tbw-1.0",
-                suite_version="1.0",
-                suite_hash="r" * 64,
-                status="done",
-            )
-            Campaign.tasks.through.objects.bulk_create(
-                Campaign.tasks.through(campaign=campaign, task=t) for t in tasks
-            )
-            campaigns.append(campaign)
+            ),
+            harness_version="tbw-1.0",
+            suite_hash="r" * 64,
+        )
     # The pool runs the tasks as a worker does: parsed from the stored rows (PostgreSQL's jsonb
     # orders a spec's keys its own way, and a check's description follows that order).
     stored_specs = {task.task_id: task_from_dict(Task.objects.get(pk=task.pk).spec) for task in tasks}
     started = time.perf_counter()
     results = result_pool(starter, stored_specs, pool)
     print(f"engine ran {TASKS * pool} attempts for the pool in {time.perf_counter() - started:.1f}s")
-    columns = (
-        "campaign_id", "task_id", "index", "status", "termination", "verdict", "categories",
-        "clean_looking", "task_hash", "input_tokens", "cached_input_tokens", "output_tokens",
-        "reasoning_tokens", "eval_tokens", "tool_calls", "agent_cost", "diff_items", "duration_ms", "result",
-        "error_detail", "retries", "worker", "finished_at", "provider", "superseded_runs",
-    )  # fmt: skip
-    now = datetime.now(UTC)
     bodies = {task_id: [json.dumps(r) for r in pool_results] for task_id, pool_results in results.items()}
-    summaries = []
-    started = time.perf_counter()
-    for campaign in campaigns:
-        with transaction.atomic(), connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY campaigns_attempt ({', '.join(columns)}) FROM STDIN") as copy:
-                for task in tasks:
-                    done = passed = 0
-                    for index in range(N):
-                        k = rng.randrange(pool)
-                        stored = results[task.task_id][k]
-                        verdict = stored["verdict"] or ""
-                        status = stored["status"]
-                        done += verdict in ("pass", "fail")
-                        passed += verdict == "pass"
-                        copy.write_row((
-                            campaign.pk, task.pk, index, status, stored["termination"] or "", verdict,
-                            json.dumps(stored["categories"]), stored["clean_looking"], stored["task_hash"], 4200, 1800, 350, 120, 960,
-                            len(stored["transcript"]["tool_calls"]),
-                            Decimal("0.0079"), len(stored["diff"]), 320.0, bodies[task.task_id][k], "", 0,
-                            "bench:1", now, "[]", "[]",
-                        ))  # fmt: skip
-                    summaries.append(
-                        TaskSummary(
-                            campaign=campaign,
-                            task=task,
-                            n_done=done,
-                            n_pass=passed,
-                            agent_cost=Decimal("0.0079") * N,
-                        )
-                    )
-    TaskSummary.objects.bulk_create(summaries, batch_size=2000)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    print(f"seeded {campaigns_wanted * TASKS * N} attempts in {time.perf_counter() - started:.0f}s")
+
+    def attempts_of(campaign, task) -> list[AttemptRow]:
+        rows = []
+        for _ in range(N):
+            k = rng.randrange(pool)
+            stored = results[task.task_id][k]
+            rows.append(
+                AttemptRow(
+                    status=stored["status"],
+                    verdict=stored["verdict"] or "",
+                    termination=stored["termination"] or "",
+                    categories=json.dumps(stored["categories"]),
+                    clean_looking=stored["clean_looking"],
+                    result=bodies[task.task_id][k],
+                    diff_items=len(stored["diff"]),
+                    tool_calls=len(stored["transcript"]["tool_calls"]),
+                    task_hash=stored["task_hash"],
+                )
+            )
+        return rows
+
+    seconds = copy_attempts(campaigns, tasks, attempts_of)
+    print(f"seeded {campaigns_wanted * TASKS * N} attempts in {seconds:.0f}s (load {load()}, shared machine)")
     return team, campaigns, tasks
 
 
@@ -233,14 +207,7 @@ def main() -> int:
     args = parser.parse_args()
     url, cluster = start_database()
     try:
-        os.environ["DATABASE_URL"] = url
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "thinkingbox_web.settings")
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        setup_django(url)
         team, campaigns, tasks = seed(random.Random(29), args.campaigns, args.pool)
         changed = change_golden(tasks)
         from apps.regrade.services import regrade_preview
@@ -281,11 +248,7 @@ def main() -> int:
         )
         return 0
     finally:
-        if cluster is not None:
-            from django.db import connections
-
-            connections.close_all()
-            cluster.stop()
+        stop_database(cluster)
 
 
 if __name__ == "__main__":

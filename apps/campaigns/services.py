@@ -87,6 +87,9 @@ ADAPTIVE_DISPATCH_TASK = "adaptive.dispatch"
 # Registered by apps.figures.tasks: stores a settled campaign's figures before anyone opens a page
 # (claimed per campaign, so a duplicate message is harmless).
 FIGURES_REFRESH_TASK = "figures.refresh"
+# Registered by apps.triage.tasks: the grouped triage scopes of a campaign's teams stored once its
+# failure signatures and counts settled (a finish, a cancel, a signature backfill).
+CLUSTERS_STORE_TASK = "triage.clusters_store"
 
 
 def campaign_create(
@@ -361,6 +364,19 @@ def _figures_refresh_after_commit(campaign_id: int) -> None:
     # then computes the figures, as without the message).
     transaction.on_commit(
         lambda: celery_app.signature(FIGURES_REFRESH_TASK, args=(campaign_id,)).apply_async(), robust=True
+    )
+    clusters_store_after_commit([campaign_id])
+
+
+def clusters_store_after_commit(campaign_ids: list[int]) -> None:
+    """Once the change commits, one CLUSTERS_STORE_TASK message: the grouped triage queue of the
+    campaigns' teams is stored by a worker, so a fresh server process reads it instead of grouping.
+
+    Side effects: the message (robust: a broker failure is logged; the first viewer then groups).
+    """
+    transaction.on_commit(
+        lambda: celery_app.signature(CLUSTERS_STORE_TASK, args=(list(campaign_ids),)).apply_async(),
+        robust=True,
     )
 
 

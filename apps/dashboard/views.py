@@ -302,7 +302,10 @@ def gap(request):
             charts.pass_hat_k_figure(pd.DataFrame(overall, columns=["series", "k", "value"]), colours=colours)
         ),
         "per_domain": per_domain,
-        "all_campaigns": figures.figure_campaigns(request.user, with_price_sheets=False),
+        # Without a selection the shown campaigns are every visible one: not read a second time.
+        "all_campaigns": campaigns
+        if _selected_ids(request) is None
+        else figures.figure_campaigns(request.user, with_price_sheets=False),
         "selected": {c.pk for c in campaigns},
         "judge_note_rows": judge_note_rows(campaigns=campaigns),
         **health.context(),
@@ -414,7 +417,13 @@ def domains(request):
         )
     elif a and b:
         try:
-            floors = figures.domain_comparisons(tables, a, b)
+            # The pair's own tables: a comparison not stored yet reads two campaigns' tables, not every one's.
+            floors = figures.domain_comparisons(
+                figures.per_task_tables([a, b] if a.pk != b.pk else [a], exclude=health.exclude),
+                a,
+                b,
+                domains=sorted(set(by_domain[a.pk]) & set(by_domain[b.pk])),
+            )
         except ValueError as exc:  # different N: all-N and its floor are not comparable
             floors, pair_error = {}, str(exc)
         for name in sorted(set(by_domain[a.pk]) & set(by_domain[b.pk])):
@@ -447,11 +456,16 @@ def _domain_grid(
     """Campaigns (rows) x domains (columns, sorted) of one share; NaN where a campaign lacks the figure."""
     if not campaigns:
         return pd.DataFrame()
-    columns = {
-        c.name: pd.Series({name: d.share(metric) for name, d in by_domain[c.pk].items()}, dtype=float)
-        for c in campaigns
-    }
-    return pd.DataFrame(columns).T
+    domains = sorted({name for c in campaigns for name in by_domain[c.pk]})
+    # One row of plain floats per campaign name (a later campaign of the same name replaces the row,
+    # as a dict keyed by name does), one frame built at once: a pandas Series per campaign cost
+    # more than the rest of a warm page at 100 campaigns.
+    rows: dict[str, list[float | None]] = {}
+    for c in campaigns:
+        shares = by_domain[c.pk]
+        # None (no figure, or a domain the campaign did not run) becomes NaN in the float frame.
+        rows[c.name] = [shares[name].share(metric) if name in shares else None for name in domains]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=domains, dtype=float)
 
 
 def _delta_pp(a: float | None, b: float | None) -> float | None:
@@ -538,6 +552,7 @@ def compare(request):
     a, b = _pair(request, by_id)
     result, error, costs, verdict, task_links = None, "", None, "", {}
     per_task: tuple[figures.TaskComparison, ...] = ()
+    task_table_version: tuple = ()
     differences_only = request.GET.get("diff") == "1"
     health = task_health_scope(request.GET, [c for c in (a, b) if c])
     if a and b:
@@ -564,7 +579,27 @@ def compare(request):
                     suite_id=a.suite_id, task_id__in=[t.task_id for t in per_task]
                 ).values_list("task_id", "pk")
             )
+            task_table_version = (a.pk, b.pk, tables.stamp(a), tables.stamp(b), differences_only)
+    # The per-task table (one row per shared task: 507 on ThinkingBox-Bench) rendered once per pair
+    # and data version, shared by every viewer: its rows are a pure function of the pair's stamps.
+    task_table_html = (
+        shared_fragment(
+            request,
+            "dashboard/compare.html",
+            "compare-tasks",
+            {
+                "per_task": per_task,
+                "task_links": task_links,
+                "differences_only": differences_only,
+                "version": task_table_version,
+            },
+            leave_out=("per_task", "task_links"),
+        )
+        if result is not None
+        else ""
+    )
     context = {
+        "task_table_html": task_table_html,
         "campaigns": campaigns,
         "a": a,
         "b": b,

@@ -447,9 +447,17 @@ def comparison(tables: PerTaskTables, a: Campaign, b: Campaign, *, domain: str =
     )
 
 
-def domain_comparisons(tables: PerTaskTables, a: Campaign, b: Campaign) -> dict[str, Comparison]:
-    """A minus B per domain both ran (by name), each with its own paired floor. Same N required."""
-    shared = sorted(set(tables.frame(a)["domain"]) & set(tables.frame(b)["domain"]))
+def domain_comparisons(
+    tables: PerTaskTables, a: Campaign, b: Campaign, *, domains: list[str] | None = None
+) -> dict[str, Comparison]:
+    """A minus B per domain both ran (by name), each with its own paired floor. Same N required.
+
+    ``domains``: the domains both ran when the caller knows them (from their stored domain figures),
+    so stored comparisons are read without loading the tables.
+    """
+    if domains is None:
+        domains = sorted(set(tables.frame(a)["domain"]) & set(tables.frame(b)["domain"]))
+    shared = domains
     return {str(name): comparison(tables, a, b, domain=str(name)) for name in shared}
 
 

@@ -36,9 +36,16 @@ from apps.attempts.selectors import clusters as cluster_reads
 from apps.attempts.selectors.summary_stamps import summary_stamp
 from apps.campaigns.selectors import campaigns_visible_to
 from apps.core.memory import collector_paused
+from apps.figures.selectors import cached_figure
 from apps.triage.models import AttemptReview, AuditEntry
 from apps.triage.queue import QueueFilters, queue_queryset
-from apps.triage.value_pairs import ValuePairs, value_pairs, value_pairs_of_rows
+from apps.triage.value_pairs import (
+    ValuePairs,
+    signature_form_counts,
+    value_pairs,
+    value_pairs_of_forms,
+    value_pairs_of_rows,
+)
 from tb_engine.signatures import SIGNATURE_VERSION, Element, Signature, describe
 
 PER_PAGE = 50
@@ -168,6 +175,12 @@ class ClusterIndex:
         position = self._positions.get(signature)
         return None if position is None else _cluster(self.rows[position])
 
+    def largest(self, signatures: Iterable[str], count: int) -> list[Cluster]:
+        """The ``count`` largest of these clusters (size, then signature), building only those: the rows
+        are already in that order, so their positions are."""
+        positions = sorted(p for p in (self._positions.get(s) for s in signatures) if p is not None)
+        return [_cluster(self.rows[position]) for position in positions[:count]]
+
     def share(self, cluster: Cluster) -> float | None:
         """The cluster's share of the scope's clean-looking failures."""
         return cluster.clean / self.clean if self.clean else None
@@ -237,9 +250,17 @@ def _scope(user, filters: QueueFilters) -> tuple[list[int], QueueFilters]:
 
 
 def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
-    """Every cluster of the user's queue with these filters (the signature filter ignored), cached."""
+    """Every cluster of the user's queue with these filters (the signature filter ignored), cached.
+
+    Scopes the count table answers (``_stored_scope``) are stored for every process (StoredFigure,
+    through apps.figures, at the scope's stamp): a fresh server process reads the index in one
+    query instead of grouping every count row, and ``cluster_indexes_store`` stores the teams'
+    default scopes when their signatures or counts change. Other scopes are cached in the shared cache.
+    """
     campaign_ids, filters = _scope(user, filters)
     stamp = _stamp(campaign_ids, filters)
+    if _stored_scope(filters):
+        return stored_cluster_index(campaign_ids=campaign_ids, filters=filters, stamp=stamp)
     key = _key("index", campaign_ids, filters, stamp)
     token = cache.get(key + ":token")
     if token is not None:
@@ -263,6 +284,30 @@ def cluster_index(*, user, filters: QueueFilters) -> ClusterIndex:
     return found
 
 
+def _stored_scope(filters: QueueFilters) -> bool:
+    """Whether the scope's index and page details are stored rows: the count table answers its filters
+    and they are not free text (a bounded number of slots per campaign set: scope x domain)."""
+    return _from_counts(filters) and not filters.task
+
+
+def _stored_parts(campaign_ids: list[int], filters: QueueFilters) -> tuple:
+    """What names a stored scope's slot (its version is the scope's stamp)."""
+    return (SIGNATURE_VERSION, CACHE_VERSION, tuple(campaign_ids), filters.querystring())
+
+
+def stored_cluster_index(*, campaign_ids: list[int], filters: QueueFilters, stamp: str) -> ClusterIndex:
+    """The index of a stored scope: this process's copy, else its stored row at ``stamp``, else built
+    from the count and signature tables (one aggregate, one read of example items) and stored."""
+
+    def build() -> ClusterIndex:
+        counts = _counts(campaign_ids, filters)
+        assert counts is not None  # a stored scope is one the count table answers
+        with collector_paused():
+            return _build_index_from_counts(counts, filters, stamp)
+
+    return cached_figure("triage-index", stamp, build, *_stored_parts(campaign_ids, filters))
+
+
 # The last few indexes this process read, as live objects: unpickling an index of thousands of
 # clusters from the shared cache costs more than the rest of a warm page. An entry is used only
 # while the shared cache still holds the token it was stored under (the key carries the scope's
@@ -284,17 +329,20 @@ def _clean_only(filters: QueueFilters) -> bool:
     return filters.scope == "clean"
 
 
-def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[SignatureCount] | None:
-    """The scope's SignatureCount rows, when the filters can be answered from them (None: read attempts).
-
-    Campaign, domain, task and scope filters can; category, text, fault and review filters need the attempts.
-    """
-    if (
+def _from_counts(filters: QueueFilters) -> bool:
+    """Campaign, domain, task and scope filters are answered by the count table; category, text,
+    fault and review filters need the attempts."""
+    return not (
         filters.category
         or filters.text
         or filters.fault
         or any(getattr(filters, name) for name in _REVIEW_FILTERS)
-    ):
+    )
+
+
+def _counts(campaign_ids: list[int], filters: QueueFilters) -> QuerySet[SignatureCount] | None:
+    """The scope's SignatureCount rows, when the filters can be answered from them (None: read attempts)."""
+    if not _from_counts(filters):
         return None
     return cluster_reads.signature_counts(
         campaign_ids=campaign_ids, clean_only=_clean_only(filters), domain=filters.domain, task=filters.task
@@ -388,20 +436,25 @@ def cluster_rows(
     page = list(page)
     campaign_ids, filters = _scope(user, filters)
     signatures = [c.signature for c in page]
-    key = _key("rows", campaign_ids, filters, index.stamp, *signatures)
-    details = cache.get(key)
     base = queue_queryset(user=user, filters=filters, ordered=False)
-    if details is None:
-        counts = _counts(campaign_ids, filters)
-        signature_rows = _signature_rows(campaign_ids, filters) if counts is not None else None
-        details = _page_details(base, signatures, counts, signature_rows, filters)
-        cache.set(key, details, CACHE_SECONDS)
+    if _stored_scope(filters):
+        details = stored_page_details(
+            campaign_ids=campaign_ids, filters=filters, stamp=index.stamp, signatures=signatures
+        )
+    else:
+        key = _key("rows", campaign_ids, filters, index.stamp, *signatures)
+        details = cache.get(key)
+        if details is None:
+            counts = _counts(campaign_ids, filters)
+            signature_rows = _signature_rows(campaign_ids, filters) if counts is not None else None
+            details = _page_details(base, signatures, counts, signature_rows, filters)
+            cache.set(key, details, CACHE_SECONDS)
     reviewed, labelled = _review_progress(base, signatures)
     rows = []
     for cluster in page:
         termination, share, tasks, models, variants = details.get(cluster.signature, ("", 0.0, (), (), None))
-        relatives = [r for r in (index.get(s) for s in cluster.related) if r is not None]
-        relatives.sort(key=lambda r: (-r.size, r.signature))
+        # A large cluster has dozens of relatives at 100 campaigns; the row shows the largest few.
+        relatives = index.largest(cluster.related, RELATED_SHOWN)
         rows.append(
             ClusterRow(
                 cluster=replace(cluster, variants=variants),
@@ -413,10 +466,48 @@ def cluster_rows(
                 queue=filters.with_signature(cluster.signature).querystring(),
                 reviewed=reviewed[cluster.signature],
                 labelled=labelled[cluster.signature],
-                related=tuple(relatives[:RELATED_SHOWN]),
+                related=tuple(relatives),
             )
         )
     return rows
+
+
+def stored_page_details(
+    *, campaign_ids: list[int], filters: QueueFilters, stamp: str, signatures: list[str]
+) -> dict[str, tuple]:
+    """A page's details (termination, spread, phrase variants) of a stored scope (see stored_page)."""
+    return stored_page(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=signatures)[0]
+
+
+def stored_value_pairs(
+    *, campaign_ids: list[int], filters: QueueFilters, stamp: str, signatures: list[str]
+) -> dict[str, ValuePairs]:
+    """A page's value-pair sub-groups of a stored scope (see stored_page)."""
+    return stored_page(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=signatures)[1]
+
+
+def stored_page(
+    *, campaign_ids: list[int], filters: QueueFilters, stamp: str, signatures: list[str]
+) -> tuple[dict[str, tuple], dict[str, ValuePairs]]:
+    """A page of a stored scope: its details and its value pairs, stored with the index's stamp for
+    every process. The signature rows of the page's clusters are grouped once, by (signature, form):
+    that grouping is both the value pairs' input and each cluster's number of phrase variants."""
+
+    def compute() -> tuple[dict[str, tuple], dict[str, ValuePairs]]:
+        forms = signature_form_counts(_signature_rows(campaign_ids, filters), signatures=signatures)
+        details = cluster_reads.cluster_page_details(
+            attempts=Attempt.objects.none(),
+            signatures=signatures,
+            counts=_counts(campaign_ids, filters),
+            rows=None,
+            clean_only=_clean_only(filters),
+            variants={signature: len(found) for signature, found in forms.items()},
+        )
+        return details, value_pairs_of_forms(forms)
+
+    return cached_figure(
+        "triage-page", stamp, compute, *_stored_parts(campaign_ids, filters), tuple(signatures)
+    )
 
 
 def cluster_value_pairs(
@@ -431,6 +522,10 @@ def cluster_value_pairs(
     if not signatures:
         return {}
     campaign_ids, scoped = _scope(user, filters)
+    if _stored_scope(scoped):
+        return stored_value_pairs(
+            campaign_ids=campaign_ids, filters=scoped, stamp=index.stamp, signatures=signatures
+        )
     key = _key("pairs", campaign_ids, scoped, index.stamp, *signatures)
     found = cache.get(key)
     if found is None:
@@ -495,11 +590,17 @@ def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[Ca
     # The count table answers both when the filters allow it, without reading attempts.
     attempts = queue_queryset(user=user, filters=filters, ordered=False)
     counts, clean_only = _counts(campaign_ids, filters), _clean_only(filters)
-    key = _key("campaigns", campaign_ids, filters, _stamp(campaign_ids, filters))
-    failures = cache.get(key)
-    if failures is None:
-        failures = cluster_reads.failures_by_campaign(attempts=attempts, counts=counts, clean_only=clean_only)
-        cache.set(key, failures, CACHE_SECONDS)
+    stamp = _stamp(campaign_ids, filters)
+    if _stored_scope(filters):
+        failures = stored_failures_by_campaign(campaign_ids=campaign_ids, filters=filters, stamp=stamp)
+    else:
+        key = _key("campaigns", campaign_ids, filters, stamp)
+        failures = cache.get(key)
+        if failures is None:
+            failures = cluster_reads.failures_by_campaign(
+                attempts=attempts, counts=counts, clean_only=clean_only
+            )
+            cache.set(key, failures, CACHE_SECONDS)
     mine = cluster_reads.cluster_size_by_campaign(
         attempts=attempts, counts=counts, clean_only=clean_only, signature=signature
     )
@@ -507,6 +608,36 @@ def cluster_campaigns(*, user, filters: QueueFilters, signature: str) -> list[Ca
         (CampaignShare(pk, name, mine.get(pk, 0), total) for pk, (name, total) in failures.items()),
         key=lambda share: (share.name, share.campaign_id),
     )
+
+
+def stored_failures_by_campaign(
+    *, campaign_ids: list[int], filters: QueueFilters, stamp: str
+) -> dict[int, tuple[str, int]]:
+    """Campaign id -> (name, failures in scope) of a stored scope, from the count table, stored with its stamp."""
+
+    def compute() -> dict[int, tuple[str, int]]:
+        return cluster_reads.failures_by_campaign(
+            attempts=Attempt.objects.none(),
+            counts=_counts(campaign_ids, filters),
+            clean_only=_clean_only(filters),
+        )
+
+    return cached_figure("triage-campaigns", stamp, compute, *_stored_parts(campaign_ids, filters))
+
+
+def store_scope(*, campaign_ids: list[int], filters: QueueFilters) -> ClusterIndex:
+    """Store what a stored scope's first grouped page and its cluster pages read: the index, the
+    first page's details and value pairs, the failures per campaign (each skipped when stored at the
+    scope's current stamp). Returns the index."""
+    campaign_ids, filters = sorted(campaign_ids), filters.without_signature()
+    if not _stored_scope(filters):
+        raise ValueError(f"the scope {filters.querystring()!r} is not stored (its filters need the attempts)")
+    stamp = _stamp(campaign_ids, filters)
+    index = stored_cluster_index(campaign_ids=campaign_ids, filters=filters, stamp=stamp)
+    first_page = [cluster.signature for cluster in index[:PER_PAGE]]
+    stored_page(campaign_ids=campaign_ids, filters=filters, stamp=stamp, signatures=first_page)
+    stored_failures_by_campaign(campaign_ids=campaign_ids, filters=filters, stamp=stamp)
+    return index
 
 
 def others_like(*, user, attempt: Attempt) -> int:

@@ -15,10 +15,13 @@ from django.utils import timezone
 
 from apps.attempts.models import Attempt
 from apps.attempts.selectors.reviewed_attempts import stored_rubrics
+from apps.campaigns.models import Campaign
+from apps.campaigns.services import CLUSTERS_STORE_TASK as CLUSTERS_STORE_TASK
 from apps.core.access import user_has_role
 from apps.core.batches import in_slices
 from apps.core.roles import Role
 from apps.suites.models import Suite, Task
+from apps.triage.clusters import store_scope
 from apps.triage.models import (
     AttemptReview,
     AuditEntry,
@@ -29,6 +32,7 @@ from apps.triage.models import (
     TaskHealthIssue,
     TaskValidation,
 )
+from apps.triage.queue import QueueFilters
 from tb_engine.judges import judge_identity
 from thinkingbox_web.celery import app as celery_app
 
@@ -655,3 +659,18 @@ def suite_validation_finish(*, run: SuiteValidation, error: str = "") -> SuiteVa
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at"])
     return run
+
+
+def cluster_indexes_store(*, campaign_ids: Iterable[int]) -> int:
+    """Store the default grouped queue (clean-looking failures, no filter) of each team of these campaigns.
+
+    A team member sees the team's campaigns; that scope's cluster index, first page and campaign
+    distribution are computed from the signature and count tables and stored (StoredFigure) at the
+    scope's current stamp, so a fresh server process reads them in a bounded number of queries.
+    Side effects: StoredFigure rows (nothing where they are current). Returns the number of scopes.
+    """
+    teams = set(Campaign.objects.filter(pk__in=list(campaign_ids)).values_list("team_id", flat=True))
+    for team_id in sorted(teams):
+        scope = list(Campaign.objects.filter(team_id=team_id).values_list("pk", flat=True))
+        store_scope(campaign_ids=scope, filters=QueueFilters())
+    return len(teams)

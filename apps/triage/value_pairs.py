@@ -67,6 +67,16 @@ def value_pairs_of_rows(
 ) -> dict[str, ValuePairs]:
     """value_pairs over signature rows already narrowed to the scope (campaigns, clean-looking, tasks):
     no join with the attempt heap, the (digest, campaign) index answers it (two queries)."""
+    return value_pairs_of_forms(signature_form_counts(rows, signatures=signatures))
+
+
+def signature_form_counts(
+    rows: QuerySet[AttemptSignature], *, signatures: Iterable[str]
+) -> dict[str, list[tuple[int, int, int]]]:
+    """Per signature, its stored forms among the rows: (variant pk, attempts, smallest attempt id) (one query).
+
+    What value_pairs_of_forms groups, and — its length — a cluster's number of phrase variants.
+    """
     wanted = list(signatures)
     if not wanted:
         return {}
@@ -79,6 +89,13 @@ def value_pairs_of_rows(
     by_signature: dict[str, list[tuple[int, int, int]]] = {}
     for row in counts:
         by_signature.setdefault(row["digest"], []).append((row["variant_id"], row["size"], row["first"]))
+    return by_signature
+
+
+def value_pairs_of_forms(by_signature: dict[str, list[tuple[int, int, int]]]) -> dict[str, ValuePairs]:
+    """The value-pair sub-groups of signature_form_counts' forms (one query: the forms' items)."""
+    if not by_signature:
+        return {}
     forms = signature_forms([variant for rows in by_signature.values() for variant, _, _ in rows])
     return {signature: _groups(found, forms) for signature, found in by_signature.items()}
 

@@ -26,7 +26,6 @@ from apps.triage import bulk_undo, charts, selectors, services
 from apps.triage.models import AttemptReview, Label
 from apps.triage.queue import MAX_VARIANTS
 from apps.triage.selectors import Cluster, QueueFilters
-from apps.triage.value_pairs import value_pairs
 from apps.triage.views import BULK_FEEDBACK_KEY, _assignees, _attempt_page, _queue_context, bulk_feedback
 
 _SIGNATURE = re.compile(r"^[0-9a-f]{32}$")
@@ -90,11 +89,9 @@ def cluster(request, signature: str):
             "index": index,
             "share": index.share(found) if found else None,
             "related": _related(found, index) if found else [],
-            "pairs": value_pairs(
-                selectors.queue_queryset(
-                    user=request.user, filters=filters.with_signature(signature), ordered=False
-                ),
-                signatures=[signature],
+            # From the signature rows (stored with the index's stamp) when the filters allow it.
+            "pairs": selectors.cluster_value_pairs(
+                user=request.user, filters=filters, index=index, signatures=[signature]
             ).get(signature),
             "variants": variants,
             "distribution": chart(charts.cluster_campaign_bars(shares)),

@@ -51,7 +51,9 @@ def test_cancel_stores_the_figures_the_first_viewer_reads(
     with django_capture_on_commit_callbacks(execute=True) as sent:
         campaign_cancel(campaign=half_run)
 
-    assert len(sent) == 1
+    assert len(sent) == 2  # the figures' message and the team's grouped triage queue's
+    # The team's grouped triage queue was stored too (apps.triage.tasks.clusters_store).
+    assert StoredFigure.objects.filter(slot__contains=":triage-index:").count() == 1
     shown = read_without_computing(half_run, monkeypatch)
     assert shown[half_run.pk]["figures"].coverage.done_attempts == 6
     assert shown == recomputed([half_run])

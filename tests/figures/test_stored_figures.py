@@ -160,3 +160,47 @@ def test_a_suite_revision_that_retags_a_task_changes_the_stored_tag_slice(two_ca
     after = as_a_fresh_process_reads([a, b], tag="i31-retagged")
     assert after[a.pk]["tag"].coverage.tasks == 1
     assert after == recomputed([a, b], tag="i31-retagged")
+
+
+def test_a_regrade_apply_rewrites_the_stored_figures_of_the_campaigns_it_changes(
+    two_campaigns, make_campaign, team_a, alice
+):
+    from apps.figures.tables import cache_key, stored_values
+    from apps.regrade.services import regrade_apply, regrade_preview
+    from apps.suites.models import Task
+    from tb_engine.spec_json import task_from_dict
+
+    a, b = two_campaigns
+    drain(a)
+    other = make_campaign("sim:steady", tasks=3, n=2)  # not re-graded: its stored rows must stay
+    campaign_start(campaign=other)
+    drain(other)
+    figures_refresh(campaign_ids=[a.pk, b.pk, other.pk])
+    before = as_a_fresh_process_reads([a, b])
+    other_rows = stored_rows(other)
+
+    # A new golden end state for every task (each loses its last golden write): the attempts that
+    # made that write now leave an extra effect, so verdicts flip without re-running anything.
+    for task in Task.objects.filter(pk__in=a.tasks.values("pk")):
+        spec = task.spec
+        spec["golden"] = spec["golden"][:-1]
+        task.spec, task.content_hash = spec, task_from_dict(spec).content_hash()
+        task.save(update_fields=["spec", "content_hash"])
+    run = regrade_preview(campaign_ids=[a.pk, b.pk], team_id=team_a.pk, user=alice)
+    assert run.report["changed"] > 0, "the new golden end state must change some grading"
+    regrade_apply(run=run, user=alice)
+
+    # The apply stored the new figures itself: a fresh process finds them at the new version.
+    forget_process_figures()
+    for campaign in (a, b):
+        campaign = Campaign.objects.get(pk=campaign.pk)
+        tables = figures.per_task_tables([campaign])
+        key = cache_key(
+            "figures", campaign.pk, f"{tables.stamp(campaign)}|{campaign.n_attempts}", "", "", tables.scope
+        )
+        assert list(stored_values([key])) == [key]
+    after = as_a_fresh_process_reads([a, b])
+    assert after != before
+    assert after[a.pk]["figures"].pass_at_1.value < before[a.pk]["figures"].pass_at_1.value
+    assert {slot: row for slot, row in stored_rows(other).items() if slot in other_rows} == other_rows
+    assert after == recomputed([a, b])

@@ -333,3 +333,60 @@ def test_cluster_table_export_matches_the_grouped_view(known, client, bob):
     )
     sizes = sorted(int(line.split(",")[1]) for line in csv[1:])
     assert sizes == [1, 2, 3]
+
+
+def _fresh_process_grouped_page(client) -> tuple[str, list[str]]:
+    """The default grouped page as a fresh server process serves it: shared cache and process figures empty."""
+    from django.core.cache import cache
+
+    from apps.figures.tables import forget_process_figures
+
+    cache.clear()
+    forget_process_figures()
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get("/triage/?view=grouped")
+    assert response.status_code == 200
+    return response.content.decode(), [query["sql"] for query in captured]
+
+
+def test_a_stored_index_is_read_by_a_fresh_process_without_grouping_and_follows_new_signatures(
+    known, signed_campaign, client, bob
+):
+    from apps.figures.models import StoredFigure
+    from apps.triage.clusters import _build_index_from_counts, _counts, _scope, _stamp
+    from apps.triage.services import cluster_indexes_store
+
+    a, b, _ = known
+    StoredFigure.objects.filter(slot__contains="triage-").delete()
+    assert cluster_indexes_store(campaign_ids=[a.pk]) == 1  # team A's default scope
+    stored = set(StoredFigure.objects.filter(slot__contains="triage-").values_list("slot", flat=True))
+    assert {slot.split(":")[1] for slot in stored} == {
+        "triage-index",
+        "triage-page",
+        "triage-campaigns",
+    }
+    client.force_login(bob)
+    html, queries = _fresh_process_grouped_page(client)
+    grouping = [sql for sql in queries if "COUNT(DISTINCT" in sql and "signaturecount" in sql]
+    assert grouping == []  # the index came from its stored row, not from grouping the count table
+    # Nothing groups attempts: the only aggregates left are the review progress, driven by the reviews.
+    aggregates = [sql for sql in queries if "GROUP BY" in sql]
+    assert aggregates and all(
+        sql.split(" FROM ", 1)[1].startswith('"triage_attemptreview"') for sql in aggregates
+    )
+    campaign_ids, filters = _scope(bob, QueueFilters())
+    stamp = _stamp(campaign_ids, filters)
+    built = _build_index_from_counts(_counts(campaign_ids, filters), filters, stamp)
+    assert cluster_index(user=bob, filters=QueueFilters()).rows == built.rows
+    assert html.count('data-cluster="') == len(built.rows)
+    assert set(StoredFigure.objects.filter(slot__contains="triage-").values_list("slot", flat=True)) == stored
+
+    # A new campaign of the team with one more failure: the scope's stamp changes, so the stored
+    # index no longer answers; the next page groups again and stores the new one.
+    signed_campaign([(T3, 1, {"diff": [LEFT_NEW]})], name="Gamma", model="model-g")
+    html, _ = _fresh_process_grouped_page(client)
+    campaign_ids, filters = _scope(bob, QueueFilters())
+    rebuilt = _build_index_from_counts(_counts(campaign_ids, filters), filters, _stamp(campaign_ids, filters))
+    assert (rebuilt.attempts, rebuilt.rows[0][1]) == (built.attempts + 1, built.rows[0][1] + 1)
+    assert cluster_index(user=bob, filters=QueueFilters()).rows == rebuilt.rows
+    assert html.count('data-cluster="') == len(rebuilt.rows)

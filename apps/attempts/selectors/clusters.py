@@ -159,11 +159,13 @@ def cluster_page_details(
     counts: QuerySet[SignatureCount] | None,
     rows: QuerySet[AttemptSignature] | None,
     clean_only: bool,
+    variants: dict[str, int] | None = None,
 ) -> dict[str, tuple]:
     """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (two queries).
 
     From the count table and the signature rows when given (``counts``, ``rows``: the scope's filters
-    allow it), else from ``attempts`` (the scope's failed attempts, unordered).
+    allow it), else from ``attempts`` (the scope's failed attempts, unordered). ``variants``: the
+    phrase variants per signature when the caller counted them already (then one query).
     """
     scoped = in_clusters(attempts, signatures=signatures)
     terminations: dict[str, Counter] = defaultdict(Counter)
@@ -185,15 +187,16 @@ def cluster_page_details(
         terminations[signature][termination] += n
         tasks[signature][task] += n
         models[signature][model] += n
-    if rows is None:
-        rows = AttemptSignature.objects.filter(attempt__in=scoped.values("pk"))
-    variants = dict(
-        rows.filter(digest__in=signatures)
-        .order_by()
-        .values("digest")
-        .annotate(v=Count("variant_id", distinct=True))
-        .values_list("digest", "v")
-    )
+    if variants is None:
+        if rows is None:
+            rows = AttemptSignature.objects.filter(attempt__in=scoped.values("pk"))
+        variants = dict(
+            rows.filter(digest__in=signatures)
+            .order_by()
+            .values("digest")
+            .annotate(v=Count("variant_id", distinct=True))
+            .values_list("digest", "v")
+        )
     details = {}
     for signature in signatures:
         by_termination = terminations[signature]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import template
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from apps.core.glossary import term_link
 
@@ -50,3 +51,23 @@ def rate_class(cell) -> str:
 def metric_noise(scope_metrics, key: str):
     """The MetricNoise of `key` among a scope's metrics (None when the figure cannot be estimated)."""
     return next((m for m in scope_metrics or () if m.metric == key), None)
+
+
+@register.simple_tag
+def grid_cells(cells) -> str:
+    """A task-grid row's cells as HTML, built in one pass.
+
+    The same markup as a `{% for %}` over the cells with `rate_class`, but a 50-row page of a
+    100-campaign grid is 5,000 cells: through template nodes they cost most of a cold tasks page.
+    Every value is an int or a fixed class name, so nothing needs escaping.
+    """
+    parts = []
+    for cell in cells:
+        if cell is None:
+            parts.append('<td class="num"><span class="cell none">—</span></td>')
+        else:
+            parts.append(
+                f'<td class="num"><span class="cell {rate_class(cell)}" title="{int(cell.c)} passes in '
+                f'{int(cell.n)} done of N = {int(cell.N)}">{int(cell.c)}/{int(cell.N)}</span></td>'
+            )
+    return mark_safe("".join(parts))  # ints and fixed class names only: nothing to escape
