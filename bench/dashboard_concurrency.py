@@ -181,7 +181,7 @@ def main() -> int:
         base = f"http://127.0.0.1:{port}"
         cookies = signed_in_cookies(base)
         workers = os.environ.get("WEB_WORKERS") or os.cpu_count()
-        threads = os.environ.get("WEB_THREADS", "16")
+        threads = os.environ.get("WEB_THREADS", "4")
         print(f"gunicorn gthread, {workers} workers x {threads} threads (docker/gunicorn.conf.py)")
         print(f"load before: {Path('/proc/loadavg').read_text().strip()}")
         all_timings: list[float] = []
