@@ -6,6 +6,7 @@ from apps.attempts.models import (
     AttemptSignature,
     SignatureCount,
     SignatureVariant,
+    SummaryVersion,
     TaskSummary,
 )
 
@@ -30,6 +31,22 @@ class AttemptAdmin(admin.ModelAdmin):
 class TaskSummaryAdmin(admin.ModelAdmin):
     list_display = ("campaign", "task", "n_done", "n_pass", "n_infra_error")
     raw_id_fields = ("campaign", "task")
+
+
+@admin.register(SummaryVersion)
+class SummaryVersionAdmin(admin.ModelAdmin):
+    """Kept by database triggers on the task summaries (migration 0005): shown, never edited here."""
+
+    list_display = ("campaign_id", "version")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(SignatureCount)

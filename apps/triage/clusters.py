@@ -496,7 +496,7 @@ def stored_page(
     def compute() -> tuple[dict[str, tuple], dict[str, ValuePairs]]:
         forms = signature_form_counts(_signature_rows(campaign_ids, filters), signatures=signatures)
         details = cluster_reads.cluster_page_details(
-            attempts=Attempt.objects.none(),
+            attempts=None,
             signatures=signatures,
             counts=_counts(campaign_ids, filters),
             rows=None,
@@ -617,7 +617,7 @@ def stored_failures_by_campaign(
 
     def compute() -> dict[int, tuple[str, int]]:
         return cluster_reads.failures_by_campaign(
-            attempts=Attempt.objects.none(),
+            attempts=None,
             counts=_counts(campaign_ids, filters),
             clean_only=_clean_only(filters),
         )

@@ -154,7 +154,7 @@ def cluster_members(attempts: QuerySet[Attempt], *, signatures: Sequence[str]) -
 
 def cluster_page_details(
     *,
-    attempts: QuerySet[Attempt],
+    attempts: QuerySet[Attempt] | None,
     signatures: list[str],
     counts: QuerySet[SignatureCount] | None,
     rows: QuerySet[AttemptSignature] | None,
@@ -164,10 +164,11 @@ def cluster_page_details(
     """Per signature: dominant termination and its share, the most frequent tasks and models, phrase variants (two queries).
 
     From the count table and the signature rows when given (``counts``, ``rows``: the scope's filters
-    allow it), else from ``attempts`` (the scope's failed attempts, unordered). ``variants``: the
-    phrase variants per signature when the caller counted them already (then one query).
+    allow it), else from ``attempts`` (the scope's failed attempts, unordered; None when the counts
+    answer). ``variants``: the phrase variants per signature when the caller counted them already
+    (then one query).
     """
-    scoped = in_clusters(attempts, signatures=signatures)
+    scoped = in_clusters(Attempt.objects.none() if attempts is None else attempts, signatures=signatures)
     terminations: dict[str, Counter] = defaultdict(Counter)
     tasks: dict[str, Counter] = defaultdict(Counter)
     models: dict[str, Counter] = defaultdict(Counter)
@@ -218,15 +219,17 @@ def _top(counts: Counter) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP])
 
 
-def _by_campaign(attempts: QuerySet[Attempt], counts: QuerySet[SignatureCount] | None, clean_only: bool):
+def _by_campaign(
+    attempts: QuerySet[Attempt] | None, counts: QuerySet[SignatureCount] | None, clean_only: bool
+):
     """The source of a campaign distribution: the count table when given, else the attempts."""
     if counts is not None:  # the count table answers, without reading attempts
         return counts, Sum(size_columns(clean_only=clean_only)[0]), "signature"
-    return attempts, Count("id"), "failure_signature__digest"
+    return Attempt.objects.none() if attempts is None else attempts, Count("id"), "failure_signature__digest"
 
 
 def failures_by_campaign(
-    *, attempts: QuerySet[Attempt], counts: QuerySet[SignatureCount] | None, clean_only: bool
+    *, attempts: QuerySet[Attempt] | None, counts: QuerySet[SignatureCount] | None, clean_only: bool
 ) -> dict[int, tuple[str, int]]:
     """Campaign id -> (name, failures in scope), from ``counts`` when given, else from ``attempts`` (one query)."""
     source, n, _ = _by_campaign(attempts, counts, clean_only)
