@@ -36,11 +36,6 @@ def _changed(new: str, old: str) -> str:
 
 
 def _postgresql() -> tuple[list[str], list[str]]:
-    bump = (
-        "CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-        f"INSERT INTO {VERSIONS} (campaign_id, version) "
-        "SELECT DISTINCT {source} {_UPSERT_TAIL}; RETURN NULL; END $$"
-    )
     sources = {
         "insert": "n.campaign_id, 1 FROM new_rows n",
         "delete": "o.campaign_id, 1 FROM old_rows o",
@@ -60,7 +55,9 @@ def _postgresql() -> tuple[list[str], list[str]]:
     for operation, source in sources.items():
         name = f"{VERSIONS}_on_{operation}"
         forward.append(
-            bump.replace("{name}", name).replace("{source}", source).replace("{_UPSERT_TAIL}", _UPSERT_TAIL)
+            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            f"INSERT INTO {VERSIONS} (campaign_id, version) "
+            f"SELECT DISTINCT {source} {_UPSERT_TAIL}; RETURN NULL; END $$"
         )
         forward.append(
             f"CREATE TRIGGER {name} AFTER {operation.upper()} ON {SUMMARIES} {referencing[operation]} "
