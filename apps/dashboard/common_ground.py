@@ -83,7 +83,12 @@ def _figure(raw: dict) -> GroundFigure:
 
 
 def common_ground(
-    campaigns: Sequence[Campaign], *, domain: str = "", tag: str = "", exclude: frozenset[int] = frozenset()
+    campaigns: Sequence[Campaign],
+    *,
+    domain: str = "",
+    tag: str = "",
+    exclude: frozenset[int] = frozenset(),
+    tables: figures.PerTaskTables | None = None,
 ) -> CommonGround:
     """The ranked campaigns' common ground over the slice; `comparable` when they ran one test already.
 
@@ -94,7 +99,8 @@ def common_ground(
     ranking is computed from the tables once per data version and stored the same way.
     """
     campaigns = list(campaigns)
-    tables = figures.per_task_tables(campaigns, exclude=exclude)
+    if tables is None:  # else the caller's (the leaderboard's rows read the same campaigns' tables)
+        tables = figures.per_task_tables(campaigns, exclude=exclude)
     # The stamps name each campaign's counts and suite revision; its task memberships are fixed when
     # it is created (a suite revision that drops a task changes the suite's stamp). N and names are
     # in the kinds the notice lists.

@@ -120,8 +120,12 @@ def leaderboard(request):
     health = task_health_scope(request.GET, visible)
     healthy = health.context()["healthy"]
     rank_by = figures.rank_metric(sort)
+    # One read of the campaigns' stamps for the rows and the common ground below.
+    tables = figures.per_task_tables(campaigns, exclude=health.exclude)
     rows = figures.sort_rows(
-        figures.leaderboard_rows(campaigns, domain=domain, tag=tag, exclude=health.exclude, rank_by=rank_by),
+        figures.leaderboard_rows(
+            campaigns, domain=domain, tag=tag, exclude=health.exclude, rank_by=rank_by, tables=tables
+        ),
         key=sort,
         descending=descending,
     )
@@ -130,7 +134,9 @@ def leaderboard(request):
     )
     # Campaigns that ran different tasks or N are never ranked on their own figures (issue 30): the
     # ranking is on the tasks all of them ran and the smallest N, and the page says so.
-    ground = common_ground([row.campaign for row in rows], domain=domain, tag=tag, exclude=health.exclude)
+    ground = common_ground(
+        [row.campaign for row in rows], domain=domain, tag=tag, exclude=health.exclude, tables=tables
+    )
     if not ground.comparable and sort in figures.BAND_SORTS:
         rows = ranked_order(ground, rows)
     external = external_scores(campaigns=[row.campaign for row in rows])

@@ -257,14 +257,17 @@ def leaderboard_rows(
     tag: str = "",
     exclude: frozenset[int] = frozenset(),
     rank_by: str = "pass_at_1",
+    tables: PerTaskTables | None = None,
 ) -> list[LeaderboardRow]:
     """One row per campaign (in the given order): figures over the slice, reversal partners, the tied
     band by `rank_by` (SPEC §9: differences below the paired-bootstrap MDD are ties) and the SE of
-    every noise metric."""
+    every noise metric. `tables`: the campaigns' tables without `exclude`'s tasks when the caller
+    loaded them already (the leaderboard shares them with its common ground)."""
     if rank_by not in NOISE_METRICS:
         raise KeyError(f"rank_by {rank_by!r}: choose one of {', '.join(NOISE_METRICS)}")
 
-    tables = per_task_tables(campaigns, exclude=exclude)
+    if tables is None:
+        tables = per_task_tables(campaigns, exclude=exclude)
 
     def compute() -> dict[int, tuple[CampaignFigures, tuple[str, ...], Any, dict[str, float | None]]]:
         preload(_figures_key(tables, c, domain=domain, tag=tag) for c in campaigns)
