@@ -50,7 +50,11 @@ def bulk_feedback(request) -> dict:
 
 
 def _queue_context(
-    request, filters: QueueFilters, view: str = "", page_number: str | None = None, campaigns: list | None = None
+    request,
+    filters: QueueFilters,
+    view: str = "",
+    page_number: str | None = None,
+    campaigns: list | None = None,
 ) -> dict:
     """The rows part of the queue's context. ``campaigns``: the user's campaigns when the caller read
     them already (the full page shows them as filter options; reading 100 campaigns twice was a
@@ -96,7 +100,9 @@ def _queue_context(
         )
         if can_edit:
             context["assignees"] = _assignees(
-                campaigns if campaigns is not None else figure_campaigns(request.user, with_price_sheets=False)
+                campaigns
+                if campaigns is not None
+                else figure_campaigns(request.user, with_price_sheets=False)
             )
         return context
     rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
@@ -158,7 +164,11 @@ def queue(request):
     signature or one row per attempt (?view=grouped|list; grouped when more than a page), filtered and paged."""
     filters = QueueFilters.from_query(request.GET)
     if request.htmx:
-        return render(request, "triage/queue.html#triage-rows", _queue_context(request, filters, request.GET.get("view", "")))
+        return render(
+            request,
+            "triage/queue.html#triage-rows",
+            _queue_context(request, filters, request.GET.get("view", "")),
+        )
     # Read once for the filter options and the assignees; no price sheet on this page (decoding 100
     # campaigns' sheets is CPU for nothing).
     campaigns = figure_campaigns(request.user, with_price_sheets=False)

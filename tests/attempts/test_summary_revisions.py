@@ -101,4 +101,6 @@ def test_recording_attempts_changes_the_stamp_of_every_scope_holding_the_campaig
 
     assert campaigns_revision_stamp([other.pk, campaign.pk]) != before["both"]
     assert campaigns_revision_stamp([other.pk]) == before["other"]
-    assert campaigns_revision_stamp([campaign.pk, other.pk]) == campaigns_revision_stamp([other.pk, campaign.pk])
+    assert campaigns_revision_stamp([campaign.pk, other.pk]) == campaigns_revision_stamp(
+        [other.pk, campaign.pk]
+    )

@@ -393,6 +393,17 @@ def test_a_stored_index_is_read_by_a_fresh_process_without_grouping_and_follows_
 
 
 def test_the_served_index_equals_grouping_the_attempts_after_each_kind_of_change(known, client, bob, trish):
+    _served_index_follows_each_kind_of_change(known, client, bob, trish)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_the_served_index_follows_each_kind_of_change_on_postgresql(known, client, bob, trish):
+    # PostgreSQL's statement-level triggers, and its own backfill path (grouping in SQL, COPY).
+    _served_index_follows_each_kind_of_change(known, client, bob, trish)
+
+
+def _served_index_follows_each_kind_of_change(known, client, bob, trish) -> None:
     """The scope's stamp (trigger-kept summary revisions) follows a re-grade that moves an attempt to
     another cluster without changing a count, a signature backfill (signatures_at only) and a suite
     revision; a label changes nothing the index holds, so it keeps the stamp."""

@@ -94,7 +94,9 @@ def _sqlite() -> tuple[list[str], list[str]]:
             f"VALUES (OLD.campaign_id, 1) {_UPSERT_TAIL}; END"
         ),
     ]
-    backward = [f"DROP TRIGGER IF EXISTS {REVISIONS}_on_{name}" for name in ("insert", "delete", "update", "move")]
+    backward = [
+        f"DROP TRIGGER IF EXISTS {REVISIONS}_on_{name}" for name in ("insert", "delete", "update", "move")
+    ]
     return forward, backward
 
 

@@ -98,7 +98,9 @@ def campaigns_revision_stamp(campaign_ids: Iterable[int]) -> str:
     with connection.cursor() as cursor:
         cursor.execute(sql, ids)
         rows = cursor.fetchall()
-    found = "|".join(f"{pk}:r{revision or 0}:{_timestamp(updated_at):.6f}" for pk, revision, updated_at in rows)
+    found = "|".join(
+        f"{pk}:r{revision or 0}:{_timestamp(updated_at):.6f}" for pk, revision, updated_at in rows
+    )
     return "rev:" + hashlib.sha1(found.encode()).hexdigest()
 
 
