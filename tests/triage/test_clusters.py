@@ -3,6 +3,8 @@ page, one action over whole clusters, related signatures, the drilldown link; qu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -124,6 +126,13 @@ def test_cluster_counts_spread_description_and_relatives(known, bob):
         _ids(a, T3, 0),
         _ids(b, T2, 0),
     }
+    # The row's spans, as the grouped page shows them: tasks and models with their counts.
+    row = next(row for row in rows if row.cluster.signature == left_open.signature)
+    assert row.tasks_title == ", ".join(f"{name} ({n})" for name, n in sorted((t, 1) for t in (T1, T2, T3)))
+    assert row.tasks_text == ", ".join(sorted((T1, T2, T3)))
+    assert row.models_title == "agent model-a (2), agent model-b (1)"
+    fewer = replace(row, top_tasks=row.top_tasks[:2])  # a cluster spanning more tasks than the row names
+    assert fewer.tasks_text == ", ".join(name for name, _ in row.top_tasks[:2]) + " …"
 
 
 @pytest.mark.parametrize("scope", ["clean", "failed"])
