@@ -321,3 +321,24 @@ class SummaryVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.campaign_id}: v{self.version}"
+
+
+class SummaryRevision(models.Model):
+    """A campaign's summary revision: a counter the database bumps on every write that changes one of
+    its TaskSummary rows — a count, updated_at (every recount of a recorded, re-graded or cancelled
+    attempt writes it) or signatures_at (a signature backfill) — triggers of migration 0006, on every
+    write path. SummaryVersion ignores signatures_at (stored figures read counts only); what reads the
+    failure signatures (the triage cluster index, its pages) keys its caches by this one instead of
+    aggregating every summary row of the scope (~50,000 rows at 100 campaigns) per request.
+
+    No foreign key, for the reason SummaryVersion has none.
+    """
+
+    campaign_id = models.BigIntegerField(primary_key=True)
+    revision = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "campaigns_summaryrevision"
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}: r{self.revision}"

@@ -49,7 +49,16 @@ def bulk_feedback(request) -> dict:
     return {"bulk_feedback": shown.get("text", ""), "bulk_undo": shown.get("undo")}
 
 
-def _queue_context(request, filters: QueueFilters, view: str = "", page_number: str | None = None) -> dict:
+def _queue_context(
+    request,
+    filters: QueueFilters,
+    view: str = "",
+    page_number: str | None = None,
+    campaigns: list | None = None,
+) -> dict:
+    """The rows part of the queue's context. ``campaigns``: the user's campaigns when the caller read
+    them already (the full page shows them as filter options; reading 100 campaigns twice was a
+    tenth of a warm grouped request's CPU)."""
     can_edit = user_has_role(request.user, Role.TRIAGER)
     context = {
         **bulk_feedback(request),
@@ -90,7 +99,11 @@ def _queue_context(request, filters: QueueFilters, view: str = "", page_number: 
             cluster_labels=cluster_labels(scope, signatures=signatures),
         )
         if can_edit:
-            context["assignees"] = _assignees(figure_campaigns(request.user))
+            context["assignees"] = _assignees(
+                campaigns
+                if campaigns is not None
+                else figure_campaigns(request.user, with_price_sheets=False)
+            )
         return context
     rows = selectors.queue_rows(selectors.queue_queryset(user=request.user, filters=filters))
     context.update(grouped=False, **_attempt_page(rows, filters, page_number))
@@ -150,10 +163,16 @@ def queue(request):
     """Failed attempts of the chosen campaigns (clean-looking ones by default), grouped by failure
     signature or one row per attempt (?view=grouped|list; grouped when more than a page), filtered and paged."""
     filters = QueueFilters.from_query(request.GET)
-    context = _queue_context(request, filters, request.GET.get("view", ""))
     if request.htmx:
-        return render(request, "triage/queue.html#triage-rows", context)
-    campaigns = figure_campaigns(request.user)
+        return render(
+            request,
+            "triage/queue.html#triage-rows",
+            _queue_context(request, filters, request.GET.get("view", "")),
+        )
+    # Read once for the filter options and the assignees; no price sheet on this page (decoding 100
+    # campaigns' sheets is CPU for nothing).
+    campaigns = figure_campaigns(request.user, with_price_sheets=False)
+    context = _queue_context(request, filters, request.GET.get("view", ""), campaigns=campaigns)
     domains, _ = filter_options(campaigns)
     context.update(
         {

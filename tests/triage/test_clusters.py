@@ -3,6 +3,8 @@ page, one action over whole clusters, related signatures, the drilldown link; qu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -124,6 +126,13 @@ def test_cluster_counts_spread_description_and_relatives(known, bob):
         _ids(a, T3, 0),
         _ids(b, T2, 0),
     }
+    # The row's spans, as the grouped page shows them: tasks and models with their counts.
+    row = next(row for row in rows if row.cluster.signature == left_open.signature)
+    assert row.tasks_title == ", ".join(f"{name} ({n})" for name, n in sorted((t, 1) for t in (T1, T2, T3)))
+    assert row.tasks_text == ", ".join(sorted((T1, T2, T3)))
+    assert row.models_title == "agent model-a (2), agent model-b (1)"
+    fewer = replace(row, top_tasks=row.top_tasks[:2])  # a cluster spanning more tasks than the row names
+    assert fewer.tasks_text == ", ".join(name for name, _ in row.top_tasks[:2]) + " …"
 
 
 @pytest.mark.parametrize("scope", ["clean", "failed"])
@@ -390,3 +399,90 @@ def test_a_stored_index_is_read_by_a_fresh_process_without_grouping_and_follows_
     assert (rebuilt.attempts, rebuilt.rows[0][1]) == (built.attempts + 1, built.rows[0][1] + 1)
     assert cluster_index(user=bob, filters=QueueFilters()).rows == rebuilt.rows
     assert html.count('data-cluster="') == len(rebuilt.rows)
+
+
+def test_the_served_index_equals_grouping_the_attempts_after_each_kind_of_change(known, client, bob, trish):
+    _served_index_follows_each_kind_of_change(known, client, bob, trish)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_the_served_index_follows_each_kind_of_change_on_postgresql(known, client, bob, trish):
+    # PostgreSQL's statement-level triggers, and its own backfill path (grouping in SQL, COPY).
+    _served_index_follows_each_kind_of_change(known, client, bob, trish)
+
+
+def _served_index_follows_each_kind_of_change(known, client, bob, trish) -> None:
+    """The scope's stamp (trigger-kept summary revisions) follows a re-grade that moves an attempt to
+    another cluster without changing a count, a signature backfill (signatures_at only) and a suite
+    revision; a label changes nothing the index holds, so it keeps the stamp."""
+    from django.utils import timezone
+
+    from apps.attempts.models import AttemptSignature
+    from apps.attempts.regrading import GradingChange, gradings_apply
+    from apps.attempts.services import attempts_backfill_signatures
+    from apps.attempts.summaries import summary_refresh
+    from apps.suites.models import Suite
+    from apps.triage.clusters import _build_index, _scope, _stamp
+    from apps.triage.selectors import queue_queryset
+    from apps.triage.services import attempts_bulk_label, cluster_indexes_store
+
+    a, b, _ = known
+    client.force_login(bob)
+    cluster_indexes_store(campaign_ids=[a.pk, b.pk])
+
+    def served_equals_recount() -> tuple[str, list]:
+        """The page as this warm process serves it (process copy or stored row) against a grouping of the attempts."""
+        assert client.get("/triage/?view=grouped").status_code == 200
+        served = cluster_index(user=bob, filters=QueueFilters())
+        campaign_ids, filters = _scope(bob, QueueFilters())
+        stamp = _stamp(campaign_ids, filters)
+        assert served.stamp == stamp
+        assert served.rows == _build_index(queue_queryset(user=bob, filters=filters), stamp).rows
+        return stamp, served.rows
+
+    stamp, rows = served_equals_recount()
+
+    # A re-grade: (T1, 0) now shows (T1, 2)'s mistake. Same verdict and counts, another cluster.
+    moved, model = Attempt.objects.get(pk=_ids(a, T1, 0)), Attempt.objects.get(pk=_ids(a, T1, 2))
+    gradings_apply(
+        changes=[
+            GradingChange(
+                attempt_id=moved.pk,
+                verdict=model.verdict,
+                categories=list(model.categories),
+                clean_looking=model.clean_looking,
+                diff=model.result["diff"],
+                checks=model.result["checks"],
+                rubrics=model.result.get("rubrics", []),
+                task_hash=moved.task_hash,
+            )
+        ],
+        task_hashes={moved.task_id: moved.task_hash},
+        campaign_ids=[a.pk],
+    )
+    assert Attempt.objects.get(pk=moved.pk).failure_signature.digest == model.failure_signature.digest
+    regraded_stamp, regraded_rows = served_equals_recount()
+    assert (regraded_stamp, regraded_rows) != (stamp, rows)
+
+    # Signatures dropped (as stored before they existed), then backfilled: only signatures_at changes.
+    AttemptSignature.objects.filter(attempt__campaign=b).delete()
+    summary_refresh(campaign_id=b.pk)
+    unsigned_stamp, unsigned_rows = served_equals_recount()
+    assert unsigned_rows != regraded_rows
+    attempts_backfill_signatures(campaign_ids=[b.pk])
+    signed_stamp, signed_rows = served_equals_recount()
+    assert signed_stamp != unsigned_stamp and signed_rows == regraded_rows
+
+    # A label: reviews only, read fresh by the page; the index and its stamp stay.
+    signature = Attempt.objects.get(pk=moved.pk).failure_signature.digest
+    attempts_bulk_label(
+        attempts=Attempt.objects.filter(failure_signature__digest=signature),
+        label=Label.objects.first(),
+        actor=trish,
+    )
+    assert served_equals_recount() == (signed_stamp, signed_rows)
+
+    # A suite revision rewrites task domains and tags in place: the stamp moves.
+    Suite.objects.filter(pk=a.suite_id).update(updated_at=timezone.now())
+    assert served_equals_recount()[0] != signed_stamp

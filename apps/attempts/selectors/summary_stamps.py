@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -9,7 +10,7 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.db.models import Count, Max, Sum
 
-from apps.attempts.models import SummaryVersion, TaskSummary, campaign_model
+from apps.attempts.models import SummaryRevision, SummaryVersion, TaskSummary, campaign_model
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,37 @@ def campaign_summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
         for pk, summary_version, suite_updated_at in rows
     }
     return {pk: stamps.get(pk, "empty") for pk in ids}
+
+
+def campaigns_revision_stamp(campaign_ids: Iterable[int]) -> str:
+    """One token for the campaigns' summaries that changes whenever any write changes one of their rows
+    — a count, updated_at (every recount: a recorded, re-graded or cancelled attempt) or signatures_at
+    (a signature backfill) — or their suite is revised (one query over one row per campaign, whatever
+    the number of attempts or summaries).
+
+    The per-campaign part is SummaryRevision (database triggers, migration attempts 0006); a campaign
+    whose summaries never changed since the triggers exist reads revision 0. It replaces
+    summary_stamp's aggregate over every summary row of the scope for the triage caches (50,700 rows
+    at 100 campaigns, per request).
+    """
+    ids = sorted({int(pk) for pk in campaign_ids})
+    if not ids:
+        return "none"
+    campaign = campaign_model()
+    suite = campaign._meta.get_field("suite").related_model
+    sql = (
+        f"SELECT c.id, r.revision, s.updated_at FROM {campaign._meta.db_table} c "
+        f"JOIN {suite._meta.db_table} s ON s.id = c.suite_id "
+        f"LEFT JOIN {SummaryRevision._meta.db_table} r ON r.campaign_id = c.id "
+        f"WHERE c.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY c.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ids)
+        rows = cursor.fetchall()
+    found = "|".join(
+        f"{pk}:r{revision or 0}:{_timestamp(updated_at):.6f}" for pk, revision, updated_at in rows
+    )
+    return "rev:" + hashlib.sha1(found.encode()).hexdigest()
 
 
 def _timestamp(value: datetime | str) -> float:
