@@ -10,7 +10,6 @@ from decimal import Decimal
 from typing import Any
 
 import redis
-from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -27,6 +26,7 @@ from apps.attempts.selectors.token_averages import done_attempt_token_averages
 from apps.campaigns.models import Campaign
 from apps.core.access import team_condition_sql, teams_for
 from apps.core.endpoint_load import EndpointLoad, endpoint_loads
+from apps.core.joined_rows import JoinedRows
 from apps.core.models import WorkerHeartbeat
 from apps.suites.models import Task
 from tb_engine.llm.config import EndpointConfig
@@ -36,126 +36,36 @@ from tb_engine.pricing import cost_of
 from tb_engine.results import DiffItem
 from tb_engine.transcript import Usage
 
-
 # Campaign foreign keys figure_campaign_rows can load with each campaign (select_related's choice).
 CAMPAIGN_RELATED = ("agent", "suite", "team", "owner", "price_sheet")
+_campaign_reads: dict[tuple[str, ...], JoinedRows[Campaign]] = {}
 
 
 def figure_campaign_rows(
     user, *, related: tuple[str, ...], ids: Iterable[int] | None = None
 ) -> list[Campaign]:
     """`campaigns_visible_to(user).select_related(*related)` (optionally only `ids`), newest first
-    (created_at, then pk, descending): the same rows and loaded relations, read by one SQL statement
-    built once per process and shape.
-
-    Every figure page starts by loading the viewer's campaigns, and compiling that ORM query (three to
-    five joined tables, a team subquery) was the largest part of the query's cost: ~a tenth of a warm
-    leaderboard request's Python (cProfile, thread time). Values go through each field's converters,
-    as the ORM's own reads do (JSON fields decoded), and a null foreign key loads None.
+    (created_at, then pk, descending): the same rows and loaded relations, read by SQL built once per
+    process (apps.core.joined_rows). Every figure page starts here, and compiling the ORM query (up to
+    six joined tables and the team subquery) was ~a tenth of a warm leaderboard request's Python.
     """
     if any(name not in CAMPAIGN_RELATED for name in related):
         raise ValueError(f"related must be among {CAMPAIGN_RELATED}, got {related}")
     wanted = None if ids is None else sorted({int(pk) for pk in ids})
     if wanted == []:
         return []
-    team_condition = None if user.is_superuser else team_condition_sql(user, '"c"."team_id"')
     conditions, params = [], []
+    team_condition = None if user.is_superuser else team_condition_sql(user, '"b"."team_id"')
     if team_condition is not None:
         conditions.append(team_condition[0])
         params += team_condition[1]
     if wanted is not None:
-        conditions.append(f'"c"."id" IN ({", ".join(["%s"] * len(wanted))})')
+        conditions.append(f'"b"."id" IN ({", ".join(["%s"] * len(wanted))})')
         params += wanted
-    layout = _campaign_row_layout(tuple(related))
-    sql = layout.sql + (f" WHERE {' AND '.join(conditions)}" if conditions else "") + layout.order_by
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [layout.campaign_of(row) for row in cursor.fetchall()]
-
-
-@dataclass(frozen=True)
-class _ModelColumns:
-    """Where one model's columns sit in a row of figure_campaign_rows, and their converters."""
-
-    model: type
-    start: int
-    attnames: tuple[str, ...]
-    converters: tuple[tuple[int, tuple[Any, ...], Any], ...]  # (position, converters, expression)
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.attnames)
-
-    def instance(self, row: tuple):
-        values = list(row[self.start : self.end])
-        for position, converters, expression in self.converters:
-            for converter in converters:
-                values[position] = converter(values[position], expression, connection)
-        return self.model.from_db(connection.alias, self.attnames, values)
-
-
-@dataclass(frozen=True)
-class _CampaignRowLayout:
-    sql: str
-    order_by: str
-    campaign: _ModelColumns
-    related: tuple[tuple[str, _ModelColumns], ...]
-
-    def campaign_of(self, row: tuple) -> Campaign:
-        campaign = self.campaign.instance(row)
-        for name, columns in self.related:
-            # A null foreign key (no price sheet) loads None, as select_related does.
-            other = None if row[columns.start] is None else columns.instance(row)
-            campaign._state.fields_cache[name] = other
-        return campaign
-
-
-def _model_columns(model: type, alias: str, start: int) -> tuple[_ModelColumns, list[str]]:
-    fields = list(model._meta.concrete_fields)  # type: ignore[attr-defined]
-    converters = []
-    for position, field in enumerate(fields):
-        expression = field.get_col(alias)
-        found = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
-        if found:
-            converters.append((position, tuple(found), expression))
-    selected = [f'"{alias}"."{field.column}"' for field in fields]
-    return (
-        _ModelColumns(model, start, tuple(field.attname for field in fields), tuple(converters)),
-        selected,
-    )
-
-
-_layouts: dict[tuple[str, tuple[str, ...]], _CampaignRowLayout] = {}
-
-
-def _campaign_row_layout(related: tuple[str, ...]) -> _CampaignRowLayout:
-    """The SELECT ... FROM ... JOIN part and the row layout for `related`, built once per process
-    and database vendor (the SQL only depends on the models)."""
-    key = (connection.vendor, related)
-    if key in _layouts:
-        return _layouts[key]
-    campaign_columns, selected = _model_columns(Campaign, "c", 0)
-    joins, loaded = [], []
-    for position, name in enumerate(related):
-        field = Campaign._meta.get_field(name)
-        alias = f"r{position}"
-        columns, more = _model_columns(field.related_model, alias, len(selected))
-        selected += more
-        join = "LEFT OUTER JOIN" if field.null else "INNER JOIN"
-        target = field.related_model._meta
-        joins.append(
-            f'{join} "{target.db_table}" "{alias}" ON "{alias}"."{target.pk.column}" = "c"."{field.column}"'
-        )
-        loaded.append((name, columns))
-    sql = f'SELECT {", ".join(selected)} FROM "{Campaign._meta.db_table}" "c" {" ".join(joins)}'
-    layout = _CampaignRowLayout(
-        sql=sql,
-        order_by=' ORDER BY "c"."created_at" DESC, "c"."id" DESC',
-        campaign=campaign_columns,
-        related=tuple(loaded),
-    )
-    _layouts[key] = layout
-    return layout
+    reads = _campaign_reads.get(related)
+    if reads is None:
+        reads = _campaign_reads.setdefault(related, JoinedRows(Campaign, related))
+    return reads.fetch(" AND ".join(conditions), params, order_by='"b"."created_at" DESC, "b"."id" DESC')
 
 
 def campaign_name_taken(*, team, name: str) -> bool:

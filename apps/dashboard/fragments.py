@@ -11,7 +11,6 @@ the cache can be missing, never stale.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import operator
 import threading
@@ -31,22 +30,31 @@ VERSION = 1
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
-@functools.cache
 def _row_reader(model: type[Model]) -> Callable[[Model], tuple]:
     """Every stored field of a `model` row, read by one C call (operator.attrgetter) per row.
 
     A generator over `_meta.concrete_fields` per row was a tenth of a warm leaderboard's Python:
     20 campaigns with their agent and suite are ~1,000 attribute reads per request.
     """
-    names = [field.attname for field in model._meta.concrete_fields]
-    getter = operator.attrgetter(*names)
-    return (lambda row: (getter(row),)) if len(names) == 1 else getter  # a tuple either way
+    reader = _row_readers.get(model)
+    if reader is None:
+        names = [field.attname for field in model._meta.concrete_fields]
+        getter = operator.attrgetter(*names)
+        reader = (lambda row: (getter(row),)) if len(names) == 1 else getter  # a tuple either way
+        _row_readers[model] = reader
+    return reader
 
 
-@functools.cache
 def _field_names(kind: type) -> tuple[str, ...]:
     """A dataclass type's field names (dataclasses.fields builds a fresh tuple on every call)."""
-    return tuple(f.name for f in dataclasses.fields(kind))
+    names = _dataclass_fields.get(kind)
+    if names is None:
+        names = _dataclass_fields[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
+_row_readers: dict[type, Callable[[Model], tuple]] = {}
+_dataclass_fields: dict[type, tuple[str, ...]] = {}
 
 
 def _fingerprint(value: Any, seen: dict[int, int]) -> Any:
