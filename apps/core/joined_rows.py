@@ -12,7 +12,7 @@ through each field's database converters, as the ORM's reads do (JSON decoded, f
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -174,3 +174,18 @@ class JoinedRows(Generic[ModelT]):
         start = len(selected)
         selected.extend(f'"{alias}"."{field.column}"' for field in fields)
         return _Columns(model, start, tuple(field.attname for field in fields), tuple(converters))
+
+
+def column_reader(model: type[Model], field_name: str, alias: str) -> Callable[[Any], Any]:
+    """A function turning `model.field_name`'s raw value, as a cursor returns it from the column
+    aliased `alias`, into what the ORM would give (a datetime from SQLite's text, decoded JSON)."""
+    field = model._meta.get_field(field_name)
+    expression = field.get_col(alias)  # type: ignore[union-attr]
+    converters = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
+
+    def read(value: Any) -> Any:
+        for converter in converters:
+            value = converter(value, expression, connection)
+        return value
+
+    return read

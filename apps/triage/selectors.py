@@ -133,7 +133,7 @@ def unhealthy_task_pks(*, campaigns: list[Campaign]) -> frozenset[int]:
     # Written as SQL: every figure page asks, and compiling the ORM's join cost more Python than
     # the read cost PostgreSQL. The campaigns' tasks are Campaign.tasks' link table.
     issues = TaskHealthIssue._meta
-    links = Campaign._meta.get_field("tasks").remote_field.through._meta
+    links = Campaign.tasks.through._meta
     task_column = issues.get_field("task").column
     sql = (
         f'SELECT DISTINCT "i"."{task_column}" FROM "{issues.db_table}" "i" '
