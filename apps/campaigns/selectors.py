@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
@@ -24,8 +24,9 @@ from apps.attempts.selectors.progress import (
 )
 from apps.attempts.selectors.token_averages import done_attempt_token_averages
 from apps.campaigns.models import Campaign
-from apps.core.access import teams_for
+from apps.core.access import team_condition_sql, teams_for
 from apps.core.endpoint_load import EndpointLoad, endpoint_loads
+from apps.core.joined_rows import JoinedRows
 from apps.core.models import WorkerHeartbeat
 from apps.suites.models import Task
 from tb_engine.llm.config import EndpointConfig
@@ -34,6 +35,37 @@ from tb_engine.metrics.faults import paired_delta
 from tb_engine.pricing import cost_of
 from tb_engine.results import DiffItem
 from tb_engine.transcript import Usage
+
+# Campaign foreign keys figure_campaign_rows can load with each campaign (select_related's choice).
+CAMPAIGN_RELATED = ("agent", "suite", "team", "owner", "price_sheet")
+_campaign_reads: dict[tuple[str, ...], JoinedRows[Campaign]] = {}
+
+
+def figure_campaign_rows(
+    user, *, related: tuple[str, ...], ids: Iterable[int] | None = None
+) -> list[Campaign]:
+    """`campaigns_visible_to(user).select_related(*related)` (optionally only `ids`), newest first
+    (created_at, then pk, descending): the same rows and loaded relations, read by SQL built once per
+    process (apps.core.joined_rows). Every figure page starts here, and compiling the ORM query (up to
+    six joined tables and the team subquery) was ~a tenth of a warm leaderboard request's Python.
+    """
+    if any(name not in CAMPAIGN_RELATED for name in related):
+        raise ValueError(f"related must be among {CAMPAIGN_RELATED}, got {related}")
+    wanted = None if ids is None else sorted({int(pk) for pk in ids})
+    if wanted == []:
+        return []
+    conditions, params = [], []
+    team_condition = None if user.is_superuser else team_condition_sql(user, '"b"."team_id"')
+    if team_condition is not None:
+        conditions.append(team_condition[0])
+        params += team_condition[1]
+    if wanted is not None:
+        conditions.append(f'"b"."id" IN ({", ".join(["%s"] * len(wanted))})')
+        params += wanted
+    reads = _campaign_reads.get(related)
+    if reads is None:
+        reads = _campaign_reads.setdefault(related, JoinedRows(Campaign, related))
+    return reads.fetch(" AND ".join(conditions), params, order_by='"b"."created_at" DESC, "b"."id" DESC')
 
 
 def campaign_name_taken(*, team, name: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 
 
 @dataclass(frozen=True)
@@ -45,17 +45,31 @@ def nav_items() -> list[NavItem]:
     return list(_ITEMS.values())
 
 
+# Reversed nav URLs by (URL name, script prefix, URLconf): the same on every page of a process, and
+# reversing a dozen names was a twentieth of a warm leaderboard's Python. None: the name does not resolve.
+_reversed: dict[tuple[str, str, object], str | None] = {}
+
+
+def _reverse_or_none(name: str) -> str | None:
+    key = (name, get_script_prefix(), get_urlconf())
+    if key not in _reversed:
+        try:
+            _reversed[key] = reverse(name)
+        except NoReverseMatch:
+            _reversed[key] = None
+    return _reversed[key]
+
+
 def resolve_nav(current_view_name: str | None) -> list[dict]:
     """Entries as dicts {key, label, url (None = not built yet), active} for the template."""
     entries = []
     for item in _ITEMS.values():
         url, matched_name = None, None
         for name in item.url_names:
-            try:
-                url, matched_name = reverse(name), name
+            url = _reverse_or_none(name)
+            if url is not None:
+                matched_name = name
                 break
-            except NoReverseMatch:
-                continue
         entries.append(
             {"key": item.key, "label": item.label, "url": url, "active": matched_name == current_view_name}
         )

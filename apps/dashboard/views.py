@@ -150,6 +150,7 @@ def leaderboard(request):
         }
     )
     columns = PRESETS[preset][1]
+    can_edit = user_has_role(request.user, Role.OPERATOR)
     faulted = [row.campaign.pk for row in rows if row.campaign.fault_plan]
     robustness = (
         fault_figures_by_campaign(campaign_ids=faulted) if set(ROBUSTNESS_COLUMNS) & set(columns) else {}
@@ -187,13 +188,15 @@ def leaderboard(request):
         "tags": tags,
         "benchmarks": benchmarks,
         "correlations": correlations,
-        "score_form": ExternalScoreForm(campaigns=visible),
-        "can_edit": user_has_role(request.user, Role.OPERATOR),
+        # Shown to operators only (the form builds a choice per visible campaign): not built for viewers.
+        "score_form": ExternalScoreForm(campaigns=visible) if can_edit else None,
+        "can_edit": can_edit,
         "judge_note_rows": judge_note_rows(campaigns=[row.campaign for row in rows]),
         # Which task and grader versions each campaign's figures come from (as run, or re-graded).
         "figure_versions": _figure_version_rows([row.campaign for row in [*harness_rows, *rows]]),
-        "can_launch": user_has_role(request.user, Role.OPERATOR),
-        "teams": list(teams_for(request.user)),
+        "can_launch": can_edit,
+        # Named only by the empty-table notice (core/_empty_scope.html): read only when it shows.
+        "teams": [] if rows or harness_rows else list(teams_for(request.user)),
     }
     # The table is the same for every viewer of the same figures and filters: rendered once per
     # content digest (apps.dashboard.fragments); the score form carries this viewer's CSRF token.

@@ -11,11 +11,15 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from apps.attempts.selectors.drilldown import attempt_neighbours, drilldown_attempts, raw_result_attempts
+from apps.attempts.selectors.drilldown import (
+    attempt_neighbours,
+    raw_result_attempts,
+    visible_drilldown_attempt,
+)
 from apps.attempts.selectors.process_risk import process_findings_of
 from apps.attempts.selectors.results import StoredResultError, attempt_result
 from apps.campaigns.selectors import diff_headline
@@ -238,7 +242,9 @@ def superseded_note(runs: list[dict]) -> dict | None:
 @require_role(Role.VIEWER)
 def attempt_detail(request, pk: int):
     """The drilldown of one attempt of a visible campaign (404 for everyone else)."""
-    attempt = get_visible_or_404(drilldown_attempts(), request.user, pk=pk)
+    attempt = visible_drilldown_attempt(user=request.user, pk=pk)
+    if attempt is None:  # outsiders get the same 404 as for a missing attempt
+        raise Http404("no such attempt in your campaigns")
     try:
         result = attempt_result(attempt)  # None until the attempt has a result (queued, running, cancelled)
         result_error = ""

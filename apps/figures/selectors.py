@@ -18,7 +18,7 @@ import pandas as pd
 from apps.attempts.models import Attempt
 from apps.attempts.selectors.task_attempts import task_attempts
 from apps.campaigns.models import Campaign
-from apps.campaigns.selectors import campaigns_visible_to
+from apps.campaigns.selectors import figure_campaign_rows
 from apps.figures import noise as _noise
 from apps.figures.glossary import BY_SLUG as GLOSSARY_BY_SLUG
 from apps.figures.glossary import TERMS as GLOSSARY
@@ -145,14 +145,10 @@ def figure_campaigns(
     shared-fragment digest walked them too. `with_people=False` leaves out the team and owner (the
     leaderboard names neither): two fewer model rows per campaign to build and digest.
     """
-    queryset = campaigns_visible_to(user).order_by("-created_at", "-pk")
-    if not with_people:
-        queryset = queryset.select_related(None).select_related("agent", "suite")
-    if with_price_sheets:
-        queryset = queryset.select_related("price_sheet")
-    if ids is not None:
-        queryset = queryset.filter(pk__in=list(ids))
-    return list(queryset)
+    related = ("agent", "suite", *(("team", "owner") if with_people else ()))
+    return figure_campaign_rows(
+        user, related=(*related, *(("price_sheet",) if with_price_sheets else ())), ids=ids
+    )
 
 
 def filter_options(campaigns: list[Campaign]) -> tuple[list[str], list[str]]:

@@ -8,9 +8,11 @@ from datetime import datetime
 from io import BytesIO
 from typing import Any
 
+from django.db import connection
 from openpyxl import Workbook
 
 from apps.campaigns.models import Campaign
+from apps.core.joined_rows import JoinedRows, column_reader
 from apps.regrade.models import RegradeRun, VerdictVersion
 from tb_engine.regrade_impact import flip_kind
 
@@ -67,9 +69,13 @@ def impact_report(run: RegradeRun) -> dict[str, Any]:
     }
 
 
+# Read on every attempt drilldown: SQL built once per process (apps.core.joined_rows), not compiled per request.
+_VERDICT_VERSIONS = JoinedRows(VerdictVersion, ())
+
+
 def verdict_history(*, attempt_id: int) -> list[VerdictVersion]:
     """Every stored verdict of an attempt, oldest first (the original as run, re-grades, previews)."""
-    versions = VerdictVersion.objects.filter(attempt_id=attempt_id).order_by("pk")
+    versions = _VERDICT_VERSIONS.fetch('"b"."attempt_id" = %s', [int(attempt_id)], order_by='"b"."id"')
     # The original is written when a re-grade is first applied, after that re-grade's preview row.
     return sorted(versions, key=lambda v: (v.kind != VerdictVersion.Kind.ORIGINAL, v.pk))
 
@@ -88,13 +94,23 @@ class FigureVersions:
 def figure_versions(campaigns: list[Campaign]) -> dict[int, FigureVersions]:
     """Per campaign: the suite version it ran (or the re-grade applied last) and the grader (one query)."""
     latest: dict[int, tuple[int, datetime | None, str]] = {}
-    runs = (
-        RegradeRun.objects.filter(status=RegradeRun.Status.APPLIED, campaigns__in=[c.pk for c in campaigns])
-        .order_by("applied_at", "pk")
-        .values_list("campaigns", "pk", "applied_at", "grader_version")
-    )
-    for campaign_id, pk, applied_at, grader in runs:
-        latest[campaign_id] = (pk, applied_at, grader)
+    ids = [c.pk for c in campaigns]
+    if ids:
+        # Written as SQL: read on every leaderboard request, where compiling the ORM's join cost
+        # more Python than PostgreSQL spent on it. Applied runs oldest first: the last one wins.
+        runs, links = RegradeRun._meta, RegradeRun.campaigns.through._meta
+        applied_at = column_reader(RegradeRun, "applied_at", "r")
+        sql = (
+            f'SELECT "l"."{links.get_field("campaign").column}", "r"."id", "r"."applied_at", "r"."grader_version" '
+            f'FROM "{runs.db_table}" "r" JOIN "{links.db_table}" "l" '
+            f'ON "l"."{links.get_field("regraderun").column}" = "r"."id" '
+            f'WHERE "r"."status" = %s AND "l"."{links.get_field("campaign").column}" IN ({", ".join(["%s"] * len(ids))}) '
+            'ORDER BY "r"."applied_at", "r"."id"'
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [RegradeRun.Status.APPLIED.value, *ids])
+            for campaign_id, pk, applied, grader in cursor.fetchall():
+                latest[campaign_id] = (pk, applied_at(applied), grader)
     found = {}
     for campaign in campaigns:
         base = f"{campaign.suite_version} ({campaign.suite_hash[:12]}) as run"

@@ -1,24 +1,39 @@
 """The attempt drilldown's reads: the attempt with what its page shows beside it, its neighbours,
-and the stored result for the raw download. Visibility is the caller's (core.access filters these)."""
+and the stored result for the raw download. The drilldown's attempt is read visible-only (the
+viewer's teams, core.access); for the others visibility is the caller's (core.access filters them)."""
 
 from __future__ import annotations
 
 from django.db.models import QuerySet
 
 from apps.attempts.models import Attempt
+from apps.core.access import team_condition_sql
+from apps.core.joined_rows import JoinedRows
+
+# The attempt with its campaign's agent, its task's domain and its process-risk row joined (the page
+# names all three and marks the findings: selectors.process_risk.process_findings_of). The task's and
+# domain's specs and the domain's policy are left out: the page shows names, ids and the validation,
+# and a domain's spec holds its tables and every tool schema (tens of KB on an imported suite).
+# Written as SQL built once per process (apps.core.joined_rows): compiling the ORM query (six
+# tables, deferred columns, the team subquery) was a quarter of a warm drilldown's Python.
+_DRILLDOWN_READ = JoinedRows(
+    Attempt,
+    ("campaign", "campaign__agent", "task", "task__domain", "process_risk"),
+    defer={"task": ("spec", "validation_detail"), "task__domain": ("spec", "policy")},
+)
 
 
-def drilldown_attempts() -> QuerySet[Attempt]:
-    """Attempts with their campaign's agent, their task's domain and their process-risk row joined
-    (the page names all three and marks the findings: selectors.process_risk.process_findings_of).
-
-    The task's and domain's specs and the domain's policy are left out: the page shows names, ids and
-    the validation, and a domain's spec holds its tables and every tool schema (tens of KB on an
-    imported suite), decoded for nothing on every drilldown.
-    """
-    return Attempt.objects.select_related("campaign__agent", "task__domain", "process_risk").defer(
-        "task__spec", "task__validation_detail", "task__domain__spec", "task__domain__policy"
-    )
+def visible_drilldown_attempt(*, user, pk: int) -> Attempt | None:
+    """The attempt `pk` with what its page shows beside it, if its campaign's team is one of the
+    user's (core.access.teams_for, as get_visible_or_404 filters); None otherwise."""
+    campaign = _DRILLDOWN_READ.alias("campaign")
+    conditions, params = ['"b"."id" = %s'], [int(pk)]
+    team_condition = team_condition_sql(user, f'"{campaign}"."team_id"')
+    if team_condition is not None:
+        conditions.append(team_condition[0])
+        params += team_condition[1]
+    found = _DRILLDOWN_READ.fetch(" AND ".join(conditions), params)
+    return found[0] if found else None
 
 
 def raw_result_attempts() -> QuerySet[Attempt]:

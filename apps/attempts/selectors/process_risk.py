@@ -89,7 +89,7 @@ def attempt_process_findings(*, attempt_id: int) -> AttemptProcessFindings | Non
 
 
 def process_findings_of(attempt: Attempt) -> AttemptProcessFindings | None:
-    """The findings of an attempt loaded with its process-risk row joined (drilldown_attempts): no query."""
+    """The findings of an attempt loaded with its process-risk row joined (drilldown.visible_drilldown_attempt): no query."""
     try:
         row = attempt.process_risk
     except AttemptProcessRisk.DoesNotExist:
