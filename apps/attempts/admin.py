@@ -6,6 +6,7 @@ from apps.attempts.models import (
     AttemptSignature,
     SignatureCount,
     SignatureVariant,
+    SummaryRevision,
     SummaryVersion,
     TaskSummary,
 )
@@ -47,6 +48,13 @@ class SummaryVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(SummaryRevision)
+class SummaryRevisionAdmin(SummaryVersionAdmin):
+    """Kept by database triggers on the task summaries (migration 0006): shown, never edited here."""
+
+    list_display = ("campaign_id", "revision")
 
 
 @admin.register(SignatureCount)
