@@ -6,9 +6,10 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Model, Sum
 
 from apps.attempts.models import SummaryRevision, SummaryVersion, TaskSummary, campaign_model
 
@@ -55,20 +56,9 @@ def campaign_summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
     ids = [int(pk) for pk in campaign_ids]
     if not ids:
         return {}
-    campaign = campaign_model()
-    suite = campaign._meta.get_field("suite").related_model
-    sql = (
-        f"SELECT c.id, v.version, s.updated_at FROM {campaign._meta.db_table} c "
-        f"JOIN {suite._meta.db_table} s ON s.id = c.suite_id "
-        f"LEFT JOIN {SummaryVersion._meta.db_table} v ON v.campaign_id = c.id "
-        f"WHERE c.id IN ({', '.join(['%s'] * len(ids))})"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, ids)
-        rows = cursor.fetchall()
     stamps = {
         pk: f"v{summary_version or 0}|suite:{_timestamp(suite_updated_at):.6f}"
-        for pk, summary_version, suite_updated_at in rows
+        for pk, summary_version, suite_updated_at in _counter_rows(ids, SummaryVersion, "version")
     }
     return {pk: stamps.get(pk, "empty") for pk in ids}
 
@@ -87,21 +77,27 @@ def campaigns_revision_stamp(campaign_ids: Iterable[int]) -> str:
     ids = sorted({int(pk) for pk in campaign_ids})
     if not ids:
         return "none"
+    found = "|".join(
+        f"{pk}:r{revision or 0}:{_timestamp(updated_at):.6f}"
+        for pk, revision, updated_at in _counter_rows(ids, SummaryRevision, "revision")
+    )
+    return "rev:" + hashlib.sha1(found.encode()).hexdigest()
+
+
+def _counter_rows(ids: list[int], counter: type[Model], column: str) -> list[tuple[int, int | None, Any]]:
+    """(campaign id, its trigger-kept counter or None before the first bump, its suite's updated_at)
+    per campaign, in id order: one query over the campaigns, their suites and the counter table."""
     campaign = campaign_model()
     suite = campaign._meta.get_field("suite").related_model
     sql = (
-        f"SELECT c.id, r.revision, s.updated_at FROM {campaign._meta.db_table} c "
+        f"SELECT c.id, k.{column}, s.updated_at FROM {campaign._meta.db_table} c "
         f"JOIN {suite._meta.db_table} s ON s.id = c.suite_id "
-        f"LEFT JOIN {SummaryRevision._meta.db_table} r ON r.campaign_id = c.id "
+        f"LEFT JOIN {counter._meta.db_table} k ON k.campaign_id = c.id "
         f"WHERE c.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY c.id"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, ids)
-        rows = cursor.fetchall()
-    found = "|".join(
-        f"{pk}:r{revision or 0}:{_timestamp(updated_at):.6f}" for pk, revision, updated_at in rows
-    )
-    return "rev:" + hashlib.sha1(found.encode()).hexdigest()
+        return cursor.fetchall()
 
 
 def _timestamp(value: datetime | str) -> float:
