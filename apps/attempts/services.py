@@ -23,7 +23,7 @@ from django.db import reset_queries, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.attempts.bulk_insert import attempt_rows_insert, encoded_json
+from apps.attempts.bulk_insert import attempt_rows_insert, bulk_import_cache, encoded_json
 from apps.attempts.dispatch import RUN_ATTEMPT_TASK, attempts_dispatch
 from apps.attempts.models import Attempt
 from apps.attempts.outcomes import USAGE_FIELDS, AttemptOutcome, last_run, superseded_run
@@ -211,6 +211,13 @@ def attempts_import_rows(*, campaign_id: int, rows: Iterable[ImportRow], finishe
     keeps the import all-or-nothing. Side effects: one Attempt per row, their signature rows, the
     campaign's TaskSummary and SignatureCount rows.
     """
+    with bulk_import_cache():
+        stored = _import_batches(campaign_id=campaign_id, rows=rows, finished_at=finished_at)
+        summary_refresh(campaign_id=campaign_id)
+    return stored
+
+
+def _import_batches(*, campaign_id: int, rows: Iterable[ImportRow], finished_at: datetime) -> int:
     stored = 0
     for batch in _batched(rows, IMPORT_BATCH_ROWS):
         ids = attempt_rows_insert(
@@ -236,7 +243,6 @@ def attempts_import_rows(*, campaign_id: int, rows: Iterable[ImportRow], finishe
         stored += len(ids)
         # With DEBUG on, Django logs every query's SQL: a million-row import's batches would all stay.
         reset_queries()
-    summary_refresh(campaign_id=campaign_id)
     return stored
 
 

@@ -6,8 +6,10 @@ import json
 import tracemalloc
 
 import pytest
+from django.db import connection
 
 import apps.attempts.services as attempt_services
+from apps.attempts import bulk_insert
 from apps.attempts.models import Attempt, AttemptSignature, TaskSummary
 from apps.thinkingbox import results_rows
 from apps.thinkingbox.services import tb_results_import
@@ -168,3 +170,39 @@ def test_import_tb_results_shows_nul_characters_as_the_record_path_does(alice, t
 
     stored = Attempt.objects.get(campaign=report.campaign, index=1).result["transcript"]["messages"]
     assert [m["content"] for m in stored if m["role"] == "assistant"][-1] == "Done.␀"
+
+
+def _cache_size() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_tb_results_enlarges_the_sqlite_page_cache_only_while_it_imports(
+    alice, team_a, tmp_path, monkeypatch
+):
+    if connection.vendor != "sqlite":
+        pytest.skip("the page cache is SQLite's")
+    default = _cache_size()
+    seen: list[int] = []
+    real_store = attempt_services.signatures_store
+
+    def store_and_look(*args, **kwargs):
+        seen.append(_cache_size())
+        return real_store(*args, **kwargs)
+
+    monkeypatch.setattr(attempt_services, "signatures_store", store_and_look)
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    _write(good, _rows(100))
+    rows = _rows(100)
+    rows[-1] = {**rows[-1], "messages": "hello"}
+    _write(bad, rows)
+
+    tb_results_import(path=good, campaign_name="good", team=team_a, owner=alice)
+    after_good = _cache_size()
+    with pytest.raises(ThinkingBoxFormatError):
+        tb_results_import(path=bad, campaign_name="bad", team=team_a, owner=alice)
+
+    assert set(seen) == {-bulk_insert.SQLITE_IMPORT_CACHE_KIB}
+    assert (after_good, _cache_size()) == (default, default)
