@@ -17,7 +17,8 @@ the server's whole process tree (shared copy-on-write pages count once) is measu
 idle tree. A trainer's episode spends most of its time waiting for the model, so by default every
 client thinks ``--think-ms`` (750 ms, a small policy generating one tool call) before each step and
 sends one tool call per step, as a model does; the 64 episodes are then all open at once, as in
-training. ``--think-ms 0`` sends all golden calls in one step with no pause: the server saturated
+training, their steps spread over the think time (asynchronous rollouts); ``--lockstep`` makes all
+64 step at the same moment, as a synchronous batch trainer does. ``--think-ms 0`` sends all golden calls in one step with no pause: the server saturated
 (closed loop), where latency is queueing (Little's law) rather than service time. CPU per episode
 is split between our env server process and the real servers' tree (fork servers and their
 children). Step p95 is over every step, the graded (last) one of each episode included; the split is
@@ -266,6 +267,10 @@ def mcp_main(args: argparse.Namespace) -> None:
             if index == 0:
                 all_open.wait()
                 measured.wait()
+                if think_s and not args.lockstep:
+                    # The barriers released every client at once; spread their steps again, as the
+                    # resets were, or every step of the first rounds would meet 63 others.
+                    time.sleep(think_s * k / args.concurrency)
             for action in actions(task):
                 time.sleep(think_s)  # the policy generating its next action
                 started = time.perf_counter()
@@ -362,6 +367,12 @@ def main() -> None:
         f"default {SQLITE_THINK_MS:g} for the SQLite suites, {MCP_THINK_MS:g} with --mcp",
     )
     parser.add_argument("--mcp", action="store_true", help="the real ThinkingBox MCP servers (see above)")
+    parser.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="with --mcp: all clients step at the same moment, as a synchronous batch trainer does "
+        "(default: steps spread over the think time, as asynchronous rollouts are)",
+    )
     args = parser.parse_args()
     if args.episodes is None:
         args.episodes = 256 if args.mcp else 1920
