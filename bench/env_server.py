@@ -18,8 +18,9 @@ idle tree. A trainer's episode spends most of its time waiting for the model, so
 client thinks ``--think-ms`` (750 ms, a small policy generating one tool call) before each step and
 sends one tool call per step, as a model does; the 64 episodes are then all open at once, as in
 training, their steps spread over the think time (asynchronous rollouts); ``--lockstep`` makes all
-64 step at the same moment, as a synchronous batch trainer does. ``--think-ms 0`` sends all golden calls in one step with no pause: the server saturated
-(closed loop), where latency is queueing (Little's law) rather than service time. CPU per episode
+64 step at the same moment, as a synchronous batch trainer does. ``--think-ms 0`` sends all golden
+calls in one step with no pause: the server saturated (closed loop), where latency is queueing
+(Little's law) rather than service time. CPU per episode
 is split between our env server process and the real servers' tree (fork servers and their
 children). Step p95 is over every step, the graded (last) one of each episode included; the split is
 printed and in the RESULT line too (``mcp_tool_step_p95_ms``, ``mcp_graded_step_p95_ms``). The

@@ -107,7 +107,7 @@ def _reserve_ids(count: int) -> list[int]:
 # SQLite's page cache during a bulk import, in KiB (a negative cache_size is KiB). The default 2 MB
 # cannot hold the pages of the attempt table's indexes once they pass a few hundred thousand rows,
 # so every batch reads them back: bench/import_tb_results.py, 1e6 rows on SQLite, 2 cores, quiet
-# machine: 4,185 rows/s at peak RSS 321 MB with the default, 5,513 rows/s at 403 MB with 64 MB.
+# machine: 4,185 rows/s at peak RSS 321 MB with the default, 5,043 rows/s at 391 MB with this.
 # Set on the importing connection only: the web tier's threads keep the small default.
 SQLITE_IMPORT_CACHE_KIB = 65536
 
