@@ -28,11 +28,12 @@ Thread-free stdio (``serve_stdio_on_the_loop``; ``--no-thread-free-stdio`` turns
 stdio transport reads and writes through ``anyio.wrap_file``, a worker-thread round trip per line
 read and two per answer written. The child's stdin is a socket, so the server's own event loop
 reads and writes it instead; the SDK's reader and writer tasks still parse and frame every message,
-and nothing of the server changes. Measured on the shared 2-core machine (2026-12-03), SDK threads
-against the loop: one session's tool call on our test server p50 1.59-1.86 -> 1.27-1.54 ms (two
-runs of 1,000 calls each); bench/env_server.py --mcp, 64 open episodes on the real servers, three
-runs each, alternated: the servers' CPU per episode 89.4 / 91.1 / 76.4 -> 76.3 / 80.9 / 73.8 ms, PSS
-per open episode 12.8 -> 12.4 MB (no worker threads' stacks).
+and nothing of the server changes. Measured on the 2-core machine, quiet (2026-12-03), SDK threads
+against the loop, runs alternated: the real servers' CPU per episode (fork servers and children,
+``bench/env_server.py --mcp --think-ms 0 --concurrency 2 --episodes 160``) 65.9 / 69.6 / 73.6 ->
+56.3 / 49.4 / 52.4 ms; with 64 open episodes (the default MCP bench) 89.4 / 91.1 / 76.4 -> 76.3 /
+80.9 / 73.8 ms and PSS per open episode 12.8 -> 12.4 MB (no worker threads' stacks); one session's
+tool call on our test server p50 1.59-1.86 -> 1.27-1.54 ms (two runs of 1,000 calls each).
 
 Lifetimes: a child dies with the parent (PR_SET_PDEATHSIG on Linux, and the parent kills its
 children when it stops); the parent stops when its stdin reaches end of file (the process that
