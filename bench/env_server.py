@@ -18,7 +18,11 @@ idle tree. A trainer's episode spends most of its time waiting for the model, so
 client thinks ``--think-ms`` (750 ms, a small policy generating one tool call) before each step and
 sends one tool call per step, as a model does; the 64 episodes are then all open at once, as in
 training, their steps spread over the think time (asynchronous rollouts); ``--lockstep`` makes all
-64 step at the same moment, as a synchronous batch trainer does. ``--think-ms 0`` sends all golden
+64 step at the same moment, as a synchronous batch trainer does; ``--spread episode`` spreads the
+first steps over one episode's length instead of one think time, so that episodes end and reset
+spread out (the steady state of asynchronous rollouts; by default they stay nearly in phase for the
+run's four rounds, and their resets and gradings come in bursts). The clients run in
+``--client-processes`` processes, as in the SQLite mode. ``--think-ms 0`` sends all golden
 calls in one step with no pause: the server saturated (closed loop), where latency is queueing
 (Little's law) rather than service time. CPU per episode
 is split between our env server process and the real servers' tree (fork servers and their
@@ -233,15 +237,11 @@ def mcp_main(args: argparse.Namespace) -> None:
     warm.close()
     time.sleep(0.5)
     idle_mb = tree_pss_mb(server.pid)
-    all_open = threading.Barrier(args.concurrency + 1, timeout=120)
-    measured = threading.Barrier(args.concurrency + 1, timeout=120)
-    lock = threading.Lock()
-    steps_ms: list[float] = []
-    resets_ms: list[float] = []
-    final_steps_ms: list[float] = []
-    first_resets_ms: list[float] = []  # the 64 episodes starting together (a trainer's first batch)
-    later_resets_ms: list[float] = []  # steady state: an episode ends, the next one starts
-    rewards: list[float | None] = []
+    # Forked client processes (closures need no pickling); their threads and this one meet at the barriers.
+    processes = multiprocessing.get_context("fork")
+    all_open = processes.Barrier(args.concurrency + 1, timeout=120)
+    measured = processes.Barrier(args.concurrency + 1, timeout=120)
+    results = processes.Queue()
     rounds = max(1, args.episodes // args.concurrency)
 
     think_s = args.think_ms / 1000.0
@@ -254,7 +254,12 @@ def mcp_main(args: argparse.Namespace) -> None:
             return [{"tool_calls": [call]} for call in calls] + [reply]
         return [{"tool_calls": calls}, reply]
 
-    def client(k: int) -> None:
+    # --spread episode: the first steps over a whole episode's length, so that episodes end (and the
+    # next ones reset) spread out, as in a trainer's steady state of asynchronous rollouts.
+    episode_s = think_s * statistics.mean(len(actions(suite.tasks[t])) for t in task_ids)
+    spread_s = episode_s if args.spread == "episode" else think_s
+
+    def client(k: int) -> dict[str, list]:
         connection = EnvClient(url)
         connection.health()
         mine_steps, mine_final, mine_first, mine_resets, mine_rewards = [], [], [], [], []
@@ -271,7 +276,7 @@ def mcp_main(args: argparse.Namespace) -> None:
                 if think_s and not args.lockstep:
                     # The barriers released every client at once; spread their steps again, as the
                     # resets were, or every step of the first rounds would meet 63 others.
-                    time.sleep(think_s * k / args.concurrency)
+                    time.sleep(spread_s * k / args.concurrency)
             for action in actions(task):
                 time.sleep(think_s)  # the policy generating its next action
                 started = time.perf_counter()
@@ -280,25 +285,53 @@ def mcp_main(args: argparse.Namespace) -> None:
             mine_final.append(mine_steps[-1])  # the step that grades (geteffects, snapshots, diff)
             mine_rewards.append(answer["reward"])
         connection.close()
-        with lock:
-            steps_ms.extend(mine_steps)
-            final_steps_ms.extend(mine_final)
-            first_resets_ms.extend(mine_first)
-            resets_ms.extend(mine_first + mine_resets)
-            later_resets_ms.extend(mine_resets)
-            rewards.extend(mine_rewards)
+        return {
+            "steps": mine_steps,
+            "final": mine_final,
+            "first_resets": mine_first,
+            "later_resets": mine_resets,
+            "rewards": mine_rewards,
+        }
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(args.concurrency)]
+    def client_process(client_ids: list[int]) -> None:
+        """Some of the clients, a thread each; what they measured goes back through ``results``."""
+        found: list[dict] = []
+        threads = [threading.Thread(target=lambda k=k: found.append(client(k))) for k in client_ids]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        results.put({key: [v for one in found for v in one[key]] for key in found[0]} if found else {})
+
+    # The clients' own Python (HTTP, JSON, 64 threads) is spread over processes, as in the SQLite
+    # mode: behind one GIL a step's answer would wait for the other clients' work, and the latency
+    # measured would partly be the bench's.
+    workers = [
+        processes.Process(
+            target=client_process, args=(list(range(p, args.concurrency, args.client_processes)),)
+        )
+        for p in range(min(args.client_processes, args.concurrency))
+    ]
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
+    for worker in workers:
+        worker.start()
     cpu_before = cpu_seconds(server.pid)
     all_open.wait()
     open_mb = tree_pss_mb(server.pid)
     measured.wait()
-    for thread in threads:
-        thread.join()
+    gathered = [results.get(timeout=3600) for _ in workers]
+    for worker in workers:
+        worker.join()
     elapsed = time.perf_counter() - started
+
+    def merged(key: str) -> list:
+        return [v for one in gathered for v in one.get(key, [])]
+
+    steps_ms, final_steps_ms = merged("steps"), merged("final")
+    first_resets_ms = merged("first_resets")  # the first batch, started together
+    later_resets_ms = merged("later_resets")  # steady state: an episode ends, the next one starts
+    resets_ms = first_resets_ms + later_resets_ms
+    rewards = merged("rewards")
     time.sleep(0.5)  # the last servers exit and are reaped
     cpu_after = cpu_seconds(server.pid)
     server.terminate()
@@ -373,6 +406,14 @@ def main() -> None:
         action="store_true",
         help="with --mcp: all clients step at the same moment, as a synchronous batch trainer does "
         "(default: steps spread over the think time, as asynchronous rollouts are)",
+    )
+    parser.add_argument(
+        "--spread",
+        choices=("think", "episode"),
+        default="think",
+        help="with --mcp: after the memory barriers, spread the clients' first steps over one think "
+        "time (default; episodes stay nearly in phase, their resets and gradings come in bursts) or "
+        "over one episode's length (the steady state of asynchronous rollouts)",
     )
     args = parser.parse_args()
     if args.episodes is None:
