@@ -301,7 +301,7 @@ def mcp_main(args: argparse.Namespace) -> None:
             thread.start()
         for thread in threads:
             thread.join()
-        results.put({key: [v for one in found for v in one[key]] for key in found[0]} if found else {})
+        results.put(found)
 
     # The clients' own Python (HTTP, JSON, 64 threads) is spread over processes, as in the SQLite
     # mode: behind one GIL a step's answer would wait for the other clients' work, and the latency
@@ -319,13 +319,13 @@ def mcp_main(args: argparse.Namespace) -> None:
     all_open.wait()
     open_mb = tree_pss_mb(server.pid)
     measured.wait()
-    gathered = [results.get(timeout=3600) for _ in workers]
+    gathered = [one for _ in workers for one in results.get(timeout=3600)]  # one dict per client
     for worker in workers:
         worker.join()
     elapsed = time.perf_counter() - started
 
     def merged(key: str) -> list:
-        return [v for one in gathered for v in one.get(key, [])]
+        return [v for one in gathered for v in one[key]]
 
     steps_ms, final_steps_ms = merged("steps"), merged("final")
     first_resets_ms = merged("first_resets")  # the first batch, started together

@@ -16,7 +16,7 @@ import pytest
 
 from tb_engine.thinkingbox.mcp_forkserver import SocketLines, SocketWriter
 from tb_engine.thinkingbox.mcp_pool import McpServerPool
-from tests.engine.thinkingbox.test_mcp_launch import FORK
+from tests.engine.thinkingbox.test_mcp_launch import fork_pool  # noqa: F401 (fixture)
 from tests.support.real_servers import server_config, servers_python
 
 
@@ -80,8 +80,9 @@ def test_socket_writer_sends_every_byte_of_an_answer_larger_than_the_socket_buff
     async def scenario() -> bytes:
         loop = asyncio.get_running_loop()
         received = loop.run_in_executor(None, _receive_line, theirs)
-        await SocketWriter(ours).write(answer)
-        await SocketWriter(ours).flush()
+        writer = SocketWriter(ours)
+        await writer.write(answer)
+        await writer.flush()
         return await received
 
     try:
@@ -100,13 +101,6 @@ def _receive_line(sock: socket.socket) -> bytes:
 
 def _threads_of(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
-
-
-@pytest.fixture
-def fork_pool():
-    pool = McpServerPool(FORK, size=1)
-    yield pool
-    pool.close()
 
 
 @pytest.fixture
