@@ -32,7 +32,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max
 
 from apps.agents.models import AgentConfig
-from apps.attempts.selectors.summary_stamps import summary_stamp
+from apps.attempts.selectors.summary_stamps import campaigns_revision_stamp
 from apps.attempts.selectors.task_evidence import disputed_attempts, idle_passes
 from apps.campaigns.models import Campaign
 from apps.figures.selectors import per_task_tables
@@ -83,11 +83,12 @@ class SuspectTask:
 
 
 def _stamp(campaign_ids: list[int], suite_ids: list[int]) -> str:
-    summaries = summary_stamp(campaign_ids=campaign_ids)
+    """What the cached evidence was computed from: the campaigns' summaries (a trigger-kept revision
+    per campaign, so one row per campaign is read, not every summary row), their suites' tasks
+    (validation flags) and the audit log (health labels)."""
     tasks = Task.objects.filter(suite_id__in=suite_ids).aggregate(latest=Max("updated_at"), rows=Count("id"))
     audit = AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0
-    parts = [summaries.latest, summaries.signed, summaries.rows, summaries.done, summaries.passed]
-    parts += [tasks["latest"], tasks["rows"], audit]
+    parts = [campaigns_revision_stamp(campaign_ids), tasks["latest"], tasks["rows"], audit]
     return "|".join(str(p) for p in parts)
 
 

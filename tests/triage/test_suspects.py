@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.attempts.models import Attempt
+from apps.attempts.models import Attempt, TaskSummary
 from apps.campaigns.models import Campaign
 from apps.suites.models import Suite, Task
 from apps.triage.models import SuspectDecision, TaskHealthIssue
@@ -264,3 +264,32 @@ def test_suspect_page_query_count_is_the_same_for_one_and_three_tasks(signed_cam
     three, html = _suspect_queries(client)
     assert html.count('<tr data-task="') == 3
     assert one == three
+
+
+def test_the_cached_queue_follows_a_new_attempt_and_reads_one_stamp_row_per_campaign(
+    signed_campaign, starter_suite, bob
+):
+    from datetime import UTC, datetime
+
+    from apps.attempts.services import attempts_import
+    from tests.triage.conftest import stored_result
+
+    campaign = signed_campaign([(T1, 0, {}), (T2, 0, {})])
+    assert _suspects(_visible(bob)) == {}  # computed and cached
+
+    t1 = starter_suite.tasks.get(task_id=T1)
+    attempts_import(
+        campaign_id=campaign.pk,
+        attempts=[(t1, 1, stored_result(t1, tools=()))],
+        finished_at=datetime.now(UTC),
+    )
+    rows = _suspects(_visible(bob))
+    with CaptureQueriesContext(connection) as captured:
+        again = _suspects(_visible(bob))  # from the cache: the stamp reads the campaigns' revision rows
+
+    assert [(e.kind, e.detail) for e in rows[T1].evidence] == [
+        ("do_nothing", "1 attempt passed without a single tool call")
+    ]
+    assert again.keys() == rows.keys()
+    summaries = TaskSummary._meta.db_table
+    assert [q["sql"] for q in captured if summaries in q["sql"]] == []

@@ -3,40 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Max, Model, Sum
+from django.db.models import Model
 
-from apps.attempts.models import SummaryRevision, SummaryVersion, TaskSummary, campaign_model
-
-
-@dataclass(frozen=True)
-class SummaryStamp:
-    """The campaigns' per-task summaries in four numbers: any finished attempt changes at least one."""
-
-    latest: datetime | None  # the newest summary's updated_at (None without summaries)
-    signed: datetime | None  # the newest signatures_at (a signature backfill; None before any)
-    rows: int
-    done: int | None
-    passed: int | None
-
-
-def summary_stamp(*, campaign_ids: Sequence[int]) -> SummaryStamp:
-    """The stamp of the campaigns' task summaries, for caches of what is computed from their attempts (one query)."""
-    row = TaskSummary.objects.filter(campaign_id__in=campaign_ids).aggregate(
-        latest=Max("updated_at"),
-        signed=Max("signatures_at"),
-        rows=Count("id"),
-        done=Sum("n_done"),
-        passed=Sum("n_pass"),
-    )
-    return SummaryStamp(
-        latest=row["latest"], signed=row["signed"], rows=row["rows"], done=row["done"], passed=row["passed"]
-    )
+from apps.attempts.models import SummaryRevision, SummaryVersion, campaign_model
 
 
 def campaign_summary_stamps(campaign_ids: Iterable[int]) -> dict[int, str]:
@@ -70,9 +44,9 @@ def campaigns_revision_stamp(campaign_ids: Iterable[int]) -> str:
     the number of attempts or summaries).
 
     The per-campaign part is SummaryRevision (database triggers, migration attempts 0006); a campaign
-    whose summaries never changed since the triggers exist reads revision 0. It replaces
-    summary_stamp's aggregate over every summary row of the scope for the triage caches (50,700 rows
-    at 100 campaigns, per request).
+    whose summaries never changed since the triggers exist reads revision 0. The triage caches (the
+    clusters and the suspect queue) key on it instead of an aggregate over every summary row of the
+    scope (50,700 rows at 100 campaigns, per request).
     """
     ids = sorted({int(pk) for pk in campaign_ids})
     if not ids:
